@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs the worker locally on 127.0.0.1:8787 with local Durable Object storage, together with a
+# small demo origin that prints every event forwarded to it.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ROOT"
+bash scripts/setup.sh
+if [ ! -f .dev.vars ]; then
+  cp .dev.vars.example .dev.vars
+  echo "dev: created .dev.vars from .dev.vars.example (local development settings)" >&2
+fi
+bash scripts/build.sh
+node scripts/demo-origin.mjs &
+origin=$!
+trap 'kill $origin 2>/dev/null || true' EXIT INT TERM
+# The build ran above; SKIP_SETUP keeps wrangler's own [build] step to the compile only.
+SKIP_SETUP=1 wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}" "$@"

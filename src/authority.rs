@@ -1,0 +1,229 @@
+//! The messages between the worker and the claim authority (the Durable Object), and the pure
+//! dispatcher the object runs them through.
+//!
+//! Transport: the worker sends one JSON [`AuthorityRequest`] in a `POST` to the object's
+//! `fetch` and reads one JSON [`AuthorityReply`] back. Plain fetch with JSON is used rather than
+//! RPC because the Rust SDK's Durable Objects expose `fetch`, and JSON keeps the exchange
+//! inspectable in logs and host tests.
+
+use serde::{Deserialize, Serialize};
+
+use crate::claim::{
+    self, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimStore, Fence, FinalizeOutcome, Millis,
+    Nonce, ReleaseOutcome, StoreError,
+};
+
+/// One operation on one key's claim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum AuthorityRequest {
+    /// Try to claim `key` (see [`claim::claim`]).
+    Claim {
+        /// The key (event id or Idempotency-Key scope).
+        key: String,
+        /// Lease and retention for this front door.
+        policy: ClaimPolicy,
+        /// Random bytes for the fence; the same nonce again is the same claim request.
+        nonce: Nonce,
+    },
+    /// Mark `key` done for the holder of `fence` (see [`claim::finalize`]).
+    Finalize {
+        /// The key.
+        key: String,
+        /// The fence the claim was won with.
+        fence: Fence,
+        /// Lease and retention for this front door.
+        policy: ClaimPolicy,
+    },
+    /// Give back the claim held with `fence` (see [`claim::release`]).
+    Release {
+        /// The key.
+        key: String,
+        /// The fence the claim was won with.
+        fence: Fence,
+        /// Why, kept in the record and logged.
+        reason: String,
+        /// Lease and retention for this front door.
+        policy: ClaimPolicy,
+    },
+    /// Read the record of `key` as stored, changing nothing.
+    Inspect {
+        /// The key.
+        key: String,
+    },
+}
+
+/// The object's answer to one [`AuthorityRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum AuthorityReply {
+    /// The answer to `Claim`.
+    Claim(ClaimOutcome),
+    /// The answer to `Finalize`.
+    Finalize(FinalizeOutcome),
+    /// The answer to `Release`.
+    Release(ReleaseOutcome),
+    /// The answer to `Inspect`.
+    Record {
+        /// The stored record, if any.
+        record: Option<ClaimRecord>,
+    },
+    /// The store failed; nothing was changed.
+    StoreFailed {
+        /// True when the same request may succeed later.
+        retryable: bool,
+        /// What failed.
+        detail: String,
+    },
+}
+
+impl From<StoreError> for AuthorityReply {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Retryable(detail) => AuthorityReply::StoreFailed {
+                retryable: true,
+                detail,
+            },
+            StoreError::Fatal(detail) => AuthorityReply::StoreFailed {
+                retryable: false,
+                detail,
+            },
+        }
+    }
+}
+
+/// What the object must do after answering: make sure its alarm fires no later than this, so
+/// the record written is deleted when its retention ends.
+pub type WakeBy = Option<Millis>;
+
+/// Runs one request against `store` at `now`. Returns the reply and, when a record was
+/// written, its `expires_at`.
+pub fn handle<S: ClaimStore>(
+    store: &mut S,
+    request: &AuthorityRequest,
+    now: Millis,
+) -> (AuthorityReply, WakeBy) {
+    let result = match request {
+        AuthorityRequest::Claim { key, policy, nonce } => {
+            claim::claim(store, key, now, *policy, nonce.0).map(AuthorityReply::Claim)
+        }
+        AuthorityRequest::Finalize { key, fence, policy } => {
+            claim::finalize(store, key, fence, now, *policy).map(AuthorityReply::Finalize)
+        }
+        AuthorityRequest::Release {
+            key,
+            fence,
+            reason,
+            policy,
+        } => claim::release(store, key, fence, now, reason, *policy).map(AuthorityReply::Release),
+        AuthorityRequest::Inspect { key } => store
+            .load(key)
+            .map(|record| AuthorityReply::Record { record }),
+    };
+    match result {
+        Ok(reply) => {
+            let wrote = matches!(
+                reply,
+                AuthorityReply::Claim(ClaimOutcome::Claimed { .. })
+                    | AuthorityReply::Finalize(FinalizeOutcome::Finalized { already: false, .. })
+                    | AuthorityReply::Release(ReleaseOutcome::Released { already: false })
+            );
+            let wake_by = match (wrote, request) {
+                (true, AuthorityRequest::Claim { key, .. })
+                | (true, AuthorityRequest::Finalize { key, .. })
+                | (true, AuthorityRequest::Release { key, .. }) => {
+                    store.load(key).ok().flatten().map(|r| r.expires_at)
+                }
+                _ => None,
+            };
+            (reply, wake_by)
+        }
+        Err(error) => (error.into(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::MemoryClaimStore;
+
+    const POLICY: ClaimPolicy = ClaimPolicy {
+        lease_ms: 1_000,
+        retention_ms: 10_000,
+    };
+
+    #[test]
+    fn requests_and_replies_round_trip_as_json() {
+        let request = AuthorityRequest::Release {
+            key: "evt_1".into(),
+            fence: Fence::new(2, [9; 16]),
+            reason: "origin answered 500".into(),
+            policy: POLICY,
+        };
+        let text = serde_json::to_string(&request).unwrap();
+        assert!(
+            text.starts_with(r#"{"op":"release","key":"evt_1""#),
+            "{text}"
+        );
+        assert_eq!(
+            serde_json::from_str::<AuthorityRequest>(&text).unwrap(),
+            request
+        );
+
+        let reply = AuthorityReply::Claim(ClaimOutcome::DuplicateInflight {
+            lease_expires_at: 5,
+        });
+        let text = serde_json::to_string(&reply).unwrap();
+        assert_eq!(
+            text,
+            r#"{"reply":"claim","outcome":"duplicate_inflight","lease_expires_at":5}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<AuthorityReply>(&text).unwrap(),
+            reply
+        );
+    }
+
+    #[test]
+    fn a_winning_claim_asks_for_an_alarm_at_the_record_expiry() {
+        let mut store = MemoryClaimStore::new();
+        let claim = |n| AuthorityRequest::Claim {
+            key: "evt_1".into(),
+            policy: POLICY,
+            nonce: Nonce([n; 16]),
+        };
+        let (reply, wake_by) = handle(&mut store, &claim(1), 100);
+        assert!(matches!(
+            reply,
+            AuthorityReply::Claim(ClaimOutcome::Claimed { .. })
+        ));
+        assert_eq!(wake_by, Some(10_100));
+        let (reply, wake_by) = handle(&mut store, &claim(2), 200);
+        assert!(matches!(
+            reply,
+            AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { .. })
+        ));
+        assert_eq!(wake_by, None, "nothing written, no alarm needed");
+    }
+
+    #[test]
+    fn store_failures_become_replies() {
+        let mut store = MemoryClaimStore::new();
+        store.fail_next(StoreError::Fatal("disk".into()));
+        let (reply, wake_by) = handle(
+            &mut store,
+            &AuthorityRequest::Inspect {
+                key: "evt_1".into(),
+            },
+            0,
+        );
+        assert_eq!(
+            reply,
+            AuthorityReply::StoreFailed {
+                retryable: false,
+                detail: "disk".into()
+            }
+        );
+        assert_eq!(wake_by, None);
+    }
+}

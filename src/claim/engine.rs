@@ -1,0 +1,296 @@
+//! The rules of claiming: claim, finalize, release and expire, over any [`ClaimStore`].
+//!
+//! Each function reads the key's record, decides, and writes at most once, with no other I/O in
+//! between; run inside the Durable Object (whose SQLite calls are synchronous) each is one
+//! atomic step, so two callers racing on one key always see each other's result.
+
+use serde::{Deserialize, Serialize};
+
+use super::fence::Fence;
+use super::record::{ClaimRecord, ClaimState, Millis};
+use super::store::{ClaimStore, StoreError};
+
+/// How long claims and records last; travels with each request so each front door has its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimPolicy {
+    /// How long a claim is honoured before another delivery may take it over.
+    pub lease_ms: u64,
+    /// How long a record is kept after its last change (finish, release or claim).
+    pub retention_ms: u64,
+}
+
+/// The answer to a claim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ClaimOutcome {
+    /// The caller holds the claim until `lease_expires_at` and must finalize or release it with
+    /// `fence`. `takeover` is true when an earlier claim's lease ran out unfinished.
+    Claimed {
+        /// The fence to present when finalizing or releasing.
+        fence: Fence,
+        /// Which attempt this is (1 for the first claim of the key).
+        attempt: u32,
+        /// True when this claim replaced one whose lease ran out.
+        takeover: bool,
+        /// When this claim's lease runs out.
+        lease_expires_at: Millis,
+    },
+    /// The key's work already finished at `finished_at`: acknowledge, run nothing.
+    DuplicateProcessed {
+        /// When the work finished.
+        finished_at: Millis,
+    },
+    /// Another attempt holds a live claim until `lease_expires_at`: come back later.
+    DuplicateInflight {
+        /// When the live claim's lease runs out.
+        lease_expires_at: Millis,
+    },
+}
+
+/// The answer to a finalize.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum FinalizeOutcome {
+    /// The key is done. `already` is true when this fence had finalized it before.
+    Finalized {
+        /// When the work finished (the first finalize's time).
+        finished_at: Millis,
+        /// True when this was a repeat of a finalize that had already succeeded.
+        already: bool,
+    },
+    /// The fence is not the current claim's (taken over, or released): nothing changed.
+    NotOwner,
+    /// No record for the key: nothing changed.
+    NotFound,
+}
+
+/// The answer to a release.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReleaseOutcome {
+    /// The claim is given back; the next delivery claims the key at once. `already` is true when
+    /// this fence had released it before.
+    Released {
+        /// True when this was a repeat of a release that had already succeeded.
+        already: bool,
+    },
+    /// The key is done; a release never undoes that. Nothing changed.
+    AlreadyDone,
+    /// The fence is not the current claim's: nothing changed.
+    NotOwner,
+    /// No record for the key: nothing changed.
+    NotFound,
+}
+
+/// A record deleted by [`expire`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expired {
+    /// The key whose record was deleted.
+    pub key: String,
+    /// Its state when deleted; `Processing` means a claim was abandoned and never finished.
+    pub state: ClaimState,
+}
+
+/// What [`expire`] did, and when it must run again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// The records deleted.
+    pub expired: Vec<Expired>,
+    /// The earliest `expires_at` of the records left, if any.
+    pub next_expiry: Option<Millis>,
+}
+
+/// The record of `key` as the rules see it: a record past its retention counts as absent, so
+/// the answer never depends on when the deleting alarm happens to run.
+fn load_current<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+) -> Result<Option<ClaimRecord>, StoreError> {
+    let record = store.load(key)?;
+    if let Some(found) = &record {
+        if found.key != key {
+            return Err(StoreError::Fatal(format!(
+                "record stored under {key:?} names the key {:?}",
+                found.key
+            )));
+        }
+        if found.expires_at <= now {
+            return Ok(None);
+        }
+    }
+    Ok(record)
+}
+
+/// Tries to claim `key` at `now`.
+///
+/// Exactly one caller wins while a claim is live: no record, a released record, or a claim whose
+/// lease ran out → `Claimed` with a new fence made from `nonce` (16 random bytes); a done record
+/// → `DuplicateProcessed`; a live claim → `DuplicateInflight`. Writes only when it claims.
+///
+/// A claim sent again with the same `nonce` while its claim stands (a retry after a lost
+/// answer) gets the same `Claimed` back, so retrying a claim never strands it.
+pub fn claim<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+    nonce: [u8; 16],
+) -> Result<ClaimOutcome, StoreError> {
+    let current = load_current(store, key, now)?;
+    let lease_expires_at = now.saturating_add(policy.lease_ms);
+    let expires_at = now
+        .saturating_add(policy.retention_ms)
+        .max(lease_expires_at);
+    let (attempt, first_seen_at, takeover, last_release_reason) = match current {
+        None => (1, now, false, None),
+        Some(record) => match record.state {
+            ClaimState::Done => {
+                return Ok(ClaimOutcome::DuplicateProcessed {
+                    finished_at: record.finished_at.unwrap_or(record.claimed_at),
+                })
+            }
+            ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce) => {
+                // The same request again (its answer was lost): the same claim, nothing written.
+                return Ok(ClaimOutcome::Claimed {
+                    fence: record.fence,
+                    attempt: record.attempts,
+                    takeover: false,
+                    lease_expires_at: record.lease_expires_at,
+                });
+            }
+            ClaimState::Processing if record.has_live_lease(now) => {
+                return Ok(ClaimOutcome::DuplicateInflight {
+                    lease_expires_at: record.lease_expires_at,
+                })
+            }
+            ClaimState::Processing => (
+                record.attempts.saturating_add(1),
+                record.first_seen_at,
+                true,
+                record.last_release_reason,
+            ),
+            ClaimState::Released => (
+                record.attempts.saturating_add(1),
+                record.first_seen_at,
+                false,
+                record.last_release_reason,
+            ),
+        },
+    };
+    let fence = Fence::new(attempt, nonce);
+    store.save(&ClaimRecord {
+        key: key.to_owned(),
+        state: ClaimState::Processing,
+        fence: fence.clone(),
+        attempts: attempt,
+        first_seen_at,
+        claimed_at: now,
+        lease_expires_at,
+        finished_at: None,
+        released_at: None,
+        expires_at,
+        last_release_reason,
+    })?;
+    Ok(ClaimOutcome::Claimed {
+        fence,
+        attempt,
+        takeover,
+        lease_expires_at,
+    })
+}
+
+/// Marks `key` done for the holder of `fence`; the record is then kept for `policy.retention_ms`.
+///
+/// Only the current claim's fence turns `Processing` into `Done`, also after its lease ran out
+/// as long as nobody took the claim over. The same fence again → the same success. Any other
+/// fence, or a claim its holder released → `NotOwner`, nothing written.
+pub fn finalize<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+    policy: ClaimPolicy,
+) -> Result<FinalizeOutcome, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(FinalizeOutcome::NotFound);
+    };
+    if record.fence != *fence {
+        return Ok(FinalizeOutcome::NotOwner);
+    }
+    match record.state {
+        ClaimState::Done => Ok(FinalizeOutcome::Finalized {
+            finished_at: record.finished_at.unwrap_or(record.claimed_at),
+            already: true,
+        }),
+        ClaimState::Released => Ok(FinalizeOutcome::NotOwner),
+        ClaimState::Processing => {
+            record.state = ClaimState::Done;
+            record.finished_at = Some(now);
+            record.expires_at = now.saturating_add(policy.retention_ms);
+            store.save(&record)?;
+            Ok(FinalizeOutcome::Finalized {
+                finished_at: now,
+                already: false,
+            })
+        }
+    }
+}
+
+/// Gives back the claim on `key` held with `fence`, so the next delivery runs the work again.
+///
+/// Only the current claim's fence releases it; the record keeps its history (attempts, `reason`)
+/// in state `Released` for `policy.retention_ms`. A done record is never released
+/// (`AlreadyDone`); the same fence again → the same success; any other fence → `NotOwner`.
+pub fn release<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+    reason: &str,
+    policy: ClaimPolicy,
+) -> Result<ReleaseOutcome, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(ReleaseOutcome::NotFound);
+    };
+    if record.fence != *fence {
+        return Ok(ReleaseOutcome::NotOwner);
+    }
+    match record.state {
+        ClaimState::Done => Ok(ReleaseOutcome::AlreadyDone),
+        ClaimState::Released => Ok(ReleaseOutcome::Released { already: true }),
+        ClaimState::Processing => {
+            record.state = ClaimState::Released;
+            record.released_at = Some(now);
+            record.last_release_reason = Some(reason.to_owned());
+            record.expires_at = now.saturating_add(policy.retention_ms);
+            store.save(&record)?;
+            Ok(ReleaseOutcome::Released { already: false })
+        }
+    }
+}
+
+/// Deletes every record whose retention ended at or before `now`, and tells when the next one
+/// ends. Running it again changes nothing (alarms may fire more than once).
+pub fn expire<S: ClaimStore>(store: &mut S, now: Millis) -> Result<Sweep, StoreError> {
+    let mut sweep = Sweep::default();
+    for key in store.keys()? {
+        let Some(record) = store.load(&key)? else {
+            continue;
+        };
+        if record.expires_at <= now {
+            store.delete(&key)?;
+            sweep.expired.push(Expired {
+                key,
+                state: record.state,
+            });
+        } else {
+            sweep.next_expiry = Some(
+                sweep
+                    .next_expiry
+                    .map_or(record.expires_at, |at| at.min(record.expires_at)),
+            );
+        }
+    }
+    Ok(sweep)
+}

@@ -1,0 +1,23 @@
+//! The claim authority's rules, free of JavaScript: the record, its fence, the store it needs,
+//! the transitions (claim, finalize, release, expire) and the stored format.
+//!
+//! The Durable Object and the host tests both drive these same functions; only the
+//! [`ClaimStore`] underneath differs.
+
+mod codec;
+mod engine;
+mod fence;
+mod record;
+mod store;
+
+pub use codec::{decode_record, encode_record, SCHEMA_VERSION};
+pub use engine::{
+    claim, expire, finalize, release, ClaimOutcome, ClaimPolicy, Expired, FinalizeOutcome,
+    ReleaseOutcome, Sweep,
+};
+pub use fence::{Fence, InvalidFence, Nonce};
+pub use record::{ClaimRecord, ClaimState, Millis};
+pub use store::{ClaimStore, MemoryClaimStore, StoreError};
+
+#[cfg(test)]
+mod tests;

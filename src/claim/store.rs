@@ -1,0 +1,95 @@
+//! The storage a claim authority needs, and an in-memory implementation of it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::record::ClaimRecord;
+
+/// A storage failure, reported as an outcome rather than a panic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// Transient: the same request may succeed if sent again later (answered 503 + Retry-After).
+    Retryable(String),
+    /// Not transient: stored data is unreadable or the store refused the operation (answered 500).
+    Fatal(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Retryable(detail) => write!(f, "retryable store error: {detail}"),
+            StoreError::Fatal(detail) => write!(f, "fatal store error: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// One key's record storage: the only operations the claim rules use.
+///
+/// The Durable Object implements it over its SQLite storage, where every call is synchronous,
+/// so one rule (a load followed by a save) runs as one atomic step of the object.
+/// [`MemoryClaimStore`] implements it for host tests.
+pub trait ClaimStore {
+    /// The record of `key`, if there is one. Unreadable data is `StoreError::Fatal`.
+    fn load(&mut self, key: &str) -> Result<Option<ClaimRecord>, StoreError>;
+    /// Writes `record`, replacing any record of the same key.
+    fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError>;
+    /// Deletes the record of `key`; deleting a missing record is not an error.
+    fn delete(&mut self, key: &str) -> Result<(), StoreError>;
+    /// Every key that has a record.
+    fn keys(&mut self) -> Result<Vec<String>, StoreError>;
+}
+
+/// A [`ClaimStore`] held in memory: for tests and for checking the rules on the host.
+///
+/// It forgets everything when dropped. `fail_next` makes the next call fail, to test how
+/// callers handle store errors.
+#[derive(Debug, Default)]
+pub struct MemoryClaimStore {
+    records: BTreeMap<String, ClaimRecord>,
+    fail_next: Option<StoreError>,
+}
+
+impl MemoryClaimStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Makes the next call of any operation fail with `error`.
+    pub fn fail_next(&mut self, error: StoreError) {
+        self.fail_next = Some(error);
+    }
+
+    fn check(&mut self) -> Result<(), StoreError> {
+        match self.fail_next.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+}
+
+impl ClaimStore for MemoryClaimStore {
+    fn load(&mut self, key: &str) -> Result<Option<ClaimRecord>, StoreError> {
+        self.check()?;
+        Ok(self.records.get(key).cloned())
+    }
+
+    fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
+        self.check()?;
+        self.records.insert(record.key.clone(), record.clone());
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.records.remove(key);
+        Ok(())
+    }
+
+    fn keys(&mut self) -> Result<Vec<String>, StoreError> {
+        self.check()?;
+        Ok(self.records.keys().cloned().collect())
+    }
+}

@@ -1,0 +1,442 @@
+//! Host tests of the claim rules: every transition, then random histories against a model.
+
+use proptest::prelude::*;
+
+use super::*;
+
+const KEY: &str = "evt_test_1";
+const POLICY: ClaimPolicy = ClaimPolicy {
+    lease_ms: 1_000,
+    retention_ms: 100_000,
+};
+
+fn nonce(n: u8) -> [u8; 16] {
+    [n; 16]
+}
+
+fn claimed(outcome: ClaimOutcome) -> (Fence, u32, bool) {
+    match outcome {
+        ClaimOutcome::Claimed {
+            fence,
+            attempt,
+            takeover,
+            ..
+        } => (fence, attempt, takeover),
+        other => panic!("expected Claimed, got {other:?}"),
+    }
+}
+
+#[test]
+fn first_claim_wins_with_attempt_one() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, attempt, takeover) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    assert_eq!((fence.attempt(), attempt, takeover), (1, 1, false));
+    let record = store.load(KEY).unwrap().unwrap();
+    assert_eq!(record.state, ClaimState::Processing);
+    assert_eq!(record.first_seen_at, 10);
+    assert_eq!(record.lease_expires_at, 1_010);
+    assert_eq!(record.expires_at, 100_010);
+}
+
+#[test]
+fn live_claim_answers_inflight_with_its_lease_end() {
+    let mut store = MemoryClaimStore::new();
+    claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap();
+    let before = store.load(KEY).unwrap();
+    assert_eq!(
+        claim(&mut store, KEY, 1_009, POLICY, nonce(2)).unwrap(),
+        ClaimOutcome::DuplicateInflight {
+            lease_expires_at: 1_010
+        }
+    );
+    assert_eq!(
+        store.load(KEY).unwrap(),
+        before,
+        "an in-flight answer writes nothing"
+    );
+}
+
+#[test]
+fn the_same_claim_request_again_gets_the_same_claim() {
+    let mut store = MemoryClaimStore::new();
+    let first = claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap();
+    let before = store.load(KEY).unwrap();
+    assert_eq!(claim(&mut store, KEY, 20, POLICY, nonce(1)).unwrap(), first);
+    assert_eq!(store.load(KEY).unwrap(), before);
+    assert!(matches!(
+        claim(&mut store, KEY, 20, POLICY, nonce(2)).unwrap(),
+        ClaimOutcome::DuplicateInflight { .. }
+    ));
+}
+
+#[test]
+fn expired_lease_is_taken_over_with_a_new_fence() {
+    let mut store = MemoryClaimStore::new();
+    let (first, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    let (second, attempt, takeover) =
+        claimed(claim(&mut store, KEY, 1_010, POLICY, nonce(2)).unwrap());
+    assert_eq!((attempt, takeover), (2, true));
+    assert_ne!(first, second);
+    assert_eq!(store.load(KEY).unwrap().unwrap().first_seen_at, 10);
+    // The late first attempt can neither finalize nor release the new claim.
+    let before = store.load(KEY).unwrap();
+    assert_eq!(
+        finalize(&mut store, KEY, &first, 1_020, POLICY).unwrap(),
+        FinalizeOutcome::NotOwner
+    );
+    assert_eq!(
+        release(&mut store, KEY, &first, 1_020, "late", POLICY).unwrap(),
+        ReleaseOutcome::NotOwner
+    );
+    assert_eq!(store.load(KEY).unwrap(), before);
+}
+
+#[test]
+fn finalize_makes_repeats_duplicates_and_is_idempotent() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    assert_eq!(
+        finalize(&mut store, KEY, &fence, 50, POLICY).unwrap(),
+        FinalizeOutcome::Finalized {
+            finished_at: 50,
+            already: false
+        }
+    );
+    assert_eq!(
+        finalize(&mut store, KEY, &fence, 60, POLICY).unwrap(),
+        FinalizeOutcome::Finalized {
+            finished_at: 50,
+            already: true
+        }
+    );
+    let record = store.load(KEY).unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.expires_at),
+        (ClaimState::Done, 100_050)
+    );
+    // Long after the lease, a repeat is still a duplicate, never a new claim.
+    assert_eq!(
+        claim(&mut store, KEY, 90_000, POLICY, nonce(2)).unwrap(),
+        ClaimOutcome::DuplicateProcessed { finished_at: 50 }
+    );
+}
+
+#[test]
+fn finalize_after_lease_end_succeeds_while_nobody_took_over() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    assert!(matches!(
+        finalize(&mut store, KEY, &fence, 5_000, POLICY).unwrap(),
+        FinalizeOutcome::Finalized { already: false, .. }
+    ));
+}
+
+#[test]
+fn release_lets_the_next_delivery_claim_and_keeps_history() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    assert_eq!(
+        release(&mut store, KEY, &fence, 20, "origin answered 500", POLICY).unwrap(),
+        ReleaseOutcome::Released { already: false }
+    );
+    assert_eq!(
+        release(&mut store, KEY, &fence, 21, "again", POLICY).unwrap(),
+        ReleaseOutcome::Released { already: true }
+    );
+    let record = store.load(KEY).unwrap().unwrap();
+    assert_eq!(record.state, ClaimState::Released);
+    assert_eq!(
+        record.last_release_reason.as_deref(),
+        Some("origin answered 500")
+    );
+    // A released holder cannot finalize any more.
+    assert_eq!(
+        finalize(&mut store, KEY, &fence, 22, POLICY).unwrap(),
+        FinalizeOutcome::NotOwner
+    );
+    // Well inside the old lease, the next delivery claims at once, without a takeover.
+    let (next, attempt, takeover) = claimed(claim(&mut store, KEY, 30, POLICY, nonce(2)).unwrap());
+    assert_eq!((attempt, takeover), (2, false));
+    assert_ne!(next, fence);
+    let record = store.load(KEY).unwrap().unwrap();
+    assert_eq!(record.first_seen_at, 10);
+    assert_eq!(
+        record.last_release_reason.as_deref(),
+        Some("origin answered 500")
+    );
+}
+
+#[test]
+fn release_never_removes_a_done_record() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    finalize(&mut store, KEY, &fence, 20, POLICY).unwrap();
+    assert_eq!(
+        release(&mut store, KEY, &fence, 30, "late", POLICY).unwrap(),
+        ReleaseOutcome::AlreadyDone
+    );
+    assert_eq!(store.load(KEY).unwrap().unwrap().state, ClaimState::Done);
+}
+
+#[test]
+fn missing_record_is_not_found() {
+    let mut store = MemoryClaimStore::new();
+    let fence = Fence::new(1, nonce(1));
+    assert_eq!(
+        finalize(&mut store, KEY, &fence, 0, POLICY).unwrap(),
+        FinalizeOutcome::NotFound
+    );
+    assert_eq!(
+        release(&mut store, KEY, &fence, 0, "x", POLICY).unwrap(),
+        ReleaseOutcome::NotFound
+    );
+    assert!(store.keys().unwrap().is_empty(), "nothing is written");
+}
+
+#[test]
+fn expire_deletes_only_what_is_past_retention() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, "a", 0, POLICY, nonce(1)).unwrap());
+    finalize(&mut store, "a", &fence, 10, POLICY).unwrap();
+    claim(&mut store, "b", 500, POLICY, nonce(2)).unwrap();
+    let sweep = expire(&mut store, 100_009).unwrap();
+    assert!(sweep.expired.is_empty());
+    assert_eq!(sweep.next_expiry, Some(100_010));
+    let sweep = expire(&mut store, 100_010).unwrap();
+    assert_eq!(
+        sweep.expired,
+        vec![Expired {
+            key: "a".into(),
+            state: ClaimState::Done
+        }]
+    );
+    assert_eq!(sweep.next_expiry, Some(100_500));
+    // An abandoned processing claim is deleted at retention too, and reported as such.
+    let sweep = expire(&mut store, 100_500).unwrap();
+    assert_eq!(sweep.expired[0].state, ClaimState::Processing);
+    assert_eq!(sweep.next_expiry, None);
+    assert_eq!(expire(&mut store, 200_000).unwrap(), Sweep::default());
+}
+
+#[test]
+fn a_record_past_retention_counts_as_absent_before_the_alarm_runs() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1)).unwrap());
+    finalize(&mut store, KEY, &fence, 0, POLICY).unwrap();
+    let (_, attempt, _) = claimed(claim(&mut store, KEY, 100_000, POLICY, nonce(2)).unwrap());
+    assert_eq!(attempt, 1, "a record past retention is forgotten entirely");
+}
+
+#[test]
+fn store_errors_are_outcomes() {
+    let mut store = MemoryClaimStore::new();
+    store.fail_next(StoreError::Retryable("overloaded".into()));
+    assert_eq!(
+        claim(&mut store, KEY, 0, POLICY, nonce(1)),
+        Err(StoreError::Retryable("overloaded".into()))
+    );
+    assert!(store.keys().unwrap().is_empty());
+}
+
+#[test]
+fn a_record_under_the_wrong_key_is_fatal() {
+    let mut store = MemoryClaimStore::new();
+    claim(&mut store, KEY, 0, POLICY, nonce(1)).unwrap();
+    let mut record = store.load(KEY).unwrap().unwrap();
+    record.key = "other".into();
+    // Simulate a corrupt row: stored under KEY, naming another key.
+    let text = encode_record(&record);
+    let mut wrong = MemoryClaimStore::new();
+    let decoded = decode_record(&text).unwrap();
+    wrong.save(&decoded).unwrap();
+    assert!(matches!(
+        claim(&mut WrongKey(wrong), KEY, 0, POLICY, nonce(2)),
+        Err(StoreError::Fatal(_))
+    ));
+}
+
+/// A store that answers every load with whatever record it holds, whatever the key.
+struct WrongKey(MemoryClaimStore);
+
+impl ClaimStore for WrongKey {
+    fn load(&mut self, _key: &str) -> Result<Option<ClaimRecord>, StoreError> {
+        let keys = self.0.keys()?;
+        self.0.load(&keys[0])
+    }
+    fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
+        self.0.save(record)
+    }
+    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.0.delete(key)
+    }
+    fn keys(&mut self) -> Result<Vec<String>, StoreError> {
+        self.0.keys()
+    }
+}
+
+#[test]
+fn stored_form_round_trips_and_refuses_unknown_or_corrupt_data() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(7)).unwrap());
+    release(&mut store, KEY, &fence, 20, "origin timed out", POLICY).unwrap();
+    let record = store.load(KEY).unwrap().unwrap();
+    assert_eq!(decode_record(&encode_record(&record)).unwrap(), record);
+    for bad in [
+        "",
+        "not json",
+        "{}",
+        r#"{"schema":99,"record":{}}"#,
+        r#"{"schema":1,"record":{"key":"k"}}"#,
+    ] {
+        assert!(
+            matches!(decode_record(bad), Err(StoreError::Fatal(_))),
+            "{bad:?}"
+        );
+    }
+}
+
+// ---- Random histories against a model -------------------------------------------------------
+
+/// The model: what the key's record should be, in the simplest terms.
+#[derive(Clone, Debug, PartialEq)]
+enum Model {
+    Absent,
+    Processing { fence: Fence, lease_end: Millis },
+    Released { fence: Fence },
+    Done { fence: Fence },
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Claim { caller: usize },
+    Finalize { caller: usize, stale: bool },
+    Release { caller: usize, stale: bool },
+    Advance { ms: u64 },
+    Expire,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0..4usize).prop_map(|caller| Op::Claim { caller }),
+        2 => (0..4usize, any::<bool>()).prop_map(|(caller, stale)| Op::Finalize { caller, stale }),
+        2 => (0..4usize, any::<bool>()).prop_map(|(caller, stale)| Op::Release { caller, stale }),
+        2 => (0..1_500u64).prop_map(|ms| Op::Advance { ms }),
+        1 => Just(Op::Expire),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn random_histories_keep_the_invariants(ops in proptest::collection::vec(op(), 1..60)) {
+        let policy = ClaimPolicy { lease_ms: 1_000, retention_ms: 1_000_000 };
+        let mut store = MemoryClaimStore::new();
+        let mut model = Model::Absent;
+        let mut now: Millis = 0;
+        let mut nonce_counter: u8 = 0;
+        // Every fence each caller ever won, newest last.
+        let mut held: Vec<Vec<Fence>> = vec![Vec::new(); 4];
+        let mut done_seen = false;
+
+        for op in ops {
+            let before = store.load(KEY).unwrap();
+            match op {
+                Op::Advance { ms } => now += ms,
+                Op::Expire => {
+                    let sweep = expire(&mut store, now).unwrap();
+                    prop_assert!(sweep.expired.is_empty(), "retention is far beyond the run");
+                }
+                Op::Claim { caller } => {
+                    nonce_counter = nonce_counter.wrapping_add(1);
+                    let outcome = claim(&mut store, KEY, now, policy, [nonce_counter; 16]).unwrap();
+                    match (&model, outcome) {
+                        (Model::Done { .. }, ClaimOutcome::DuplicateProcessed { .. }) => {}
+                        (Model::Processing { lease_end, .. }, ClaimOutcome::DuplicateInflight { lease_expires_at })
+                            if now < *lease_end => prop_assert_eq!(*lease_end, lease_expires_at),
+                        (Model::Processing { lease_end, .. }, ClaimOutcome::Claimed { fence, takeover, .. })
+                            if now >= *lease_end => {
+                            prop_assert!(takeover);
+                            model = Model::Processing { fence: fence.clone(), lease_end: now + policy.lease_ms };
+                            held[caller].push(fence);
+                        }
+                        (Model::Absent | Model::Released { .. }, ClaimOutcome::Claimed { fence, takeover, .. }) => {
+                            prop_assert!(!takeover);
+                            model = Model::Processing { fence: fence.clone(), lease_end: now + policy.lease_ms };
+                            held[caller].push(fence);
+                        }
+                        (model, outcome) => prop_assert!(false, "model {:?} but claim gave {:?}", model, outcome),
+                    }
+                }
+                Op::Finalize { caller, stale } => {
+                    let Some(fence) = pick(&held[caller], stale) else { continue };
+                    let outcome = finalize(&mut store, KEY, &fence, now, policy).unwrap();
+                    match (&model, &outcome) {
+                        (Model::Processing { fence: current, .. }, FinalizeOutcome::Finalized { already: false, .. })
+                            if *current == fence => model = Model::Done { fence },
+                        (Model::Done { fence: current }, FinalizeOutcome::Finalized { already: true, .. })
+                            if *current == fence => {}
+                        (Model::Processing { fence: current, .. } | Model::Done { fence: current } | Model::Released { fence: current }, FinalizeOutcome::NotOwner)
+                            if *current != fence || matches!(model, Model::Released { .. }) => {
+                            prop_assert_eq!(store.load(KEY).unwrap(), before, "a refused finalize changed the record");
+                        }
+                        (model, outcome) => prop_assert!(false, "model {:?} but finalize gave {:?}", model, outcome),
+                    }
+                }
+                Op::Release { caller, stale } => {
+                    let Some(fence) = pick(&held[caller], stale) else { continue };
+                    let outcome = release(&mut store, KEY, &fence, now, "test", policy).unwrap();
+                    match (&model, &outcome) {
+                        (Model::Processing { fence: current, .. }, ReleaseOutcome::Released { already: false })
+                            if *current == fence => model = Model::Released { fence },
+                        (Model::Released { fence: current }, ReleaseOutcome::Released { already: true })
+                            if *current == fence => {}
+                        (Model::Done { fence: current }, ReleaseOutcome::AlreadyDone) if *current == fence => {
+                            prop_assert_eq!(store.load(KEY).unwrap(), before);
+                        }
+                        (Model::Processing { fence: current, .. } | Model::Done { fence: current } | Model::Released { fence: current }, ReleaseOutcome::NotOwner)
+                            if *current != fence => {
+                            prop_assert_eq!(store.load(KEY).unwrap(), before, "a stale release changed the record");
+                        }
+                        (model, outcome) => prop_assert!(false, "model {:?} but release gave {:?}", model, outcome),
+                    }
+                }
+            }
+            // Invariants over the stored record after every step.
+            let record = store.load(KEY).unwrap();
+            match (&model, &record) {
+                (Model::Absent, None) => {}
+                (Model::Processing { fence, lease_end }, Some(r)) => {
+                    prop_assert_eq!(r.state, ClaimState::Processing);
+                    prop_assert_eq!(&r.fence, fence);
+                    prop_assert_eq!(r.lease_expires_at, *lease_end);
+                }
+                (Model::Released { fence }, Some(r)) => {
+                    prop_assert_eq!(r.state, ClaimState::Released);
+                    prop_assert_eq!(&r.fence, fence);
+                }
+                (Model::Done { fence }, Some(r)) => {
+                    prop_assert_eq!(r.state, ClaimState::Done);
+                    prop_assert_eq!(&r.fence, fence);
+                }
+                (model, record) => prop_assert!(false, "model {:?} but store holds {:?}", model, record),
+            }
+            if done_seen {
+                prop_assert!(matches!(model, Model::Done { .. }), "done reverted");
+            }
+            done_seen |= matches!(model, Model::Done { .. });
+            if let Some(r) = &record {
+                prop_assert_eq!(r.attempts as usize, held.iter().map(Vec::len).sum::<usize>());
+            }
+        }
+    }
+}
+
+/// The caller's newest fence, or (when `stale`) an older one if it has any.
+fn pick(fences: &[Fence], stale: bool) -> Option<Fence> {
+    match (fences.len(), stale) {
+        (0, _) => None,
+        (n, true) if n > 1 => Some(fences[0].clone()),
+        (n, _) => Some(fences[n - 1].clone()),
+    }
+}

@@ -1,0 +1,373 @@
+//! The worker's configuration: every key, its default, and a clear error when it is wrong.
+
+use std::fmt;
+
+use crate::claim::ClaimPolicy;
+
+/// Default lease: how long a claim is honoured before another delivery may take it over.
+pub const DEFAULT_LEASE_SECONDS: u64 = 15 * 60;
+/// Default retention of a record: 30 days, beyond Stripe's 3-day retries and 30-day CLI resends.
+pub const DEFAULT_RETENTION_HOURS: f64 = 30.0 * 24.0;
+/// Shortest retention accepted without `ALLOW_SHORT_RETENTION=true`: Stripe retries for 3 days.
+pub const MIN_SAFE_RETENTION_HOURS: f64 = 72.0;
+/// Default time-out of a forward to the origin.
+pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 25_000;
+/// Default tolerance on the age of a `Stripe-Signature` timestamp, as Stripe's libraries use.
+pub const DEFAULT_SIGNATURE_TOLERANCE_SECONDS: u64 = 300;
+/// Default cap on a webhook body.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 512 * 1024;
+
+const MAX_LEASE_SECONDS: u64 = 24 * 60 * 60;
+const MAX_RETENTION_HOURS: f64 = 366.0 * 24.0;
+const MAX_TOLERANCE_SECONDS: u64 = 24 * 60 * 60;
+const MAX_BODY_CAP_BYTES: u64 = 25 * 1024 * 1024;
+
+/// A webhook signing secret. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret's bytes, as the HMAC key.
+    pub fn expose(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// The whole configuration, valid as a whole.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Lease and retention of webhook claims (`LEASE_SECONDS`, `RETENTION_HOURS`).
+    pub webhook_claims: ClaimPolicy,
+    /// Secrets a delivery may be signed with (`STRIPE_WEBHOOK_SECRET`, comma-separated).
+    pub webhook_secrets: Vec<Secret>,
+    /// Where verified, claimed events are forwarded (`ORIGIN_URL`).
+    pub origin_url: String,
+    /// Time-out of a forward, always shorter than the lease (`FORWARD_TIMEOUT_MS`).
+    pub forward_timeout_ms: u64,
+    /// Largest accepted age of a signature timestamp (`SIGNATURE_TOLERANCE_SECONDS`).
+    pub signature_tolerance_seconds: u64,
+    /// Largest accepted webhook body (`MAX_BODY_BYTES`).
+    pub max_body_bytes: u64,
+    /// Serve the `/_test/` routes that reach the claim authority directly (`ENABLE_TEST_ROUTES`).
+    pub test_routes: bool,
+}
+
+/// One configuration key that is missing or invalid. Never holds a secret's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The key, e.g. `ORIGIN_URL`.
+    pub key: &'static str,
+    /// What is wrong and what is expected.
+    pub problem: String,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.problem)
+    }
+}
+
+struct Reader<F> {
+    lookup: F,
+    problems: Vec<ConfigProblem>,
+}
+
+impl<F: Fn(&str) -> Option<String>> Reader<F> {
+    fn raw(&self, key: &str) -> Option<String> {
+        (self.lookup)(key)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn problem(&mut self, key: &'static str, problem: impl Into<String>) {
+        self.problems.push(ConfigProblem {
+            key,
+            problem: problem.into(),
+        });
+    }
+
+    fn integer(&mut self, key: &'static str, default: u64, min: u64, max: u64) -> u64 {
+        let Some(text) = self.raw(key) else {
+            return default;
+        };
+        match text.parse::<u64>() {
+            Ok(value) if (min..=max).contains(&value) => value,
+            _ => {
+                self.problem(
+                    key,
+                    format!("{text:?} is not a whole number from {min} to {max}"),
+                );
+                default
+            }
+        }
+    }
+
+    fn flag(&mut self, key: &'static str) -> bool {
+        match self.raw(key).as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                self.problem(key, format!("{other:?} is not `true` or `false`"));
+                false
+            }
+        }
+    }
+}
+
+impl Config {
+    /// Reads every key through `lookup` (a wrangler var or secret by name; `None` when unset).
+    ///
+    /// Returns the configuration, or every problem found (all of them, not just the first), each
+    /// naming its key.
+    pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Vec<ConfigProblem>> {
+        let mut r = Reader {
+            lookup,
+            problems: Vec::new(),
+        };
+        let lease_seconds = r.integer("LEASE_SECONDS", DEFAULT_LEASE_SECONDS, 1, MAX_LEASE_SECONDS);
+        let allow_short = r.flag("ALLOW_SHORT_RETENTION");
+        let retention_hours = match r.raw("RETENTION_HOURS") {
+            None => DEFAULT_RETENTION_HOURS,
+            Some(text) => match text.parse::<f64>() {
+                Ok(h) if h.is_finite() && h > 0.0 && h <= MAX_RETENTION_HOURS => {
+                    if h < MIN_SAFE_RETENTION_HOURS && !allow_short {
+                        r.problem(
+                            "RETENTION_HOURS",
+                            format!(
+                                "{text} h is shorter than Stripe's 3-day retries, so a late retry \
+                                 could run an event twice; set ALLOW_SHORT_RETENTION=true to force it"
+                            ),
+                        );
+                    }
+                    h
+                }
+                _ => {
+                    r.problem(
+                        "RETENTION_HOURS",
+                        format!("{text:?} is not a number of hours above 0 and at most {MAX_RETENTION_HOURS}"),
+                    );
+                    DEFAULT_RETENTION_HOURS
+                }
+            },
+        };
+        let lease_ms = lease_seconds * 1_000;
+        let retention_ms = (retention_hours * 3_600_000.0).round() as u64;
+        if retention_ms <= lease_ms {
+            r.problem(
+                "RETENTION_HOURS",
+                "must be longer than the lease (LEASE_SECONDS)",
+            );
+        }
+        let forward_timeout_ms = r.integer(
+            "FORWARD_TIMEOUT_MS",
+            DEFAULT_FORWARD_TIMEOUT_MS,
+            1,
+            u64::MAX,
+        );
+        if forward_timeout_ms >= lease_ms {
+            r.problem(
+                "FORWARD_TIMEOUT_MS",
+                format!("{forward_timeout_ms} ms must be shorter than the lease ({lease_ms} ms)"),
+            );
+        }
+        let signature_tolerance_seconds = match r.raw("SIGNATURE_TOLERANCE_SECONDS").as_deref() {
+            Some("0") => {
+                r.problem(
+                    "SIGNATURE_TOLERANCE_SECONDS",
+                    "0 would turn off the replay check; use a positive number of seconds",
+                );
+                DEFAULT_SIGNATURE_TOLERANCE_SECONDS
+            }
+            _ => r.integer(
+                "SIGNATURE_TOLERANCE_SECONDS",
+                DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+                1,
+                MAX_TOLERANCE_SECONDS,
+            ),
+        };
+        let max_body_bytes = r.integer(
+            "MAX_BODY_BYTES",
+            DEFAULT_MAX_BODY_BYTES,
+            1,
+            MAX_BODY_CAP_BYTES,
+        );
+        let webhook_secrets = match r.raw("STRIPE_WEBHOOK_SECRET") {
+            None => {
+                r.problem(
+                    "STRIPE_WEBHOOK_SECRET",
+                    "missing: set the endpoint's signing secret (whsec_...) with `wrangler secret put`",
+                );
+                Vec::new()
+            }
+            Some(text) => {
+                let secrets: Vec<Secret> = text
+                    .split(',')
+                    .map(|s| Secret(s.trim().to_owned()))
+                    .collect();
+                if secrets.iter().any(|s| s.0.is_empty()) {
+                    r.problem(
+                        "STRIPE_WEBHOOK_SECRET",
+                        "an empty secret in the comma-separated list",
+                    );
+                }
+                secrets
+            }
+        };
+        let origin_url = match r.raw("ORIGIN_URL") {
+            None => {
+                r.problem("ORIGIN_URL", "missing: set the URL events are forwarded to");
+                String::new()
+            }
+            Some(text) => {
+                match url::Url::parse(&text) {
+                    Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                    _ => r.problem(
+                        "ORIGIN_URL",
+                        format!("{text:?} is not an absolute http:// or https:// URL"),
+                    ),
+                }
+                text
+            }
+        };
+        let test_routes = r.flag("ENABLE_TEST_ROUTES");
+        if !r.problems.is_empty() {
+            return Err(r.problems);
+        }
+        Ok(Config {
+            webhook_claims: ClaimPolicy {
+                lease_ms,
+                retention_ms,
+            },
+            webhook_secrets,
+            origin_url,
+            forward_timeout_ms,
+            signature_tolerance_seconds,
+            max_body_bytes,
+            test_routes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(pairs: &[(&str, &str)]) -> Result<Config, Vec<ConfigProblem>> {
+        let mut map: HashMap<String, String> = [
+            ("STRIPE_WEBHOOK_SECRET", "whsec_a"),
+            ("ORIGIN_URL", "http://127.0.0.1:9000/hook"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in pairs {
+            map.insert(k.to_string(), v.to_string());
+        }
+        Config::load(|k| map.get(k).cloned())
+    }
+
+    fn keys(problems: Vec<ConfigProblem>) -> Vec<&'static str> {
+        problems.into_iter().map(|p| p.key).collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = load(&[]).unwrap();
+        assert_eq!(config.webhook_claims.lease_ms, 900_000);
+        assert_eq!(config.webhook_claims.retention_ms, 30 * 24 * 3_600_000);
+        assert_eq!(config.forward_timeout_ms, 25_000);
+        assert_eq!(config.signature_tolerance_seconds, 300);
+        assert_eq!(config.max_body_bytes, 524_288);
+        assert!(!config.test_routes);
+    }
+
+    #[test]
+    fn several_secrets_for_rotation() {
+        let config = load(&[("STRIPE_WEBHOOK_SECRET", "whsec_old, whsec_new")]).unwrap();
+        assert_eq!(config.webhook_secrets.len(), 2);
+        assert_eq!(config.webhook_secrets[1].expose(), b"whsec_new");
+        assert_eq!(
+            format!("{:?}", config.webhook_secrets),
+            "[Secret([redacted]), Secret([redacted])]"
+        );
+    }
+
+    #[test]
+    fn missing_secret_and_origin_are_named() {
+        let problems = Config::load(|_| None).unwrap_err();
+        assert_eq!(keys(problems), ["STRIPE_WEBHOOK_SECRET", "ORIGIN_URL"]);
+    }
+
+    #[test]
+    fn invalid_values_are_named_all_at_once() {
+        let problems = load(&[
+            ("LEASE_SECONDS", "soon"),
+            ("SIGNATURE_TOLERANCE_SECONDS", "0"),
+            ("MAX_BODY_BYTES", "-1"),
+            ("ORIGIN_URL", "ftp://x"),
+            ("ENABLE_TEST_ROUTES", "yes"),
+            ("STRIPE_WEBHOOK_SECRET", "whsec_a,,whsec_b"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            keys(problems.clone()),
+            [
+                "LEASE_SECONDS",
+                "SIGNATURE_TOLERANCE_SECONDS",
+                "MAX_BODY_BYTES",
+                "STRIPE_WEBHOOK_SECRET",
+                "ORIGIN_URL",
+                "ENABLE_TEST_ROUTES"
+            ]
+        );
+        assert!(!problems.iter().any(|p| p.problem.contains("whsec_")
+            && p.key == "STRIPE_WEBHOOK_SECRET"
+            && p.problem.contains("whsec_a")));
+    }
+
+    #[test]
+    fn short_retention_needs_forcing() {
+        assert_eq!(
+            keys(load(&[("RETENTION_HOURS", "24")]).unwrap_err()),
+            ["RETENTION_HOURS"]
+        );
+        let config = load(&[
+            ("RETENTION_HOURS", "0.01"),
+            ("ALLOW_SHORT_RETENTION", "true"),
+            ("LEASE_SECONDS", "2"),
+            ("FORWARD_TIMEOUT_MS", "1000"),
+        ])
+        .unwrap();
+        assert_eq!(config.webhook_claims.retention_ms, 36_000);
+    }
+
+    #[test]
+    fn forward_timeout_must_be_shorter_than_the_lease() {
+        assert_eq!(
+            keys(load(&[("LEASE_SECONDS", "20")]).unwrap_err()),
+            ["FORWARD_TIMEOUT_MS"]
+        );
+        assert!(load(&[("LEASE_SECONDS", "20"), ("FORWARD_TIMEOUT_MS", "19999")]).is_ok());
+    }
+
+    #[test]
+    fn retention_must_outlast_the_lease() {
+        assert_eq!(
+            keys(
+                load(&[
+                    ("RETENTION_HOURS", "0.0001"),
+                    ("ALLOW_SHORT_RETENTION", "true"),
+                ])
+                .unwrap_err()
+            ),
+            ["RETENTION_HOURS"]
+        );
+    }
+}

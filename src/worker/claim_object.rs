@@ -1,0 +1,111 @@
+//! The claim authority: one Durable Object per key, the single writer of that key's record.
+
+use std::cell::Cell;
+
+use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result, State};
+
+use super::log;
+use super::sql_store::SqlClaimStore;
+use crate::authority::{self, AuthorityReply, AuthorityRequest};
+use crate::claim::{self, ClaimState, Millis, StoreError};
+
+/// What the object knows of its alarm: not yet read, none, or set for a time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alarm {
+    Unknown,
+    None,
+    At(Millis),
+}
+
+/// The Durable Object that holds one key's claim record.
+///
+/// Its own clock is the authority for leases. Each request runs one rule from [`crate::claim`]
+/// synchronously over SQLite (no other I/O between read and write), so concurrent requests for
+/// the key are served one after the other. Its alarm deletes the record when retention ends.
+#[durable_object]
+pub struct ClaimAuthority {
+    state: State,
+    alarm: Cell<Alarm>,
+}
+
+impl ClaimAuthority {
+    fn store(&self) -> std::result::Result<SqlClaimStore, StoreError> {
+        SqlClaimStore::open(self.state.storage().sql())
+    }
+
+    /// Reads the alarm once per instance, before any write, so that the write and the alarm it
+    /// needs are issued together with no `await` between them.
+    async fn known_alarm(&self) -> Result<Alarm> {
+        if self.alarm.get() == Alarm::Unknown {
+            let at = self.state.storage().get_alarm().await?;
+            self.alarm
+                .set(at.map_or(Alarm::None, |ms| Alarm::At(ms.max(0) as u64)));
+        }
+        Ok(self.alarm.get())
+    }
+
+    async fn ensure_alarm_by(&self, known: Alarm, wake_by: Millis) -> Result<()> {
+        let needed = match known {
+            Alarm::At(at) => at > wake_by,
+            Alarm::None | Alarm::Unknown => true,
+        };
+        if needed {
+            self.alarm.set(Alarm::At(wake_by));
+            self.state.storage().set_alarm(wake_by as i64).await?;
+        }
+        Ok(())
+    }
+}
+
+impl DurableObject for ClaimAuthority {
+    fn new(state: State, _env: Env) -> Self {
+        ClaimAuthority {
+            state,
+            alarm: Cell::new(Alarm::Unknown),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        let request: AuthorityRequest = match req.json().await {
+            Ok(request) => request,
+            Err(error) => {
+                return Response::error(format!("not an authority request: {error}"), 400)
+            }
+        };
+        let known = self.known_alarm().await?;
+        let (reply, wake_by) = match self.store() {
+            Ok(mut store) => authority::handle(&mut store, &request, Date::now().as_millis()),
+            Err(error) => (AuthorityReply::from(error), None),
+        };
+        if let Some(wake_by) = wake_by {
+            self.ensure_alarm_by(known, wake_by).await?;
+        }
+        Response::from_json(&reply)
+    }
+
+    async fn alarm(&self) -> Result<Response> {
+        let now = Date::now().as_millis();
+        let sweep = match self
+            .store()
+            .and_then(|mut store| claim::expire(&mut store, now))
+        {
+            Ok(sweep) => sweep,
+            Err(error) => {
+                // Throwing makes the runtime retry the alarm with back-off.
+                return Err(worker::Error::RustError(error.to_string()));
+            }
+        };
+        for expired in &sweep.expired {
+            let abandoned = expired.state == ClaimState::Processing;
+            log::expired(&expired.key, expired.state, abandoned);
+        }
+        match sweep.next_expiry {
+            Some(at) => {
+                self.alarm.set(Alarm::At(at));
+                self.state.storage().set_alarm(at as i64).await?;
+            }
+            None => self.alarm.set(Alarm::None),
+        }
+        Response::empty()
+    }
+}

@@ -1,0 +1,26 @@
+//! Writing structured log lines to the Workers console (`wrangler tail`, `wrangler dev`).
+
+use crate::claim::ClaimState;
+use crate::log_line::LogLine;
+
+/// Writes `line` as one JSON line.
+pub fn write(line: &LogLine) {
+    worker::console_log!("{}", line.to_json());
+}
+
+/// Logs a record deleted by the retention alarm; an abandoned claim is logged as a warning.
+pub fn expired(key: &str, state: ClaimState, abandoned: bool) {
+    let line = LogLine {
+        level: if abandoned { "warn" } else { "info" },
+        route: "alarm",
+        key: Some(key.to_owned()),
+        outcome: if abandoned {
+            "expired_abandoned_claim"
+        } else {
+            "expired"
+        },
+        state: Some(state),
+        ..LogLine::default()
+    };
+    write(&line);
+}

@@ -1,0 +1,72 @@
+//! The adapter to the Workers runtime: the fetch entry point, the claim authority object and
+//! the clients it uses. Every decision is made by the pure modules; this only moves bytes.
+
+mod authority_client;
+mod claim_object;
+mod env_config;
+mod log;
+mod respond;
+mod sql_store;
+mod test_routes;
+
+use worker::{event, Context, Env, Method, Request, Response, Result};
+
+use crate::log_line::LogLine;
+
+/// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let path = req.path();
+    if path == "/healthz" {
+        return health(&req, &env);
+    }
+    if let Some(rest) = path.strip_prefix("/_test/") {
+        let rest = rest.to_owned();
+        return test_routes::serve(req, &env, &rest).await;
+    }
+    respond::error(404, "not_found", &format!("no route for {path}"))
+}
+
+fn health(req: &Request, env: &Env) -> Result<Response> {
+    if req.method() != Method::Get && req.method() != Method::Head {
+        return respond::method_not_allowed("GET, HEAD");
+    }
+    let (status, body) = match env_config::config(env) {
+        Ok(_) => (
+            200,
+            serde_json::json!({
+                "name": env!("CARGO_PKG_NAME"),
+                "version": env!("CARGO_PKG_VERSION"),
+                "status": "ok",
+            }),
+        ),
+        Err(problems) => {
+            log::write(&LogLine {
+                level: "error",
+                route: "health",
+                outcome: "misconfigured",
+                detail: Some(
+                    problems
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+                ..LogLine::default()
+            });
+            (
+                503,
+                serde_json::json!({
+                    "name": env!("CARGO_PKG_NAME"),
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "status": "misconfigured",
+                    "problems": problems.iter().map(|p| serde_json::json!({
+                        "key": p.key,
+                        "problem": p.problem,
+                    })).collect::<Vec<_>>(),
+                }),
+            )
+        }
+    };
+    Ok(Response::from_json(&body)?.with_status(status))
+}
