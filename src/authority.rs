@@ -92,6 +92,31 @@ impl From<StoreError> for AuthorityReply {
     }
 }
 
+/// What to do after sending a request to the claim authority failed with an exception.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StubFailure {
+    /// Send the same request once more (a claim carries its nonce, so a repeat is the same claim).
+    SendAgain,
+    /// Give up and report a store failure; `retryable` tells the sender to come back later.
+    GiveUp {
+        /// True when the sender should retry later (answered 503 + Retry-After).
+        retryable: bool,
+    },
+}
+
+/// Decides after a failed send, from the error's `retryable` and `overloaded` flags and how
+/// many sends were made: a retryable error is sent again once; an overloaded object is never
+/// sent more load, but the failure is reported as retryable so the sender backs off.
+pub fn after_stub_failure(retryable: bool, overloaded: bool, sends: u32) -> StubFailure {
+    if retryable && !overloaded && sends < 2 {
+        StubFailure::SendAgain
+    } else {
+        StubFailure::GiveUp {
+            retryable: retryable || overloaded,
+        }
+    }
+}
+
 /// What the object must do after answering: make sure its alarm fires no later than this, so
 /// the record written is deleted when its retention ends.
 pub type WakeBy = Option<Millis>;
@@ -204,6 +229,27 @@ mod tests {
             AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { .. })
         ));
         assert_eq!(wake_by, None, "nothing written, no alarm needed");
+    }
+
+    #[test]
+    fn stub_failures_are_retried_once_unless_overloaded() {
+        assert_eq!(after_stub_failure(true, false, 1), StubFailure::SendAgain);
+        assert_eq!(
+            after_stub_failure(true, false, 2),
+            StubFailure::GiveUp { retryable: true }
+        );
+        assert_eq!(
+            after_stub_failure(true, true, 1),
+            StubFailure::GiveUp { retryable: true }
+        );
+        assert_eq!(
+            after_stub_failure(false, true, 1),
+            StubFailure::GiveUp { retryable: true }
+        );
+        assert_eq!(
+            after_stub_failure(false, false, 1),
+            StubFailure::GiveUp { retryable: false }
+        );
     }
 
     #[test]

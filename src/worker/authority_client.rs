@@ -3,7 +3,7 @@
 use worker::{Env, Headers, Method, ObjectNamespace, Request, RequestInit};
 
 use super::sql_store::js_flag;
-use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
 
 /// The binding name of the claim authority's namespace in `wrangler.toml`.
 pub const BINDING: &str = "CLAIM_AUTHORITY";
@@ -39,15 +39,19 @@ impl AuthorityClient {
                 Ok(reply) => return reply,
                 Err(error) => {
                     let value = error.to_js_value();
-                    let overloaded = js_flag(&value, "overloaded");
-                    let retryable = js_flag(&value, "retryable");
-                    if retryable && !overloaded && tries < 2 {
-                        continue;
+                    match after_stub_failure(
+                        js_flag(&value, "retryable"),
+                        js_flag(&value, "overloaded"),
+                        tries,
+                    ) {
+                        StubFailure::SendAgain => continue,
+                        StubFailure::GiveUp { retryable } => {
+                            return failed(
+                                retryable,
+                                format!("claim authority unreachable: {error}"),
+                            )
+                        }
                     }
-                    return failed(
-                        retryable || overloaded,
-                        format!("claim authority unreachable: {error}"),
-                    );
                 }
             }
         }

@@ -2,7 +2,9 @@
 
 use std::cell::Cell;
 
-use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result, State};
+use worker::{
+    durable_object, Date, DurableObject, Env, Request, Response, Result, ScheduledTime, State,
+};
 
 use super::log;
 use super::sql_store::SqlClaimStore;
@@ -50,10 +52,19 @@ impl ClaimAuthority {
             Alarm::None | Alarm::Unknown => true,
         };
         if needed {
-            self.alarm.set(Alarm::At(wake_by));
-            self.state.storage().set_alarm(wake_by as i64).await?;
+            self.set_alarm_at(wake_by).await?;
         }
         Ok(())
+    }
+
+    /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset).
+    async fn set_alarm_at(&self, at: Millis) -> Result<()> {
+        self.alarm.set(Alarm::At(at));
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(at as f64));
+        self.state
+            .storage()
+            .set_alarm(ScheduledTime::new(date))
+            .await
     }
 }
 
@@ -100,10 +111,7 @@ impl DurableObject for ClaimAuthority {
             log::expired(&expired.key, expired.state, abandoned);
         }
         match sweep.next_expiry {
-            Some(at) => {
-                self.alarm.set(Alarm::At(at));
-                self.state.storage().set_alarm(at as i64).await?;
-            }
+            Some(at) => self.set_alarm_at(at).await?,
             None => self.alarm.set(Alarm::None),
         }
         Response::empty()

@@ -1,0 +1,153 @@
+// The claim authority on the real runtime: one Durable Object per key serialises every claim,
+// leases run out into takeovers, fences refuse late attempts, the alarm enforces retention,
+// and records survive a restart of the runtime. Reached through the /_test/ routes.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { call, sleep, startWorker } from './harness.mjs';
+
+const BASE_VARS = {
+  STRIPE_WEBHOOK_SECRET: 'whsec_claims',
+  ORIGIN_URL: 'http://127.0.0.1:9/origin',
+  ENABLE_TEST_ROUTES: 'true',
+};
+
+const post = (url, body) => call(url, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: body === undefined ? undefined : JSON.stringify(body),
+});
+
+test('200 concurrent claims of one key: exactly one wins', async (t) => {
+  const worker = await startWorker({ vars: BASE_VARS });
+  t.after(() => worker.dispose());
+  const answers = await Promise.all(
+    Array.from({ length: 200 }, () => post(`${worker.url}/_test/claims/evt_race/claim`)),
+  );
+  const outcomes = answers.map((a) => `${a.status} ${a.json?.outcome}`);
+  assert.equal(outcomes.filter((o) => o === '200 claimed').length, 1, outcomes.join(', '));
+  assert.equal(outcomes.filter((o) => o === '200 duplicate_inflight').length, 199);
+  const record = (await call(`${worker.url}/_test/claims/evt_race`)).json.record;
+  assert.equal(record.state, 'processing');
+  assert.equal(record.attempts, 1);
+});
+
+test('50 keys x 20 concurrent claims: exactly one winner per key', async (t) => {
+  const worker = await startWorker({ vars: BASE_VARS });
+  t.after(() => worker.dispose());
+  const keys = Array.from({ length: 50 }, (_, i) => `evt_many_${i}`);
+  const requests = keys.flatMap((key) => Array.from({ length: 20 }, () => key));
+  // Keep at most 200 in flight through the dev proxy.
+  const results = [];
+  for (let i = 0; i < requests.length; i += 200) {
+    const batch = requests.slice(i, i + 200);
+    results.push(...await Promise.all(batch.map(async (key) => ({
+      key, answer: await post(`${worker.url}/_test/claims/${key}/claim`),
+    }))));
+  }
+  assert.ok(results.every((r) => r.answer.status === 200), 'no store errors');
+  const winners = results.filter((r) => r.answer.json.outcome === 'claimed');
+  assert.equal(winners.length, 50);
+  assert.deepEqual(new Set(winners.map((w) => w.key)), new Set(keys));
+});
+
+test('a lease that runs out is taken over, and the late holder is fenced off', async (t) => {
+  const worker = await startWorker({
+    vars: { ...BASE_VARS, LEASE_SECONDS: '2', FORWARD_TIMEOUT_MS: '1000' },
+  });
+  t.after(() => worker.dispose());
+  const url = `${worker.url}/_test/claims/evt_lease`;
+  const first = (await post(`${url}/claim`)).json;
+  assert.equal(first.outcome, 'claimed');
+  const during = (await post(`${url}/claim`)).json;
+  assert.equal(during.outcome, 'duplicate_inflight');
+  assert.equal(during.lease_expires_at, first.lease_expires_at);
+
+  await sleep(first.lease_expires_at - Date.now() + 300);
+  const second = (await post(`${url}/claim`)).json;
+  assert.equal(second.outcome, 'claimed');
+  assert.equal(second.takeover, true);
+  assert.equal(second.attempt, 2);
+  assert.notEqual(second.fence, first.fence);
+
+  const lateFinalize = await post(`${url}/finalize`, { fence: first.fence });
+  assert.equal(lateFinalize.json.outcome, 'not_owner');
+  const lateRelease = await post(`${url}/release`, { fence: first.fence, reason: 'late' });
+  assert.equal(lateRelease.json.outcome, 'not_owner');
+  let record = (await call(url)).json.record;
+  assert.equal(record.state, 'processing', 'the late attempt changed nothing');
+  assert.equal(record.fence, second.fence);
+
+  const finalize = await post(`${url}/finalize`, { fence: second.fence });
+  assert.equal(finalize.json.outcome, 'finalized');
+  assert.equal(finalize.json.already, false);
+  const again = await post(`${url}/finalize`, { fence: second.fence });
+  assert.equal(again.json.already, true);
+  assert.equal((await post(`${url}/claim`)).json.outcome, 'duplicate_processed');
+  const releaseDone = await post(`${url}/release`, { fence: second.fence, reason: 'x' });
+  assert.equal(releaseDone.json.outcome, 'already_done');
+  record = (await call(url)).json.record;
+  assert.equal(record.state, 'done');
+});
+
+test('a released claim is claimed again at once and keeps its history', async (t) => {
+  const worker = await startWorker({ vars: BASE_VARS });
+  t.after(() => worker.dispose());
+  const url = `${worker.url}/_test/claims/evt_release`;
+  const first = (await post(`${url}/claim`)).json;
+  const release = await post(`${url}/release`, { fence: first.fence, reason: 'origin answered 500' });
+  assert.equal(release.json.outcome, 'released');
+  const second = (await post(`${url}/claim`)).json;
+  assert.equal(second.outcome, 'claimed');
+  assert.equal(second.takeover, false);
+  assert.equal(second.attempt, 2);
+  const record = (await call(url)).json.record;
+  assert.equal(record.last_release_reason, 'origin answered 500');
+  assert.equal(record.attempts, 2);
+});
+
+test('the alarm deletes a record when its retention ends', async (t) => {
+  const worker = await startWorker({
+    vars: {
+      ...BASE_VARS,
+      LEASE_SECONDS: '1',
+      FORWARD_TIMEOUT_MS: '500',
+      RETENTION_HOURS: '0.001', // 3.6 s
+      ALLOW_SHORT_RETENTION: 'true',
+    },
+  });
+  t.after(() => worker.dispose());
+  const url = `${worker.url}/_test/claims/evt_retention`;
+  const claim = (await post(`${url}/claim`)).json;
+  const finalize = (await post(`${url}/finalize`, { fence: claim.fence })).json;
+  assert.equal(finalize.outcome, 'finalized');
+  const record = (await call(url)).json.record;
+  assert.equal(record.expires_at, finalize.finished_at + 3_600);
+  // The alarm was set at claim time; it fires, finds the record extended, re-arms, then deletes.
+  const deadline = Date.now() + 20_000;
+  let stored = record;
+  while (stored && Date.now() < deadline) {
+    await sleep(500);
+    stored = (await call(url)).json.record;
+  }
+  assert.equal(stored, null, `the record is gone\n${worker.output}`);
+  assert.ok(Date.now() >= record.expires_at, 'not before its retention ended');
+  const expiredLines = worker.logLines().filter((l) => l.route === 'alarm' && l.key === 'evt_retention');
+  assert.equal(expiredLines.length, 1, worker.output);
+  assert.equal(expiredLines[0].outcome, 'expired');
+});
+
+test('a claim survives a restart of the runtime (persisted storage)', async (t) => {
+  const worker = await startWorker({ vars: BASE_VARS });
+  t.after(() => worker.dispose());
+  const url = `${worker.url}/_test/claims/evt_restart`;
+  const claim = (await post(`${url}/claim`)).json;
+  assert.equal(claim.outcome, 'claimed');
+  await worker.restart();
+  const record = (await call(url)).json.record;
+  assert.equal(record.state, 'processing');
+  assert.equal(record.fence, claim.fence);
+  assert.equal((await post(`${url}/claim`)).json.outcome, 'duplicate_inflight');
+  const finalize = (await post(`${url}/finalize`, { fence: claim.fence })).json;
+  assert.equal(finalize.outcome, 'finalized', 'the fence still holds after the restart');
+});

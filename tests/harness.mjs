@@ -1,0 +1,171 @@
+// Test harness: the real worker under `wrangler dev` (workerd with local Durable Object
+// storage) on a free loopback port, and a real HTTP origin that records what it receives.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const WRANGLER = path.join(ROOT, 'node_modules', '.bin', 'wrangler');
+const TEST_CONFIG = path.join(ROOT, 'tests', 'wrangler.test.toml');
+const running = new Set();
+
+process.on('exit', () => {
+  for (const child of running) killGroup(child);
+});
+
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts the built worker with `wrangler dev`, exactly as on the command line, with `vars`
+ * given as --var flags and its own persistence folder. Resolves once /healthz answers.
+ * `worker.restart()` stops and starts the runtime on the same port and storage.
+ */
+export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG } = {}) {
+  const port = await freePort();
+  const dir = persistDir ?? mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-state-'));
+  const worker = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    persistDir: dir,
+    output: '',
+    child: null,
+    async start() {
+      const inspector = await freePort();
+      const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port),
+        '--inspector-port', String(inspector), '--persist-to', dir];
+      for (const [key, value] of Object.entries(vars)) args.push('--var', `${key}:${value}`);
+      const child = spawn(WRANGLER, args, {
+        cwd: ROOT,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
+      });
+      running.add(child);
+      this.child = child;
+      child.stdout.on('data', (chunk) => { this.output += chunk; });
+      child.stderr.on('data', (chunk) => { this.output += chunk; });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      this.exited = exited;
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        if (child.exitCode !== null) break;
+        try {
+          const response = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+          await response.arrayBuffer();
+          return this;
+        } catch {
+          await sleep(200);
+        }
+      }
+      await this.stop();
+      throw new Error(`wrangler dev did not start on ${this.url}:\n${this.output}`);
+    },
+    async stop() {
+      const child = this.child;
+      if (!child) return;
+      this.child = null;
+      if (child.exitCode === null) {
+        try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
+        const timer = setTimeout(() => killGroup(child), 5_000);
+        await this.exited;
+        clearTimeout(timer);
+      }
+      running.delete(child);
+    },
+    async restart() {
+      await this.stop();
+      await this.start();
+    },
+    /** Stops the runtime and deletes its storage folder (unless the caller supplied it). */
+    async dispose() {
+      await this.stop();
+      if (!persistDir) rmSync(dir, { recursive: true, force: true });
+    },
+    /** The JSON log lines the worker wrote so far. */
+    logLines() {
+      return this.output
+        .split('\n')
+        .map((line) => line.slice(line.indexOf('{')))
+        .filter((line) => line.startsWith('{"level"'))
+        .map((line) => JSON.parse(line));
+    },
+  };
+  return worker.start();
+}
+
+/**
+ * A real HTTP origin on a free loopback port. `behave(request, n)` decides each answer:
+ * `{ status, body, headers, delayMs, hang }`; `n` counts requests from 1. Every request and
+ * answer is recorded in `origin.requests`.
+ */
+export async function startOrigin(behave = () => ({ status: 200, body: 'ok' })) {
+  const requests = [];
+  const sockets = new Set();
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', async () => {
+      const record = {
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+        receivedAt: Date.now(),
+      };
+      requests.push(record);
+      const answer = { status: 200, body: 'ok', headers: {}, ...(await behave(record, requests.length)) };
+      record.answer = answer;
+      if (answer.hang) return; // never answers; the socket is destroyed on close()
+      if (answer.delayMs) await sleep(answer.delayMs);
+      res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
+      res.end(answer.body);
+      record.answeredAt = Date.now();
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** fetch that returns { status, headers, text, json }. */
+export async function call(url, init = {}) {
+  const response = await fetch(url, init);
+  const text = await response.text();
+  let json;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: response.status, headers: response.headers, text, json };
+}

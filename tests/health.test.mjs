@@ -1,0 +1,45 @@
+// The worker builds, starts under `wrangler dev` and answers /healthz; configuration problems
+// are reported there without revealing a secret.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { call, startWorker } from './harness.mjs';
+
+const SECRET = 'whsec_health_test_secret_value';
+
+test('healthz answers 200 with the name and version when configured', async (t) => {
+  const worker = await startWorker({
+    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/origin' },
+  });
+  t.after(() => worker.dispose());
+  const health = await call(`${worker.url}/healthz`);
+  assert.equal(health.status, 200);
+  assert.equal(health.json.name, 'webhook-dedup');
+  assert.match(health.json.version, /^\d+\.\d+\.\d+$/);
+  assert.equal(health.json.status, 'ok');
+
+  const wrongMethod = await call(`${worker.url}/healthz`, { method: 'POST' });
+  assert.equal(wrongMethod.status, 405);
+  assert.equal(wrongMethod.headers.get('allow'), 'GET, HEAD');
+
+  const unknown = await call(`${worker.url}/nowhere`);
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.json.error, 'not_found');
+
+  const testRoute = await call(`${worker.url}/_test/claims/evt_x`);
+  assert.equal(testRoute.status, 404, 'test routes are off unless ENABLE_TEST_ROUTES=true');
+});
+
+test('healthz names missing and invalid keys, never a secret value', async (t) => {
+  const worker = await startWorker({
+    vars: { STRIPE_WEBHOOK_SECRET: `${SECRET},`, LEASE_SECONDS: 'soon' },
+  });
+  t.after(() => worker.dispose());
+  const health = await call(`${worker.url}/healthz`);
+  assert.equal(health.status, 503);
+  assert.equal(health.json.status, 'misconfigured');
+  assert.deepEqual(health.json.problems.map((p) => p.key).sort(),
+    ['LEASE_SECONDS', 'ORIGIN_URL', 'STRIPE_WEBHOOK_SECRET']);
+  assert.ok(!health.text.includes(SECRET), 'the secret value never appears');
+  assert.ok(!worker.output.includes(SECRET), 'nor in the logs');
+});
