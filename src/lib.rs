@@ -10,6 +10,8 @@ pub mod authority;
 pub mod claim;
 pub mod config;
 pub mod log_line;
+pub mod stripe;
+pub mod webhook;
 
 #[cfg(target_arch = "wasm32")]
 mod worker;

@@ -132,6 +132,7 @@ test('the alarm deletes a record when its retention ends', async (t) => {
   }
   assert.equal(stored, null, `the record is gone\n${worker.output}`);
   assert.ok(Date.now() >= record.expires_at, 'not before its retention ended');
+  await worker.waitForLog((l) => l.route === 'alarm' && l.key === 'evt_retention');
   const expiredLines = worker.logLines().filter((l) => l.route === 'alarm' && l.key === 'evt_retention');
   assert.equal(expiredLines.length, 1, worker.output);
   assert.equal(expiredLines[0].outcome, 'expired');

@@ -104,6 +104,15 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
       await this.stop();
       if (!persistDir) rmSync(dir, { recursive: true, force: true });
     },
+    /** Waits (up to `ms`) for a log line that satisfies `predicate`, and returns it. */
+    async waitForLog(predicate, ms = 5_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const line = this.logLines().find(predicate);
+        if (line || Date.now() > deadline) return line;
+        await sleep(50);
+      }
+    },
     /** The JSON log lines the worker wrote so far. */
     logLines() {
       return this.output

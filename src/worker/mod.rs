@@ -4,10 +4,12 @@
 mod authority_client;
 mod claim_object;
 mod env_config;
+mod forward;
 mod log;
 mod respond;
 mod sql_store;
 mod test_routes;
+mod webhook;
 
 use worker::{event, Context, Env, Method, Request, Response, Result};
 
@@ -15,10 +17,13 @@ use crate::log_line::LogLine;
 
 /// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     let path = req.path();
     if path == "/healthz" {
         return health(&req, &env);
+    }
+    if path == "/webhooks/stripe" {
+        return webhook::serve(req, &env, &ctx).await;
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
         let rest = rest.to_owned();

@@ -1,0 +1,188 @@
+//! Verification of the `Stripe-Signature` header.
+//!
+//! The header is `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`; each `v1` is HMAC-SHA256 of
+//! `"<t>.<raw body>"` keyed by one of the endpoint's secrets. Only `v1` counts (`v0` and unknown
+//! schemes are ignored). A delivery is accepted when any `v1` matches any configured secret,
+//! compared in constant time, and its timestamp is neither older than the tolerance nor more
+//! than [`MAX_FUTURE_SKEW_SECONDS`] ahead.
+
+use std::fmt;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use crate::config::Secret;
+
+/// The header's name.
+pub const HEADER: &str = "stripe-signature";
+/// How far ahead of our clock a timestamp may be (clock skew), in seconds.
+pub const MAX_FUTURE_SKEW_SECONDS: i64 = 60;
+/// Longest header accepted; a real one with several rotated secrets is far shorter.
+pub const MAX_HEADER_BYTES: usize = 4_096;
+/// Most `v1` signatures accepted in one header.
+pub const MAX_SIGNATURES: usize = 16;
+
+/// Why a delivery's signature was refused. Each maps to one answer and one log word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignatureError {
+    /// No `Stripe-Signature` header, or an empty one.
+    Missing,
+    /// The header is not `t=...,v1=...`; the text says which part is wrong.
+    Malformed(&'static str),
+    /// The header has no `v1` signature (for example only `v0`).
+    NoV1Signature,
+    /// No `v1` matches any configured secret.
+    Mismatch,
+    /// The signed timestamp is older than the tolerance.
+    TimestampTooOld {
+        /// How old it is, in seconds.
+        age_seconds: i64,
+    },
+    /// The signed timestamp is too far in the future.
+    TimestampInFuture {
+        /// How far ahead it is, in seconds.
+        ahead_seconds: i64,
+    },
+}
+
+impl SignatureError {
+    /// A stable code for answers and log lines.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SignatureError::Missing => "missing_signature",
+            SignatureError::Malformed(_) => "malformed_signature",
+            SignatureError::NoV1Signature => "no_v1_signature",
+            SignatureError::Mismatch => "signature_mismatch",
+            SignatureError::TimestampTooOld { .. } => "timestamp_too_old",
+            SignatureError::TimestampInFuture { .. } => "timestamp_in_future",
+        }
+    }
+}
+
+impl fmt::Display for SignatureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignatureError::Missing => f.write_str("no Stripe-Signature header"),
+            SignatureError::Malformed(what) => write!(f, "malformed Stripe-Signature: {what}"),
+            SignatureError::NoV1Signature => f.write_str("Stripe-Signature has no v1 signature"),
+            SignatureError::Mismatch => {
+                f.write_str("no v1 signature matches the endpoint's signing secrets")
+            }
+            SignatureError::TimestampTooOld { age_seconds } => {
+                write!(f, "signature timestamp is {age_seconds} s old")
+            }
+            SignatureError::TimestampInFuture { ahead_seconds } => {
+                write!(f, "signature timestamp is {ahead_seconds} s in the future")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SignatureError {}
+
+/// A parsed header: the timestamp and every `v1` signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureHeader {
+    /// The signed Unix timestamp (`t`).
+    pub timestamp: i64,
+    /// The `v1` signatures, decoded from hex.
+    pub v1: Vec<[u8; 32]>,
+}
+
+/// Parses a `Stripe-Signature` header. Refuses a missing or duplicated `t`, a non-numeric `t`,
+/// a part without `=`, an empty part, a `v1` that is not 64 hex digits, and oversized headers.
+/// Ignores `v0` and unknown schemes.
+pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
+    if header.trim().is_empty() {
+        return Err(SignatureError::Missing);
+    }
+    if header.len() > MAX_HEADER_BYTES {
+        return Err(SignatureError::Malformed("header too long"));
+    }
+    let mut timestamp = None;
+    let mut v1 = Vec::new();
+    for part in header.split(',') {
+        let (scheme, value) = part
+            .trim()
+            .split_once('=')
+            .ok_or(SignatureError::Malformed("a part is not scheme=value"))?;
+        match scheme {
+            "t" => {
+                if timestamp.is_some() {
+                    return Err(SignatureError::Malformed("t appears twice"));
+                }
+                if value.is_empty()
+                    || value.len() > 12
+                    || !value.bytes().all(|b| b.is_ascii_digit())
+                {
+                    return Err(SignatureError::Malformed("t is not a Unix timestamp"));
+                }
+                timestamp = Some(
+                    value
+                        .parse::<i64>()
+                        .map_err(|_| SignatureError::Malformed("t is not a Unix timestamp"))?,
+                );
+            }
+            "v1" => {
+                let mut bytes = [0u8; 32];
+                hex::decode_to_slice(value, &mut bytes)
+                    .map_err(|_| SignatureError::Malformed("v1 is not 64 hex digits"))?;
+                if v1.len() == MAX_SIGNATURES {
+                    return Err(SignatureError::Malformed("too many v1 signatures"));
+                }
+                v1.push(bytes);
+            }
+            "" => return Err(SignatureError::Malformed("a part has no scheme")),
+            _ => {} // v0 and unknown schemes do not count
+        }
+    }
+    let timestamp = timestamp.ok_or(SignatureError::Malformed("no t timestamp"))?;
+    if v1.is_empty() {
+        return Err(SignatureError::NoV1Signature);
+    }
+    Ok(SignatureHeader { timestamp, v1 })
+}
+
+/// The `v1` signature of `body` at `timestamp` with `secret`: HMAC-SHA256 of `"{t}.{body}"`.
+pub fn sign(secret: &Secret, timestamp: i64, body: &[u8]) -> [u8; 32] {
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.expose()).expect("HMAC takes keys of any length");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    mac.finalize().into_bytes().into()
+}
+
+/// Verifies a delivery: `header` is the `Stripe-Signature` value (if any), `body` the raw bytes
+/// as received, `now` our clock in Unix seconds. Returns the signed timestamp when some `v1`
+/// matches some secret (in constant time) and the timestamp is within the tolerance.
+pub fn verify(
+    header: Option<&str>,
+    body: &[u8],
+    secrets: &[Secret],
+    now: i64,
+    tolerance_seconds: u64,
+) -> Result<i64, SignatureError> {
+    let parsed = parse_header(header.ok_or(SignatureError::Missing)?)?;
+    let mut matched = subtle::Choice::from(0);
+    for secret in secrets {
+        let expected = sign(secret, parsed.timestamp, body);
+        for candidate in &parsed.v1 {
+            matched |= expected.ct_eq(candidate);
+        }
+    }
+    if !bool::from(matched) {
+        return Err(SignatureError::Mismatch);
+    }
+    let age = now.saturating_sub(parsed.timestamp);
+    if age > tolerance_seconds as i64 {
+        return Err(SignatureError::TimestampTooOld { age_seconds: age });
+    }
+    if -age > MAX_FUTURE_SKEW_SECONDS {
+        return Err(SignatureError::TimestampInFuture {
+            ahead_seconds: -age,
+        });
+    }
+    Ok(parsed.timestamp)
+}

@@ -1,0 +1,259 @@
+//! Host tests of the signature and envelope parsers.
+
+use super::envelope::{self, EnvelopeError};
+use super::signature::{self, SignatureError};
+use crate::config::Config;
+
+const NOW: i64 = 1_700_000_000;
+const BODY: &[u8] = br#"{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false,"created":1700000000,"data":{"object":{}}}"#;
+
+fn secrets(list: &str) -> Vec<crate::config::Secret> {
+    Config::load(|k| match k {
+        "STRIPE_WEBHOOK_SECRET" => Some(list.to_owned()),
+        "ORIGIN_URL" => Some("http://127.0.0.1/".to_owned()),
+        _ => None,
+    })
+    .unwrap()
+    .webhook_secrets
+}
+
+fn header(secret: &str, t: i64, body: &[u8]) -> String {
+    format!(
+        "t={t},v1={}",
+        hex::encode(signature::sign(&secrets(secret)[0], t, body))
+    )
+}
+
+fn verify(h: Option<&str>, body: &[u8], list: &str) -> Result<i64, SignatureError> {
+    signature::verify(h, body, &secrets(list), NOW, 300)
+}
+
+/// Headers made by the `stripe` npm package (23.1.0, `webhooks.generateTestHeaderString`) for
+/// these bodies with secret `whsec_crosscheck_secret` at t=1700000000: both implementations
+/// must agree byte for byte, including on a body with non-ASCII UTF-8.
+#[test]
+fn matches_the_stripe_library() {
+    let vectors: [(&[u8], &str); 2] = [
+        (
+            br#"{"id":"evt_crosscheck","object":"event","type":"charge.succeeded"}"#,
+            "t=1700000000,v1=f7ddcacbfb662b2b56a6fae05d8d991f53c0bac479826c3a7c31f451304f4565",
+        ),
+        (
+            "{\"id\":\"evt_unicode_\\u00e9\",\"note\":\"caf\u{e9} \u{2603}\",\"type\":\"x\"}"
+                .as_bytes(),
+            "t=1700000000,v1=1abfef36b660d8b0454207ef99c986c2a80c644016b322d4bf3e35f0f07590f6",
+        ),
+    ];
+    for (body, from_stripe) in vectors {
+        assert_eq!(header("whsec_crosscheck_secret", NOW, body), from_stripe);
+        assert_eq!(
+            signature::verify(
+                Some(from_stripe),
+                body,
+                &secrets("whsec_crosscheck_secret"),
+                NOW,
+                300
+            ),
+            Ok(NOW)
+        );
+    }
+}
+
+#[test]
+fn valid_signature_is_accepted_with_its_timestamp() {
+    let h = header("whsec_a", NOW - 10, BODY);
+    assert_eq!(verify(Some(&h), BODY, "whsec_a"), Ok(NOW - 10));
+}
+
+#[test]
+fn any_v1_against_any_secret_during_rotation() {
+    let old = header("whsec_old", NOW, BODY);
+    let new = header("whsec_new", NOW, BODY);
+    let both = format!("{new},{}", old.split_once(',').unwrap().1);
+    assert_eq!(verify(Some(&both), BODY, "whsec_old"), Ok(NOW));
+    assert_eq!(verify(Some(&both), BODY, "whsec_new"), Ok(NOW));
+    assert_eq!(verify(Some(&old), BODY, "whsec_new,whsec_old"), Ok(NOW));
+    assert_eq!(
+        verify(Some(&old), BODY, "whsec_other"),
+        Err(SignatureError::Mismatch)
+    );
+}
+
+#[test]
+fn tampered_body_or_timestamp_is_a_mismatch() {
+    let h = header("whsec_a", NOW, BODY);
+    let mut tampered = BODY.to_vec();
+    tampered[10] ^= 1;
+    assert_eq!(
+        verify(Some(&h), &tampered, "whsec_a"),
+        Err(SignatureError::Mismatch)
+    );
+    let moved = h.replace(&format!("t={NOW}"), &format!("t={}", NOW - 1));
+    assert_eq!(
+        verify(Some(&moved), BODY, "whsec_a"),
+        Err(SignatureError::Mismatch)
+    );
+}
+
+#[test]
+fn old_and_future_timestamps_are_refused() {
+    let old = header("whsec_a", NOW - 301, BODY);
+    assert_eq!(
+        verify(Some(&old), BODY, "whsec_a"),
+        Err(SignatureError::TimestampTooOld { age_seconds: 301 })
+    );
+    let edge = header("whsec_a", NOW - 300, BODY);
+    assert!(verify(Some(&edge), BODY, "whsec_a").is_ok());
+    let future = header("whsec_a", NOW + 61, BODY);
+    assert_eq!(
+        verify(Some(&future), BODY, "whsec_a"),
+        Err(SignatureError::TimestampInFuture { ahead_seconds: 61 })
+    );
+    let skew = header("whsec_a", NOW + 60, BODY);
+    assert!(verify(Some(&skew), BODY, "whsec_a").is_ok());
+}
+
+#[test]
+fn header_variants() {
+    let good = header("whsec_a", NOW, BODY);
+    let v1 = good.split_once(',').unwrap().1.to_owned();
+    let cases: Vec<(String, SignatureError)> = vec![
+        ("".into(), SignatureError::Missing),
+        ("   ".into(), SignatureError::Missing),
+        (v1.clone(), SignatureError::Malformed("no t timestamp")),
+        (
+            format!("t={NOW},t={NOW},{v1}"),
+            SignatureError::Malformed("t appears twice"),
+        ),
+        (
+            format!("t=abc,{v1}"),
+            SignatureError::Malformed("t is not a Unix timestamp"),
+        ),
+        (
+            format!("t=-5,{v1}"),
+            SignatureError::Malformed("t is not a Unix timestamp"),
+        ),
+        (
+            format!("t=,{v1}"),
+            SignatureError::Malformed("t is not a Unix timestamp"),
+        ),
+        (format!("t={NOW}"), SignatureError::NoV1Signature),
+        (
+            format!("t={NOW},v0={}", "ab".repeat(32)),
+            SignatureError::NoV1Signature,
+        ),
+        (
+            format!("t={NOW},v1=xyz"),
+            SignatureError::Malformed("v1 is not 64 hex digits"),
+        ),
+        (
+            format!("t={NOW},v1={}", "ab".repeat(31)),
+            SignatureError::Malformed("v1 is not 64 hex digits"),
+        ),
+        (
+            format!("t={NOW},v1={}", "ab".repeat(33)),
+            SignatureError::Malformed("v1 is not 64 hex digits"),
+        ),
+        (
+            format!("t={NOW},{v1},"),
+            SignatureError::Malformed("a part is not scheme=value"),
+        ),
+        (
+            format!("t={NOW},garbage,{v1}"),
+            SignatureError::Malformed("a part is not scheme=value"),
+        ),
+        (
+            format!("t={NOW},=x,{v1}"),
+            SignatureError::Malformed("a part has no scheme"),
+        ),
+        (
+            format!("t={NOW},{}", vec![v1.as_str(); 17].join(",")),
+            SignatureError::Malformed("too many v1 signatures"),
+        ),
+        (
+            format!("t={NOW},{v1},x={}", "a".repeat(5000)),
+            SignatureError::Malformed("header too long"),
+        ),
+    ];
+    for (h, expected) in cases {
+        assert_eq!(verify(Some(&h), BODY, "whsec_a"), Err(expected), "{h:.80}");
+    }
+    assert_eq!(verify(None, BODY, "whsec_a"), Err(SignatureError::Missing));
+    // v0 and unknown schemes next to a good v1 are ignored; spaces around parts are tolerated.
+    let with_decoys = format!("t={NOW}, v0={}, scheme9=zz, {v1}", "00".repeat(32));
+    assert_eq!(verify(Some(&with_decoys), BODY, "whsec_a"), Ok(NOW));
+    let upper = good
+        .to_uppercase()
+        .replace("T=", "t=")
+        .replace("V1=", "v1=");
+    assert_eq!(verify(Some(&upper), BODY, "whsec_a"), Ok(NOW));
+}
+
+#[test]
+fn envelope_reads_only_what_it_needs() {
+    let envelope = envelope::parse(BODY).unwrap();
+    assert_eq!(envelope.id, "evt_1");
+    assert_eq!(envelope.event_type, "invoice.paid");
+    assert_eq!(envelope.livemode, Some(false));
+    assert_eq!(envelope.created, Some(1_700_000_000));
+    let minimal = envelope::parse(br#"{"id":"evt_2","type":"x"}"#).unwrap();
+    assert_eq!((minimal.livemode, minimal.created), (None, None));
+}
+
+#[test]
+fn bad_envelopes_are_refused_with_a_code() {
+    let long_id = format!(r#"{{"id":"evt_{}","type":"x"}}"#, "a".repeat(252));
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"".to_vec(), "invalid_json"),
+        (b"not json".to_vec(), "invalid_json"),
+        (
+            br#"{"id":"evt_1","type":"x"} trailing"#.to_vec(),
+            "invalid_json",
+        ),
+        (br#"{"id":"evt_1","type":"x""#.to_vec(), "invalid_json"),
+        (b"[]".to_vec(), "invalid_envelope"),
+        (b"{}".to_vec(), "invalid_envelope"),
+        (br#"{"type":"x"}"#.to_vec(), "invalid_envelope"),
+        (br#"{"id":"evt_1"}"#.to_vec(), "invalid_envelope"),
+        (br#"{"id":42,"type":"x"}"#.to_vec(), "invalid_envelope"),
+        (
+            br#"{"id":"evt_1","type":"x","livemode":"yes"}"#.to_vec(),
+            "invalid_envelope",
+        ),
+        (
+            br#"{"id":"evt_1","type":"x","created":"now"}"#.to_vec(),
+            "invalid_envelope",
+        ),
+        (
+            br#"{"id":"evt_1","type":"x","object":"charge"}"#.to_vec(),
+            "invalid_envelope",
+        ),
+        (
+            br#"{"id":"evt_1","id":"evt_2","type":"x"}"#.to_vec(),
+            "invalid_envelope",
+        ),
+        (br#"{"id":"","type":"x"}"#.to_vec(), "invalid_event_id"),
+        (br#"{"id":"evt_","type":"x"}"#.to_vec(), "invalid_event_id"),
+        (
+            br#"{"id":"ch_123","type":"x"}"#.to_vec(),
+            "invalid_event_id",
+        ),
+        (
+            br#"{"id":"evt_a/b","type":"x"}"#.to_vec(),
+            "invalid_event_id",
+        ),
+        (
+            "{\"id\":\"evt_caf\u{e9}\",\"type\":\"x\"}"
+                .as_bytes()
+                .to_vec(),
+            "invalid_event_id",
+        ),
+        (long_id.into_bytes(), "invalid_event_id"),
+    ];
+    for (body, code) in cases {
+        let error: EnvelopeError = envelope::parse(&body).unwrap_err();
+        assert_eq!(error.code(), code, "{}", String::from_utf8_lossy(&body));
+    }
+    let longest = format!(r#"{{"id":"evt_{}","type":"x"}}"#, "a".repeat(251));
+    assert!(envelope::parse(longest.as_bytes()).is_ok());
+}

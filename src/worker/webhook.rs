@@ -1,0 +1,298 @@
+//! `POST /webhooks/stripe`: verify, claim, forward, finalize or release, answer.
+
+use futures_util::StreamExt;
+use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
+
+use super::authority_client::AuthorityClient;
+use super::env_config;
+use super::forward::{self, Outgoing};
+use super::log;
+use super::respond;
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{Fence, Nonce};
+use crate::config::Config;
+use crate::log_line::LogLine;
+use crate::stripe::{envelope, signature};
+use crate::webhook::{self, AfterClaim, Answer, OriginResult, Refusal};
+
+/// Headers added to the forwarded event.
+const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
+const ATTEMPT_HEADER: &str = "x-webhook-dedup-attempt";
+const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
+
+/// Serves one delivery and writes its log line.
+pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Response> {
+    if req.method() != Method::Post {
+        return respond::method_not_allowed("POST");
+    }
+    let started = Date::now().as_millis();
+    let mut line = LogLine {
+        level: "info",
+        route: "webhook",
+        method: Some("POST".into()),
+        ..LogLine::default()
+    };
+    let answer = deliver(&mut req, env, ctx, &mut line).await;
+    line.status = Some(answer.status);
+    line.outcome = answer.outcome;
+    line.duration_ms = Some(Date::now().as_millis().saturating_sub(started));
+    if answer.status >= 500 && line.level == "info" {
+        line.level = "error";
+    } else if answer.status >= 400 && line.level == "info" {
+        line.level = "warn";
+    }
+    log::write(&line);
+    to_response(&answer)
+}
+
+async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine) -> Answer {
+    let config = match env_config::config(env) {
+        Ok(config) => config,
+        Err(problems) => {
+            line.detail = Some(
+                problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+            return webhook::refusal_answer(&Refusal::Misconfigured(problems));
+        }
+    };
+    let body = match read_body(req, config.max_body_bytes).await {
+        Ok(body) => body,
+        Err(refusal) => return refused(line, refusal),
+    };
+    let headers = req.headers();
+    let signature_header = headers.get(signature::HEADER).ok().flatten();
+    let now_seconds = (Date::now().as_millis() / 1_000) as i64;
+    if let Err(error) = signature::verify(
+        signature_header.as_deref(),
+        &body,
+        &config.webhook_secrets,
+        now_seconds,
+        config.signature_tolerance_seconds,
+    ) {
+        return refused(line, Refusal::Signature(error));
+    }
+    let event = match envelope::parse(&body) {
+        Ok(event) => event,
+        Err(error) => return refused(line, Refusal::Envelope(error)),
+    };
+    line.key = Some(event.id.clone());
+    line.event_type = Some(event.event_type.clone());
+
+    let client = match AuthorityClient::new(env) {
+        Ok(client) => client,
+        Err(error) => {
+            line.detail = Some(error.to_string());
+            return webhook::store_failure_answer(&AuthorityReply::StoreFailed {
+                retryable: false,
+                detail: String::new(),
+            });
+        }
+    };
+    let nonce = match Nonce::random() {
+        Ok(nonce) => nonce,
+        Err(error) => {
+            line.detail = Some(format!("no random bytes: {error}"));
+            return webhook::store_failure_answer(&AuthorityReply::StoreFailed {
+                retryable: true,
+                detail: String::new(),
+            });
+        }
+    };
+    let reply = client
+        .send(
+            &event.id,
+            &AuthorityRequest::Claim {
+                key: event.id.clone(),
+                policy: config.webhook_claims,
+                nonce,
+            },
+        )
+        .await;
+    if let AuthorityReply::StoreFailed { detail, .. } = &reply {
+        line.detail = Some(detail.clone());
+    }
+    let (fence, attempt, takeover) = match webhook::after_claim(reply, Date::now().as_millis()) {
+        AfterClaim::Answer(answer) => return answer,
+        AfterClaim::Forward {
+            fence,
+            attempt,
+            takeover,
+        } => (fence, attempt, takeover),
+    };
+    line.attempt = Some(attempt);
+    line.takeover = Some(takeover);
+
+    // Forward and settle inside waitUntil, so the claim is finalized or released even if the
+    // sender hangs up; this request waits for the result to answer.
+    let work = Claimed {
+        config,
+        client,
+        event_id: event.id,
+        fence,
+        attempt,
+        takeover,
+        body,
+        signature: signature_header.unwrap_or_default(),
+        content_type: headers
+            .get("content-type")
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "application/json".into()),
+    };
+    let (sender, receiver) = futures_channel::oneshot::channel();
+    ctx.wait_until(async move {
+        let _ = sender.send(work.run().await);
+    });
+    match receiver.await {
+        Ok(Settled {
+            answer,
+            origin_status,
+            origin_ms,
+            settle,
+            detail,
+        }) => {
+            line.origin_status = origin_status;
+            line.origin_ms = Some(origin_ms);
+            line.settle = Some(settle);
+            line.detail = detail;
+            if settle != "finalized" && settle != "released" {
+                line.level = "warn";
+            }
+            answer
+        }
+        Err(_) => webhook::store_failure_answer(&AuthorityReply::StoreFailed {
+            retryable: true,
+            detail: String::new(),
+        }),
+    }
+}
+
+/// A won claim, with everything needed to forward the event and settle the claim.
+struct Claimed {
+    config: Config,
+    client: AuthorityClient,
+    event_id: String,
+    fence: Fence,
+    attempt: u32,
+    takeover: bool,
+    body: Vec<u8>,
+    signature: String,
+    content_type: String,
+}
+
+struct Settled {
+    answer: Answer,
+    origin_status: Option<u16>,
+    origin_ms: u64,
+    settle: &'static str,
+    detail: Option<String>,
+}
+
+impl Claimed {
+    async fn run(self) -> Settled {
+        let (origin, _, origin_ms) = match self.forward_headers() {
+            Ok(headers) => {
+                forward::send(Outgoing {
+                    url: &self.config.origin_url,
+                    method: Method::Post,
+                    headers,
+                    body: Some(self.body),
+                    timeout_ms: self.config.forward_timeout_ms,
+                })
+                .await
+            }
+            Err(error) => (OriginResult::Unreachable(error.to_string()), None, 0),
+        };
+        let request = if origin.succeeded() {
+            AuthorityRequest::Finalize {
+                key: self.event_id.clone(),
+                fence: self.fence,
+                policy: self.config.webhook_claims,
+            }
+        } else {
+            AuthorityRequest::Release {
+                key: self.event_id.clone(),
+                fence: self.fence,
+                reason: origin.release_reason(),
+                policy: self.config.webhook_claims,
+            }
+        };
+        let settle_reply = self.client.send(&self.event_id, &request).await;
+        let (answer, settle) = webhook::after_settle(&origin, &self.event_id, &settle_reply);
+        let detail = match (&origin, &settle_reply) {
+            (_, AuthorityReply::StoreFailed { detail, .. }) => Some(detail.clone()),
+            (OriginResult::Unreachable(why), _) => Some(why.clone()),
+            _ => None,
+        };
+        Settled {
+            answer,
+            origin_status: match origin {
+                OriginResult::Responded { status } => Some(status),
+                _ => None,
+            },
+            origin_ms,
+            settle,
+            detail,
+        }
+    }
+
+    fn forward_headers(&self) -> Result<Headers> {
+        let headers = Headers::new();
+        headers.set("content-type", &self.content_type)?;
+        headers.set(signature::HEADER, &self.signature)?;
+        headers.set(EVENT_ID_HEADER, &self.event_id)?;
+        headers.set(ATTEMPT_HEADER, &self.attempt.to_string())?;
+        headers.set(
+            TAKEOVER_HEADER,
+            if self.takeover { "true" } else { "false" },
+        )?;
+        Ok(headers)
+    }
+}
+
+fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {
+    let answer = webhook::refusal_answer(&refusal);
+    line.detail = answer.body["detail"].as_str().map(str::to_owned);
+    answer
+}
+
+/// Reads the body, refusing (without reading it all) one larger than `limit`, whatever its
+/// `Content-Length` claims.
+async fn read_body(req: &mut Request, limit: u64) -> std::result::Result<Vec<u8>, Refusal> {
+    let too_large = Refusal::BodyTooLarge { limit };
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(too_large);
+    }
+    let mut body = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    let Ok(mut stream) = req.stream() else {
+        return Ok(body); // no body at all
+    };
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| Refusal::BodyTooLarge { limit })?;
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(too_large);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn to_response(answer: &Answer) -> Result<Response> {
+    let response = Response::from_json(&answer.body)?.with_status(answer.status);
+    if let Some(seconds) = answer.retry_after {
+        response
+            .headers()
+            .set("retry-after", &seconds.to_string())?;
+    }
+    Ok(response)
+}

@@ -1,0 +1,335 @@
+// The Stripe webhook front door on the real runtime, with deliveries signed by the `stripe`
+// package and a real HTTP origin behind it.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { call, sleep, startOrigin, startWorker } from './harness.mjs';
+import { deliver, eventId, eventPayload, record, stripe } from './stripe-helpers.mjs';
+
+const SECRET = 'whsec_webhook_tests_secret';
+
+function vars(origin, extra = {}) {
+  return {
+    STRIPE_WEBHOOK_SECRET: SECRET,
+    ORIGIN_URL: `${origin.url}/stripe`,
+    ENABLE_TEST_ROUTES: 'true',
+    ...extra,
+  };
+}
+
+describe('webhook deliveries', () => {
+  // One origin whose behaviour each test sets per event id, and one worker.
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req, n) => {
+      const id = req.headers['x-webhook-dedup-event-id'];
+      const decide = behaviour.get(id);
+      return decide ? decide(req, n) : { status: 200, body: 'ok' };
+    });
+    worker = await startWorker({ vars: vars(origin, { FORWARD_TIMEOUT_MS: '1500' }) });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+
+  test('a failed first delivery stays reprocessable: retry forwarded, then duplicate', async () => {
+    const id = eventId('regression');
+    let calls = 0;
+    behaviour.set(id, () => {
+      calls += 1;
+      return calls === 1 ? { status: 500, body: 'customer not linked yet' } : { status: 200, body: 'done' };
+    });
+    const payload = eventPayload(id, 'customer.subscription.created');
+
+    const first = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(first.status, 502);
+    assert.equal(first.json.error, 'origin_failed');
+    assert.equal(first.json.origin_status, 500);
+    assert.equal((await record(worker, id)).state, 'released');
+
+    const retry = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(retry.status, 200);
+    assert.equal(retry.json.status, 'processed');
+    const stored = await record(worker, id);
+    assert.equal(stored.state, 'done');
+    assert.equal(stored.attempts, 2);
+    assert.equal(stored.last_release_reason, 'origin answered 500');
+
+    const third = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(third.status, 200);
+    assert.deepEqual(third.json, { status: 'duplicate' });
+
+    const attempts = seen(id);
+    assert.equal(attempts.length, 2, 'the origin saw two attempts');
+    assert.equal(attempts.filter((r) => r.answer.status === 200).length, 1, 'and one success');
+    assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2']);
+  });
+
+  test('the origin gets the raw body byte for byte and can verify it as Stripe sent it', async () => {
+    const id = eventId('raw');
+    // Unusual spacing and non-ASCII text: any re-serialisation would change the bytes.
+    const payload = `{ "id" : "${id}", "object":"event", "type":"invoice.paid",\n "note":"caf\u00e9 \u2603 \\u00e9" ,"data":{"object":{}}}`;
+    const answer = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(answer.status, 200);
+    const [forwarded] = seen(id);
+    assert.equal(forwarded.method, 'POST');
+    assert.equal(forwarded.url, '/stripe');
+    assert.ok(forwarded.body.equals(Buffer.from(payload)), 'body unchanged');
+    assert.equal(forwarded.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(forwarded.headers['x-webhook-dedup-takeover'], 'false');
+    const event = stripe.webhooks.constructEvent(forwarded.body, forwarded.headers['stripe-signature'], SECRET);
+    assert.equal(event.id, id);
+  });
+
+  test('concurrent duplicates while the origin is slow: one forward, the rest 409', async () => {
+    const id = eventId('concurrent');
+    behaviour.set(id, () => ({ status: 200, delayMs: 800 }));
+    const payload = eventPayload(id);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => deliver(worker, payload, { secret: SECRET })));
+    const statuses = answers.map((a) => a.status).sort();
+    assert.equal(statuses.filter((s) => s === 200).length, 1, statuses.join(','));
+    assert.equal(statuses.filter((s) => s === 409).length, 19, statuses.join(','));
+    for (const a of answers.filter((x) => x.status === 409)) {
+      assert.equal(a.json.error, 'in_flight');
+      assert.ok(Number(a.headers.get('retry-after')) >= 1);
+    }
+    assert.equal(seen(id).length, 1);
+    const later = await deliver(worker, payload, { secret: SECRET });
+    assert.deepEqual(later.json, { status: 'duplicate' });
+  });
+
+  test('an origin that never answers: 504, claim released, the next delivery is forwarded', async () => {
+    const id = eventId('hang');
+    let calls = 0;
+    behaviour.set(id, () => {
+      calls += 1;
+      return calls === 1 ? { hang: true } : { status: 200 };
+    });
+    const payload = eventPayload(id);
+    const started = Date.now();
+    const first = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(first.status, 504);
+    assert.equal(first.json.error, 'origin_timeout');
+    assert.ok(Date.now() - started >= 1_400, 'waited for the forward time-out');
+    const stored = await record(worker, id);
+    assert.equal(stored.state, 'released');
+    assert.equal(stored.last_release_reason, 'origin timed out');
+    const second = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(second.status, 200);
+    assert.equal(seen(id).length, 2);
+  });
+
+  test('an origin that refuses connections: 502 and released', async () => {
+    const closed = await startOrigin();
+    const url = closed.url;
+    await closed.close();
+    const down = await startWorker({
+      vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: url, ENABLE_TEST_ROUTES: 'true' },
+    });
+    try {
+      const id = eventId('down');
+      const answer = await deliver(down, eventPayload(id), { secret: SECRET });
+      assert.equal(answer.status, 502);
+      assert.equal(answer.json.error, 'origin_unreachable');
+      assert.equal((await record(down, id)).state, 'released');
+      const line = await down.waitForLog((l) => l.key === id);
+      assert.equal(line.outcome, 'origin_unreachable');
+      assert.equal(line.settle, 'released');
+    } finally {
+      await down.dispose();
+    }
+  });
+
+  test('wrong method and unknown paths', async () => {
+    const get = await call(`${worker.url}/webhooks/stripe`);
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('allow'), 'POST');
+    const unknown = await call(`${worker.url}/webhooks/stripe/extra`, { method: 'POST' });
+    assert.equal(unknown.status, 404);
+  });
+
+  test('one JSON log line per delivery, without payload or secret', async () => {
+    const id = eventId('log');
+    const payload = eventPayload(id, 'charge.refunded', { secret_note: 'payload-marker-7731' });
+    await deliver(worker, payload, { secret: SECRET });
+    await deliver(worker, payload, { secret: SECRET });
+    await worker.waitForLog((l) => l.key === id && l.outcome === 'duplicate');
+    const lines = worker.logLines().filter((l) => l.key === id);
+    assert.equal(lines.length, 2);
+    assert.equal(lines[0].route, 'webhook');
+    assert.equal(lines[0].event_type, 'charge.refunded');
+    assert.equal(lines[0].outcome, 'processed');
+    assert.equal(lines[0].settle, 'finalized');
+    assert.equal(lines[0].attempt, 1);
+    assert.equal(lines[0].origin_status, 200);
+    assert.equal(typeof lines[0].duration_ms, 'number');
+    assert.equal(typeof lines[0].origin_ms, 'number');
+    assert.equal(lines[1].outcome, 'duplicate');
+    assert.ok(!worker.output.includes('payload-marker-7731'), 'no payload in the logs');
+    assert.ok(!worker.output.includes(SECRET), 'no secret in the logs');
+  });
+});
+
+describe('signature verification: each refusal answered, nothing stored, nothing forwarded', () => {
+  const OLD = 'whsec_rotating_old';
+  const NEW = 'whsec_rotating_new';
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin();
+    worker = await startWorker({
+      vars: { STRIPE_WEBHOOK_SECRET: `${OLD},${NEW}`, ORIGIN_URL: `${origin.url}/stripe`, ENABLE_TEST_ROUTES: 'true', MAX_BODY_BYTES: '4096' },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  test('valid with each of two rotated secrets', async () => {
+    for (const secret of [OLD, NEW]) {
+      const id = eventId('rotated');
+      const answer = await deliver(worker, eventPayload(id), { secret });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal((await record(worker, id)).state, 'done');
+    }
+  });
+
+  const now = () => Math.floor(Date.now() / 1000);
+  const v1 = (header) => header.split(',').find((p) => p.startsWith('v1='));
+  const cases = [
+    ['wrong secret', (p) => ({ secret: 'whsec_someone_else' }), 400, 'signature_mismatch'],
+    ['tampered body', (p) => ({ signature: stripe.webhooks.generateTestHeaderString({ payload: p.replace('2000', '1'), secret: NEW }) }), 400, 'signature_mismatch'],
+    ['no header', () => ({ signature: null }), 400, 'missing_signature'],
+    ['empty header', () => ({ signature: '' }), 400, 'missing_signature'],
+    ['v0 only', (p) => ({ signature: `t=${now()},v0=${'ab'.repeat(32)}` }), 400, 'no_v1_signature'],
+    ['t only', () => ({ signature: `t=${now()}` }), 400, 'no_v1_signature'],
+    ['no t', (p) => ({ signature: v1(stripe.webhooks.generateTestHeaderString({ payload: p, secret: NEW })) }), 400, 'malformed_signature'],
+    ['duplicated t', (p) => {
+      const h = stripe.webhooks.generateTestHeaderString({ payload: p, secret: NEW });
+      return { signature: `${h},t=${now()}` };
+    }, 400, 'malformed_signature'],
+    ['non-numeric t', (p) => ({ signature: `t=soon,${v1(stripe.webhooks.generateTestHeaderString({ payload: p, secret: NEW }))}` }), 400, 'malformed_signature'],
+    ['non-hex v1', () => ({ signature: `t=${now()},v1=${'zz'.repeat(32)}` }), 400, 'malformed_signature'],
+    ['short v1', () => ({ signature: `t=${now()},v1=abcd` }), 400, 'malformed_signature'],
+    ['huge header', () => ({ signature: `t=${now()},v1=${'ab'.repeat(32)},x=${'y'.repeat(5000)}` }), 400, 'malformed_signature'],
+    ['expired timestamp', (p) => ({ secret: NEW, timestamp: now() - 301 }), 400, 'timestamp_too_old'],
+    ['future timestamp', (p) => ({ secret: NEW, timestamp: now() + 120 }), 400, 'timestamp_in_future'],
+  ];
+  for (const [name, make, status, code] of cases) {
+    test(name, async () => {
+      const id = eventId('refused');
+      const payload = eventPayload(id);
+      const answer = await deliver(worker, payload, make(payload));
+      assert.equal(answer.status, status, answer.text);
+      assert.equal(answer.json.error, code);
+      assert.equal(typeof answer.json.detail, 'string');
+      assert.equal(await record(worker, id), null, 'nothing stored');
+      assert.equal(origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id).length, 0);
+    });
+  }
+
+  test('bodies that are not events are refused after verification, nothing stored', async () => {
+    const bodies = [
+      ['not json', 'hello', 'invalid_json'],
+      ['no id', JSON.stringify({ type: 'x' }), 'invalid_envelope'],
+      ['numeric id', JSON.stringify({ id: 7, type: 'x' }), 'invalid_envelope'],
+      ['not an event id', JSON.stringify({ id: 'ch_123', type: 'x' }), 'invalid_event_id'],
+    ];
+    for (const [name, body, code] of bodies) {
+      const answer = await deliver(worker, body, { secret: NEW });
+      assert.equal(answer.status, 400, name);
+      assert.equal(answer.json.error, code, name);
+    }
+    assert.equal(await record(worker, 'ch_123'), null);
+  });
+
+  test('a body over MAX_BODY_BYTES is 413, also when sent without a length', async () => {
+    const id = eventId('big');
+    const payload = eventPayload(id, 'x', { padding: 'p'.repeat(5000) });
+    const answer = await deliver(worker, payload, { secret: NEW });
+    assert.equal(answer.status, 413);
+    assert.equal(answer.json.error, 'body_too_large');
+    // Streamed in chunks with no Content-Length: the cap still holds.
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 10; i += 1) controller.enqueue(new TextEncoder().encode('x'.repeat(1000)));
+        controller.close();
+      },
+    });
+    const chunked = await call(`${worker.url}/webhooks/stripe`, {
+      method: 'POST', body: stream, duplex: 'half',
+      headers: { 'stripe-signature': `t=${now()},v1=${'ab'.repeat(32)}` },
+    });
+    assert.equal(chunked.status, 413);
+    assert.equal(await record(worker, id), null);
+  });
+});
+
+test('a crashed attempt is taken over when its lease runs out, and its fence is dead', async (t) => {
+  const behaviour = { first: true };
+  const origin = await startOrigin(() => {
+    if (behaviour.first) {
+      behaviour.first = false;
+      return { hang: true };
+    }
+    return { status: 200 };
+  });
+  const worker = await startWorker({
+    vars: vars(origin, { LEASE_SECONDS: '3', FORWARD_TIMEOUT_MS: '2500' }),
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const id = eventId('crash');
+  const payload = eventPayload(id);
+  // The first delivery reaches the origin, which hangs; the runtime dies mid-forward.
+  const pending = deliver(worker, payload, { secret: SECRET }).catch((error) => error);
+  while (origin.requests.length === 0) await sleep(50);
+  const held = await record(worker, id);
+  assert.equal(held.state, 'processing');
+  await worker.restart();
+  assert.ok((await pending) instanceof Error, 'the first sender lost its connection');
+
+  const early = await deliver(worker, payload, { secret: SECRET });
+  assert.equal(early.status, 409, 'the crashed claim is honoured until its lease ends');
+  await sleep(held.lease_expires_at - Date.now() + 300);
+  const takeover = await deliver(worker, payload, { secret: SECRET });
+  assert.equal(takeover.status, 200);
+  assert.equal(origin.requests.length, 2);
+  assert.equal(origin.requests[1].headers['x-webhook-dedup-attempt'], '2');
+  assert.equal(origin.requests[1].headers['x-webhook-dedup-takeover'], 'true');
+  const line = await worker.waitForLog((l) => l.key === id && l.takeover === true);
+  assert.ok(line, 'the takeover is logged');
+
+  // The dead attempt's fence can neither finalize nor release the new record.
+  const late = await call(`${worker.url}/_test/claims/${id}/finalize`, {
+    method: 'POST', body: JSON.stringify({ fence: held.fence }),
+  });
+  assert.equal(late.json.outcome, 'not_owner');
+  const lateRelease = await call(`${worker.url}/_test/claims/${id}/release`, {
+    method: 'POST', body: JSON.stringify({ fence: held.fence, reason: 'late' }),
+  });
+  assert.equal(lateRelease.json.outcome, 'not_owner');
+  assert.equal((await record(worker, id)).state, 'done');
+});
+
+test('a missing secret or origin: every delivery 500 naming the key, nothing stored', async (t) => {
+  const worker = await startWorker({ vars: { ENABLE_TEST_ROUTES: 'true' } });
+  t.after(() => worker.dispose());
+  const id = eventId('unconfigured');
+  const answer = await deliver(worker, eventPayload(id), { secret: SECRET });
+  assert.equal(answer.status, 500);
+  assert.equal(answer.json.error, 'misconfigured');
+  assert.match(answer.json.detail, /STRIPE_WEBHOOK_SECRET/);
+  assert.match(answer.json.detail, /ORIGIN_URL/);
+  const line = await worker.waitForLog((l) => l.route === 'webhook');
+  assert.match(line.detail, /STRIPE_WEBHOOK_SECRET: missing/);
+  const health = await call(`${worker.url}/healthz`);
+  assert.equal(health.status, 503);
+});
