@@ -9,9 +9,8 @@ if [ ! -f .dev.vars ]; then
   cp .dev.vars.example .dev.vars
   echo "dev: created .dev.vars from .dev.vars.example (local development settings)" >&2
 fi
-bash scripts/build.sh
+SKIP_SETUP=1 bash scripts/build.sh
 node scripts/demo-origin.mjs &
 origin=$!
 trap 'kill $origin 2>/dev/null || true' EXIT INT TERM
-# The build ran above; SKIP_SETUP keeps wrangler's own [build] step to the compile only.
-SKIP_SETUP=1 wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}" "$@"
+wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}" "$@"

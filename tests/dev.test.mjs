@@ -1,0 +1,59 @@
+// `npm run dev` exactly as a user runs it: sets up, builds, starts the demo origin and
+// `wrangler dev` with the repository's wrangler.toml; then `npm run send-events` shows
+// de-duplication against it.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { ROOT, freePort, sleep } from './harness.mjs';
+
+test('npm run dev serves /healthz and de-duplicates sample events', { timeout: 300_000 }, async (t) => {
+  const port = await freePort();
+  const originPort = await freePort();
+  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-dev-'));
+  const hadDevVars = existsSync(path.join(ROOT, '.dev.vars'));
+  const child = spawn('npm', ['run', 'dev', '--', '--persist-to', persist,
+    '--var', `ORIGIN_URL:http://127.0.0.1:${originPort}/stripe`,
+    '--var', 'STRIPE_WEBHOOK_SECRET:whsec_dev_test', '--inspector-port', String(await freePort())], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORT: String(port), DEMO_ORIGIN_PORT: String(originPort), STRIPE_WEBHOOK_SECRET: 'whsec_dev_test' },
+  });
+  let output = '';
+  child.stdout.on('data', (c) => { output += c; });
+  child.stderr.on('data', (c) => { output += c; });
+  t.after(async () => {
+    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
+    await sleep(500);
+    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+    rmSync(persist, { recursive: true, force: true });
+    if (!hadDevVars) rmSync(path.join(ROOT, '.dev.vars'), { force: true });
+  });
+
+  const deadline = Date.now() + 240_000;
+  let health;
+  while (Date.now() < deadline && child.exitCode === null) {
+    try {
+      health = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      break;
+    } catch {
+      await sleep(500);
+    }
+  }
+  assert.ok(health, `npm run dev did not serve /healthz:\n${output}`);
+  assert.equal(health.status, 200, output);
+  assert.equal((await health.json()).name, 'webhook-dedup');
+
+  const sent = spawnSync('node', ['scripts/send-events.mjs', '--url', `http://127.0.0.1:${port}`,
+    '--events', '2', '--duplicates', '3', '--secret', 'whsec_dev_test'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(sent.status, 0, sent.stdout + sent.stderr);
+  const answers = sent.stdout.split('\n').filter((l) => l.startsWith('  '));
+  assert.equal(answers.length, 8);
+  assert.equal(answers.filter((a) => a.includes('"processed"')).length, 2, sent.stdout);
+  await sleep(300);
+  const processed = output.split('\n').filter((l) => l.includes('[demo origin] processed'));
+  assert.equal(processed.length, 2, `each event reached the demo origin once:\n${output}`);
+});
