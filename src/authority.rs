@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{
-    self, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimStore, Fence, FinalizeOutcome, Millis,
-    Nonce, ReleaseOutcome, StoreError,
+    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimStore, Fence,
+    FinalizeOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
 };
 
 /// One operation on one key's claim.
@@ -25,6 +25,9 @@ pub enum AuthorityRequest {
         policy: ClaimPolicy,
         /// Random bytes for the fence; the same nonce again is the same claim request.
         nonce: Nonce,
+        /// The request's fingerprint (Idempotency-Key front door only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fingerprint: Option<String>,
     },
     /// Mark `key` done for the holder of `fence` (see [`claim::finalize`]).
     Finalize {
@@ -34,6 +37,9 @@ pub enum AuthorityRequest {
         fence: Fence,
         /// Lease and retention for this front door.
         policy: ClaimPolicy,
+        /// The response to replay to repeats (Idempotency-Key front door only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response: Option<CachedResponse>,
     },
     /// Give back the claim held with `fence` (see [`claim::release`]).
     Release {
@@ -92,6 +98,18 @@ impl From<StoreError> for AuthorityReply {
     }
 }
 
+/// The log word for the reply to a finalize or release: `finalized`, `released`,
+/// `fence_conflict` (refused: not the current claim, no record, or already done) or
+/// `settle_failed` (a store failure).
+pub fn settle_word(reply: &AuthorityReply) -> &'static str {
+    match reply {
+        AuthorityReply::Finalize(FinalizeOutcome::Finalized { .. }) => "finalized",
+        AuthorityReply::Release(ReleaseOutcome::Released { .. }) => "released",
+        AuthorityReply::Finalize(_) | AuthorityReply::Release(_) => "fence_conflict",
+        _ => "settle_failed",
+    }
+}
+
 /// What to do after sending a request to the claim authority failed with an exception.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StubFailure {
@@ -129,12 +147,20 @@ pub fn handle<S: ClaimStore>(
     now: Millis,
 ) -> (AuthorityReply, WakeBy) {
     let result = match request {
-        AuthorityRequest::Claim { key, policy, nonce } => {
-            claim::claim(store, key, now, *policy, nonce.0).map(AuthorityReply::Claim)
-        }
-        AuthorityRequest::Finalize { key, fence, policy } => {
-            claim::finalize(store, key, fence, now, *policy).map(AuthorityReply::Finalize)
-        }
+        AuthorityRequest::Claim {
+            key,
+            policy,
+            nonce,
+            fingerprint,
+        } => claim::claim(store, key, now, *policy, nonce.0, fingerprint.as_deref())
+            .map(AuthorityReply::Claim),
+        AuthorityRequest::Finalize {
+            key,
+            fence,
+            policy,
+            response,
+        } => claim::finalize(store, key, fence, now, *policy, response.clone())
+            .map(AuthorityReply::Finalize),
         AuthorityRequest::Release {
             key,
             fence,
@@ -216,6 +242,7 @@ mod tests {
             key: "evt_1".into(),
             policy: POLICY,
             nonce: Nonce([n; 16]),
+            fingerprint: None,
         };
         let (reply, wake_by) = handle(&mut store, &claim(1), 100);
         assert!(matches!(

@@ -16,11 +16,19 @@ pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 25_000;
 pub const DEFAULT_SIGNATURE_TOLERANCE_SECONDS: u64 = 300;
 /// Default cap on a webhook body.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 512 * 1024;
+/// Default retention of an Idempotency-Key record: Stripe's API keeps keys at least 24 h.
+pub const DEFAULT_IDEMPOTENCY_RETENTION_HOURS: f64 = 24.0;
+/// Default largest response body cached for replay.
+pub const DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES: u64 = 256 * 1024;
+/// Default header whose value identifies an API client (hashed into the key's scope).
+pub const DEFAULT_IDEMPOTENCY_CLIENT_HEADER: &str = "authorization";
 
 const MAX_LEASE_SECONDS: u64 = 24 * 60 * 60;
 const MAX_RETENTION_HOURS: f64 = 366.0 * 24.0;
 const MAX_TOLERANCE_SECONDS: u64 = 24 * 60 * 60;
 const MAX_BODY_CAP_BYTES: u64 = 25 * 1024 * 1024;
+// A cached response is stored base64-encoded in one Durable Object row (2 MB at most).
+const MAX_CACHED_RESPONSE_BYTES: u64 = 1024 * 1024;
 
 /// A webhook signing secret. Its `Debug` never shows the value.
 #[derive(Clone, PartialEq, Eq)]
@@ -56,6 +64,23 @@ pub struct Config {
     pub max_body_bytes: u64,
     /// Serve the `/_test/` routes that reach the claim authority directly (`ENABLE_TEST_ROUTES`).
     pub test_routes: bool,
+    /// The Idempotency-Key front door (`/api/`), when `API_ORIGIN_URL` is set.
+    pub api: Option<ApiConfig>,
+}
+
+/// Settings of the Idempotency-Key front door.
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    /// Where `/api/...` requests go, path and query appended (`API_ORIGIN_URL`).
+    pub origin_url: String,
+    /// Lease (`LEASE_SECONDS`) and retention (`IDEMPOTENCY_RETENTION_HOURS`) of key records.
+    pub claims: ClaimPolicy,
+    /// Refuse unsafe methods without a key (`IDEMPOTENCY_KEY_REQUIRED`).
+    pub key_required: bool,
+    /// Largest response body cached for replay (`IDEMPOTENCY_MAX_RESPONSE_BYTES`).
+    pub max_response_bytes: u64,
+    /// Lower-case name of the header identifying the client (`IDEMPOTENCY_CLIENT_HEADER`).
+    pub client_header: String,
 }
 
 /// One configuration key that is missing or invalid. Never holds a secret's value.
@@ -108,6 +133,22 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
         }
     }
 
+    fn hours(&mut self, key: &'static str, default: f64) -> f64 {
+        let Some(text) = self.raw(key) else {
+            return default;
+        };
+        match text.parse::<f64>() {
+            Ok(h) if h.is_finite() && h > 0.0 && h <= MAX_RETENTION_HOURS => h,
+            _ => {
+                self.problem(
+                    key,
+                    format!("{text:?} is not a number of hours above 0 and at most {MAX_RETENTION_HOURS}"),
+                );
+                default
+            }
+        }
+    }
+
     fn flag(&mut self, key: &'static str) -> bool {
         match self.raw(key).as_deref() {
             None | Some("false") => false,
@@ -132,30 +173,16 @@ impl Config {
         };
         let lease_seconds = r.integer("LEASE_SECONDS", DEFAULT_LEASE_SECONDS, 1, MAX_LEASE_SECONDS);
         let allow_short = r.flag("ALLOW_SHORT_RETENTION");
-        let retention_hours = match r.raw("RETENTION_HOURS") {
-            None => DEFAULT_RETENTION_HOURS,
-            Some(text) => match text.parse::<f64>() {
-                Ok(h) if h.is_finite() && h > 0.0 && h <= MAX_RETENTION_HOURS => {
-                    if h < MIN_SAFE_RETENTION_HOURS && !allow_short {
-                        r.problem(
-                            "RETENTION_HOURS",
-                            format!(
-                                "{text} h is shorter than Stripe's 3-day retries, so a late retry \
-                                 could run an event twice; set ALLOW_SHORT_RETENTION=true to force it"
-                            ),
-                        );
-                    }
-                    h
-                }
-                _ => {
-                    r.problem(
-                        "RETENTION_HOURS",
-                        format!("{text:?} is not a number of hours above 0 and at most {MAX_RETENTION_HOURS}"),
-                    );
-                    DEFAULT_RETENTION_HOURS
-                }
-            },
-        };
+        let retention_hours = r.hours("RETENTION_HOURS", DEFAULT_RETENTION_HOURS);
+        if retention_hours < MIN_SAFE_RETENTION_HOURS && !allow_short {
+            r.problem(
+                "RETENTION_HOURS",
+                format!(
+                    "{retention_hours} h is shorter than Stripe's 3-day retries, so a late retry \
+                     could run an event twice; set ALLOW_SHORT_RETENTION=true to force it"
+                ),
+            );
+        }
         let lease_ms = lease_seconds * 1_000;
         let retention_ms = (retention_hours * 3_600_000.0).round() as u64;
         if retention_ms <= lease_ms {
@@ -225,17 +252,65 @@ impl Config {
                 String::new()
             }
             Some(text) => {
-                match url::Url::parse(&text) {
-                    Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-                    _ => r.problem(
+                if !is_http_url(&text) {
+                    r.problem(
                         "ORIGIN_URL",
                         format!("{text:?} is not an absolute http:// or https:// URL"),
-                    ),
+                    );
                 }
                 text
             }
         };
         let test_routes = r.flag("ENABLE_TEST_ROUTES");
+        let api = r.raw("API_ORIGIN_URL").map(|origin_url| {
+            if !is_http_url(&origin_url) {
+                r.problem(
+                    "API_ORIGIN_URL",
+                    format!("{origin_url:?} is not an absolute http:// or https:// URL"),
+                );
+            }
+            let retention_hours = r.hours(
+                "IDEMPOTENCY_RETENTION_HOURS",
+                DEFAULT_IDEMPOTENCY_RETENTION_HOURS,
+            );
+            let retention_ms = (retention_hours * 3_600_000.0).round() as u64;
+            if retention_ms <= lease_ms {
+                r.problem(
+                    "IDEMPOTENCY_RETENTION_HOURS",
+                    "must be longer than the lease (LEASE_SECONDS)",
+                );
+            }
+            let key_required = r.flag("IDEMPOTENCY_KEY_REQUIRED");
+            let max_response_bytes = r.integer(
+                "IDEMPOTENCY_MAX_RESPONSE_BYTES",
+                DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES,
+                0,
+                MAX_CACHED_RESPONSE_BYTES,
+            );
+            let client_header = r
+                .raw("IDEMPOTENCY_CLIENT_HEADER")
+                .unwrap_or_else(|| DEFAULT_IDEMPOTENCY_CLIENT_HEADER.to_owned())
+                .to_ascii_lowercase();
+            if !client_header
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
+                r.problem(
+                    "IDEMPOTENCY_CLIENT_HEADER",
+                    format!("{client_header:?} is not a header name"),
+                );
+            }
+            ApiConfig {
+                origin_url: origin_url.trim_end_matches('/').to_owned(),
+                claims: ClaimPolicy {
+                    lease_ms,
+                    retention_ms,
+                },
+                key_required,
+                max_response_bytes,
+                client_header,
+            }
+        });
         if !r.problems.is_empty() {
             return Err(r.problems);
         }
@@ -250,8 +325,13 @@ impl Config {
             signature_tolerance_seconds,
             max_body_bytes,
             test_routes,
+            api,
         })
     }
+}
+
+fn is_http_url(text: &str) -> bool {
+    matches!(url::Url::parse(text), Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some())
 }
 
 #[cfg(test)]
@@ -355,6 +435,52 @@ mod tests {
             ["FORWARD_TIMEOUT_MS"]
         );
         assert!(load(&[("LEASE_SECONDS", "20"), ("FORWARD_TIMEOUT_MS", "19999")]).is_ok());
+    }
+
+    #[test]
+    fn the_api_front_door_is_off_without_its_origin() {
+        let config = load(&[]).unwrap();
+        assert!(config.api.is_none());
+        let config = load(&[("API_ORIGIN_URL", "http://127.0.0.1:9000/")]).unwrap();
+        let api = config.api.unwrap();
+        assert_eq!(api.origin_url, "http://127.0.0.1:9000");
+        assert_eq!(api.claims.retention_ms, 24 * 3_600_000);
+        assert_eq!(api.claims.lease_ms, 900_000);
+        assert_eq!(api.max_response_bytes, 262_144);
+        assert_eq!(api.client_header, "authorization");
+        assert!(!api.key_required);
+    }
+
+    #[test]
+    fn api_keys_are_checked() {
+        let problems = load(&[
+            ("API_ORIGIN_URL", "nope"),
+            ("IDEMPOTENCY_RETENTION_HOURS", "0"),
+            ("IDEMPOTENCY_KEY_REQUIRED", "maybe"),
+            ("IDEMPOTENCY_MAX_RESPONSE_BYTES", "9999999"),
+            ("IDEMPOTENCY_CLIENT_HEADER", "x client"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            keys(problems),
+            [
+                "API_ORIGIN_URL",
+                "IDEMPOTENCY_RETENTION_HOURS",
+                "IDEMPOTENCY_KEY_REQUIRED",
+                "IDEMPOTENCY_MAX_RESPONSE_BYTES",
+                "IDEMPOTENCY_CLIENT_HEADER"
+            ]
+        );
+        let config = load(&[
+            ("API_ORIGIN_URL", "https://api.example.com/v1"),
+            ("IDEMPOTENCY_RETENTION_HOURS", "1"),
+            ("IDEMPOTENCY_CLIENT_HEADER", "X-Api-Key"),
+            ("IDEMPOTENCY_KEY_REQUIRED", "true"),
+        ])
+        .unwrap();
+        let api = config.api.unwrap();
+        assert_eq!(api.client_header, "x-api-key");
+        assert!(api.key_required);
     }
 
     #[test]

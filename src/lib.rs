@@ -9,7 +9,9 @@
 pub mod authority;
 pub mod claim;
 pub mod config;
+pub mod idempotency;
 pub mod log_line;
+pub mod origin;
 pub mod stripe;
 pub mod webhook;
 

@@ -8,9 +8,10 @@
 
 use serde_json::{json, Value};
 
-use crate::authority::AuthorityReply;
-use crate::claim::{ClaimOutcome, Fence, FinalizeOutcome, Millis, ReleaseOutcome};
+use crate::authority::{settle_word, AuthorityReply};
+use crate::claim::{ClaimOutcome, Fence, Millis};
 use crate::config::ConfigProblem;
+use crate::origin::OriginResult;
 use crate::stripe::envelope::EnvelopeError;
 use crate::stripe::signature::SignatureError;
 
@@ -162,36 +163,6 @@ pub fn store_failure_answer(reply: &AuthorityReply) -> Answer {
     }
 }
 
-/// How the forward to the origin ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OriginResult {
-    /// The origin answered with this status.
-    Responded {
-        /// The origin's HTTP status.
-        status: u16,
-    },
-    /// No answer within `FORWARD_TIMEOUT_MS`.
-    TimedOut,
-    /// The origin could not be reached (the text says why).
-    Unreachable(String),
-}
-
-impl OriginResult {
-    /// True for a 2xx answer: only then is the claim finalized.
-    pub fn succeeded(&self) -> bool {
-        matches!(self, OriginResult::Responded { status } if (200..300).contains(status))
-    }
-
-    /// Why the claim is released, kept in the record: e.g. `origin answered 500`.
-    pub fn release_reason(&self) -> String {
-        match self {
-            OriginResult::Responded { status } => format!("origin answered {status}"),
-            OriginResult::TimedOut => "origin timed out".to_owned(),
-            OriginResult::Unreachable(why) => format!("origin unreachable: {why}"),
-        }
-    }
-}
-
 /// The answer after the origin's result and the settle reply (finalize or release), and a
 /// word for the log: `finalized`, `released`, `fence_conflict`, `settle_failed`.
 ///
@@ -204,15 +175,7 @@ pub fn after_settle(
     event_id: &str,
     settle: &AuthorityReply,
 ) -> (Answer, &'static str) {
-    let settled = match settle {
-        AuthorityReply::Finalize(FinalizeOutcome::Finalized { .. }) => "finalized",
-        AuthorityReply::Release(ReleaseOutcome::Released { .. }) => "released",
-        AuthorityReply::Finalize(FinalizeOutcome::NotOwner | FinalizeOutcome::NotFound)
-        | AuthorityReply::Release(
-            ReleaseOutcome::NotOwner | ReleaseOutcome::NotFound | ReleaseOutcome::AlreadyDone,
-        ) => "fence_conflict",
-        _ => "settle_failed",
-    };
+    let settled = settle_word(settle);
     let answer = match origin {
         OriginResult::Responded { status } if origin.succeeded() => Answer {
             status: 200,
@@ -245,7 +208,7 @@ pub fn after_settle(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::Fence;
+    use crate::claim::{Fence, FinalizeOutcome, ReleaseOutcome};
 
     #[test]
     fn claim_outcomes_map_to_answers() {
@@ -272,7 +235,8 @@ mod tests {
         };
         assert_eq!(
             status(AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {
-                finished_at: 1
+                finished_at: 1,
+                response: None
             })),
             (200, None, "duplicate")
         );

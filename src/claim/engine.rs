@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::fence::Fence;
-use super::record::{ClaimRecord, ClaimState, Millis};
+use super::record::{CachedResponse, ClaimRecord, ClaimState, Millis};
 use super::store::{ClaimStore, StoreError};
 
 /// How long claims and records last; travels with each request so each front door has its own.
@@ -39,12 +39,17 @@ pub enum ClaimOutcome {
     DuplicateProcessed {
         /// When the work finished.
         finished_at: Millis,
+        /// The response cached when it finished, if one was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response: Option<CachedResponse>,
     },
     /// Another attempt holds a live claim until `lease_expires_at`: come back later.
     DuplicateInflight {
         /// When the live claim's lease runs out.
         lease_expires_at: Millis,
     },
+    /// The key is bound to a request with another fingerprint: refused, nothing written.
+    FingerprintMismatch,
 }
 
 /// The answer to a finalize.
@@ -130,14 +135,24 @@ fn load_current<S: ClaimStore>(
 ///
 /// A claim sent again with the same `nonce` while its claim stands (a retry after a lost
 /// answer) gets the same `Claimed` back, so retrying a claim never strands it.
+///
+/// `fingerprint` binds the key to one request: while a record exists, a claim with another
+/// fingerprint is `FingerprintMismatch` (the webhook front door passes none).
 pub fn claim<S: ClaimStore>(
     store: &mut S,
     key: &str,
     now: Millis,
     policy: ClaimPolicy,
     nonce: [u8; 16],
+    fingerprint: Option<&str>,
 ) -> Result<ClaimOutcome, StoreError> {
     let current = load_current(store, key, now)?;
+    if current
+        .as_ref()
+        .is_some_and(|record| record.fingerprint.as_deref() != fingerprint)
+    {
+        return Ok(ClaimOutcome::FingerprintMismatch);
+    }
     let lease_expires_at = now.saturating_add(policy.lease_ms);
     let expires_at = now
         .saturating_add(policy.retention_ms)
@@ -148,6 +163,7 @@ pub fn claim<S: ClaimStore>(
             ClaimState::Done => {
                 return Ok(ClaimOutcome::DuplicateProcessed {
                     finished_at: record.finished_at.unwrap_or(record.claimed_at),
+                    response: record.response,
                 })
             }
             ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce) => {
@@ -191,6 +207,8 @@ pub fn claim<S: ClaimStore>(
         released_at: None,
         expires_at,
         last_release_reason,
+        fingerprint: fingerprint.map(str::to_owned),
+        response: None,
     })?;
     Ok(ClaimOutcome::Claimed {
         fence,
@@ -200,17 +218,20 @@ pub fn claim<S: ClaimStore>(
     })
 }
 
-/// Marks `key` done for the holder of `fence`; the record is then kept for `policy.retention_ms`.
+/// Marks `key` done for the holder of `fence`, keeping `response` to replay to repeats; the
+/// record is then kept for `policy.retention_ms`.
 ///
 /// Only the current claim's fence turns `Processing` into `Done`, also after its lease ran out
-/// as long as nobody took the claim over. The same fence again → the same success. Any other
-/// fence, or a claim its holder released → `NotOwner`, nothing written.
+/// as long as nobody took the claim over. The same fence again → the same success (the first
+/// response stays). Any other fence, or a claim its holder released → `NotOwner`, nothing
+/// written.
 pub fn finalize<S: ClaimStore>(
     store: &mut S,
     key: &str,
     fence: &Fence,
     now: Millis,
     policy: ClaimPolicy,
+    response: Option<CachedResponse>,
 ) -> Result<FinalizeOutcome, StoreError> {
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(FinalizeOutcome::NotFound);
@@ -227,6 +248,7 @@ pub fn finalize<S: ClaimStore>(
         ClaimState::Processing => {
             record.state = ClaimState::Done;
             record.finished_at = Some(now);
+            record.response = response;
             record.expires_at = now.saturating_add(policy.retention_ms);
             store.save(&record)?;
             Ok(FinalizeOutcome::Finalized {

@@ -16,7 +16,7 @@ pub use engine::{
     ReleaseOutcome, Sweep,
 };
 pub use fence::{Fence, InvalidFence, Nonce};
-pub use record::{ClaimRecord, ClaimState, Millis};
+pub use record::{CachedResponse, ClaimRecord, ClaimState, Millis};
 pub use store::{ClaimStore, MemoryClaimStore, StoreError};
 
 #[cfg(test)]

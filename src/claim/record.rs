@@ -49,6 +49,41 @@ pub struct ClaimRecord {
     pub expires_at: Millis,
     /// Why the last release happened, as its holder said.
     pub last_release_reason: Option<String>,
+    /// The request's fingerprint (Idempotency-Key records): a repeat with another is refused.
+    pub fingerprint: Option<String>,
+    /// The response cached at finalize (Idempotency-Key records), replayed to repeats.
+    pub response: Option<CachedResponse>,
+}
+
+/// A response kept to be replayed to repeats of an idempotent request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The headers kept (a safe list: no cookies, no hop-by-hop headers), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, byte for byte (base64 in the stored JSON).
+    #[serde(with = "base64_bytes")]
+    pub body: Vec<u8>,
+    /// True when the body was larger than the cache limit and was not kept.
+    pub body_omitted: bool,
+}
+
+mod base64_bytes {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        STANDARD
+            .decode(text.as_bytes())
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 impl ClaimRecord {

@@ -29,7 +29,8 @@ fn claimed(outcome: ClaimOutcome) -> (Fence, u32, bool) {
 #[test]
 fn first_claim_wins_with_attempt_one() {
     let mut store = MemoryClaimStore::new();
-    let (fence, attempt, takeover) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    let (fence, attempt, takeover) =
+        claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     assert_eq!((fence.attempt(), attempt, takeover), (1, 1, false));
     let record = store.load(KEY).unwrap().unwrap();
     assert_eq!(record.state, ClaimState::Processing);
@@ -41,10 +42,10 @@ fn first_claim_wins_with_attempt_one() {
 #[test]
 fn live_claim_answers_inflight_with_its_lease_end() {
     let mut store = MemoryClaimStore::new();
-    claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap();
+    claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap();
     let before = store.load(KEY).unwrap();
     assert_eq!(
-        claim(&mut store, KEY, 1_009, POLICY, nonce(2)).unwrap(),
+        claim(&mut store, KEY, 1_009, POLICY, nonce(2), None).unwrap(),
         ClaimOutcome::DuplicateInflight {
             lease_expires_at: 1_010
         }
@@ -59,12 +60,15 @@ fn live_claim_answers_inflight_with_its_lease_end() {
 #[test]
 fn the_same_claim_request_again_gets_the_same_claim() {
     let mut store = MemoryClaimStore::new();
-    let first = claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap();
+    let first = claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap();
     let before = store.load(KEY).unwrap();
-    assert_eq!(claim(&mut store, KEY, 20, POLICY, nonce(1)).unwrap(), first);
+    assert_eq!(
+        claim(&mut store, KEY, 20, POLICY, nonce(1), None).unwrap(),
+        first
+    );
     assert_eq!(store.load(KEY).unwrap(), before);
     assert!(matches!(
-        claim(&mut store, KEY, 20, POLICY, nonce(2)).unwrap(),
+        claim(&mut store, KEY, 20, POLICY, nonce(2), None).unwrap(),
         ClaimOutcome::DuplicateInflight { .. }
     ));
 }
@@ -72,16 +76,16 @@ fn the_same_claim_request_again_gets_the_same_claim() {
 #[test]
 fn expired_lease_is_taken_over_with_a_new_fence() {
     let mut store = MemoryClaimStore::new();
-    let (first, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    let (first, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     let (second, attempt, takeover) =
-        claimed(claim(&mut store, KEY, 1_010, POLICY, nonce(2)).unwrap());
+        claimed(claim(&mut store, KEY, 1_010, POLICY, nonce(2), None).unwrap());
     assert_eq!((attempt, takeover), (2, true));
     assert_ne!(first, second);
     assert_eq!(store.load(KEY).unwrap().unwrap().first_seen_at, 10);
     // The late first attempt can neither finalize nor release the new claim.
     let before = store.load(KEY).unwrap();
     assert_eq!(
-        finalize(&mut store, KEY, &first, 1_020, POLICY).unwrap(),
+        finalize(&mut store, KEY, &first, 1_020, POLICY, None).unwrap(),
         FinalizeOutcome::NotOwner
     );
     assert_eq!(
@@ -94,16 +98,16 @@ fn expired_lease_is_taken_over_with_a_new_fence() {
 #[test]
 fn finalize_makes_repeats_duplicates_and_is_idempotent() {
     let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     assert_eq!(
-        finalize(&mut store, KEY, &fence, 50, POLICY).unwrap(),
+        finalize(&mut store, KEY, &fence, 50, POLICY, None).unwrap(),
         FinalizeOutcome::Finalized {
             finished_at: 50,
             already: false
         }
     );
     assert_eq!(
-        finalize(&mut store, KEY, &fence, 60, POLICY).unwrap(),
+        finalize(&mut store, KEY, &fence, 60, POLICY, None).unwrap(),
         FinalizeOutcome::Finalized {
             finished_at: 50,
             already: true
@@ -116,17 +120,20 @@ fn finalize_makes_repeats_duplicates_and_is_idempotent() {
     );
     // Long after the lease, a repeat is still a duplicate, never a new claim.
     assert_eq!(
-        claim(&mut store, KEY, 90_000, POLICY, nonce(2)).unwrap(),
-        ClaimOutcome::DuplicateProcessed { finished_at: 50 }
+        claim(&mut store, KEY, 90_000, POLICY, nonce(2), None).unwrap(),
+        ClaimOutcome::DuplicateProcessed {
+            finished_at: 50,
+            response: None
+        }
     );
 }
 
 #[test]
 fn finalize_after_lease_end_succeeds_while_nobody_took_over() {
     let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     assert!(matches!(
-        finalize(&mut store, KEY, &fence, 5_000, POLICY).unwrap(),
+        finalize(&mut store, KEY, &fence, 5_000, POLICY, None).unwrap(),
         FinalizeOutcome::Finalized { already: false, .. }
     ));
 }
@@ -134,7 +141,7 @@ fn finalize_after_lease_end_succeeds_while_nobody_took_over() {
 #[test]
 fn release_lets_the_next_delivery_claim_and_keeps_history() {
     let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     assert_eq!(
         release(&mut store, KEY, &fence, 20, "origin answered 500", POLICY).unwrap(),
         ReleaseOutcome::Released { already: false }
@@ -151,11 +158,12 @@ fn release_lets_the_next_delivery_claim_and_keeps_history() {
     );
     // A released holder cannot finalize any more.
     assert_eq!(
-        finalize(&mut store, KEY, &fence, 22, POLICY).unwrap(),
+        finalize(&mut store, KEY, &fence, 22, POLICY, None).unwrap(),
         FinalizeOutcome::NotOwner
     );
     // Well inside the old lease, the next delivery claims at once, without a takeover.
-    let (next, attempt, takeover) = claimed(claim(&mut store, KEY, 30, POLICY, nonce(2)).unwrap());
+    let (next, attempt, takeover) =
+        claimed(claim(&mut store, KEY, 30, POLICY, nonce(2), None).unwrap());
     assert_eq!((attempt, takeover), (2, false));
     assert_ne!(next, fence);
     let record = store.load(KEY).unwrap().unwrap();
@@ -169,8 +177,8 @@ fn release_lets_the_next_delivery_claim_and_keeps_history() {
 #[test]
 fn release_never_removes_a_done_record() {
     let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1)).unwrap());
-    finalize(&mut store, KEY, &fence, 20, POLICY).unwrap();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
+    finalize(&mut store, KEY, &fence, 20, POLICY, None).unwrap();
     assert_eq!(
         release(&mut store, KEY, &fence, 30, "late", POLICY).unwrap(),
         ReleaseOutcome::AlreadyDone
@@ -183,7 +191,7 @@ fn missing_record_is_not_found() {
     let mut store = MemoryClaimStore::new();
     let fence = Fence::new(1, nonce(1));
     assert_eq!(
-        finalize(&mut store, KEY, &fence, 0, POLICY).unwrap(),
+        finalize(&mut store, KEY, &fence, 0, POLICY, None).unwrap(),
         FinalizeOutcome::NotFound
     );
     assert_eq!(
@@ -196,9 +204,9 @@ fn missing_record_is_not_found() {
 #[test]
 fn expire_deletes_only_what_is_past_retention() {
     let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, "a", 0, POLICY, nonce(1)).unwrap());
-    finalize(&mut store, "a", &fence, 10, POLICY).unwrap();
-    claim(&mut store, "b", 500, POLICY, nonce(2)).unwrap();
+    let (fence, _, _) = claimed(claim(&mut store, "a", 0, POLICY, nonce(1), None).unwrap());
+    finalize(&mut store, "a", &fence, 10, POLICY, None).unwrap();
+    claim(&mut store, "b", 500, POLICY, nonce(2), None).unwrap();
     let sweep = expire(&mut store, 100_009).unwrap();
     assert!(sweep.expired.is_empty());
     assert_eq!(sweep.next_expiry, Some(100_010));
@@ -221,9 +229,9 @@ fn expire_deletes_only_what_is_past_retention() {
 #[test]
 fn a_record_past_retention_counts_as_absent_before_the_alarm_runs() {
     let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1)).unwrap());
-    finalize(&mut store, KEY, &fence, 0, POLICY).unwrap();
-    let (_, attempt, _) = claimed(claim(&mut store, KEY, 100_000, POLICY, nonce(2)).unwrap());
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap());
+    finalize(&mut store, KEY, &fence, 0, POLICY, None).unwrap();
+    let (_, attempt, _) = claimed(claim(&mut store, KEY, 100_000, POLICY, nonce(2), None).unwrap());
     assert_eq!(attempt, 1, "a record past retention is forgotten entirely");
 }
 
@@ -232,7 +240,7 @@ fn store_errors_are_outcomes() {
     let mut store = MemoryClaimStore::new();
     store.fail_next(StoreError::Retryable("overloaded".into()));
     assert_eq!(
-        claim(&mut store, KEY, 0, POLICY, nonce(1)),
+        claim(&mut store, KEY, 0, POLICY, nonce(1), None),
         Err(StoreError::Retryable("overloaded".into()))
     );
     assert!(store.keys().unwrap().is_empty());
@@ -241,7 +249,7 @@ fn store_errors_are_outcomes() {
 #[test]
 fn a_record_under_the_wrong_key_is_fatal() {
     let mut store = MemoryClaimStore::new();
-    claim(&mut store, KEY, 0, POLICY, nonce(1)).unwrap();
+    claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap();
     let mut record = store.load(KEY).unwrap().unwrap();
     record.key = "other".into();
     // Simulate a corrupt row: stored under KEY, naming another key.
@@ -250,7 +258,7 @@ fn a_record_under_the_wrong_key_is_fatal() {
     let decoded = decode_record(&text).unwrap();
     wrong.save(&decoded).unwrap();
     assert!(matches!(
-        claim(&mut WrongKey(wrong), KEY, 0, POLICY, nonce(2)),
+        claim(&mut WrongKey(wrong), KEY, 0, POLICY, nonce(2), None),
         Err(StoreError::Fatal(_))
     ));
 }
@@ -271,27 +279,6 @@ impl ClaimStore for WrongKey {
     }
     fn keys(&mut self) -> Result<Vec<String>, StoreError> {
         self.0.keys()
-    }
-}
-
-#[test]
-fn stored_form_round_trips_and_refuses_unknown_or_corrupt_data() {
-    let mut store = MemoryClaimStore::new();
-    let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(7)).unwrap());
-    release(&mut store, KEY, &fence, 20, "origin timed out", POLICY).unwrap();
-    let record = store.load(KEY).unwrap().unwrap();
-    assert_eq!(decode_record(&encode_record(&record)).unwrap(), record);
-    for bad in [
-        "",
-        "not json",
-        "{}",
-        r#"{"schema":99,"record":{}}"#,
-        r#"{"schema":1,"record":{"key":"k"}}"#,
-    ] {
-        assert!(
-            matches!(decode_record(bad), Err(StoreError::Fatal(_))),
-            "{bad:?}"
-        );
     }
 }
 
@@ -349,7 +336,7 @@ proptest! {
                 }
                 Op::Claim { caller } => {
                     nonce_counter = nonce_counter.wrapping_add(1);
-                    let outcome = claim(&mut store, KEY, now, policy, [nonce_counter; 16]).unwrap();
+                    let outcome = claim(&mut store, KEY, now, policy, [nonce_counter; 16], None).unwrap();
                     match (&model, outcome) {
                         (Model::Done { .. }, ClaimOutcome::DuplicateProcessed { .. }) => {}
                         (Model::Processing { lease_end, .. }, ClaimOutcome::DuplicateInflight { lease_expires_at })
@@ -370,7 +357,7 @@ proptest! {
                 }
                 Op::Finalize { caller, stale } => {
                     let Some(fence) = pick(&held[caller], stale) else { continue };
-                    let outcome = finalize(&mut store, KEY, &fence, now, policy).unwrap();
+                    let outcome = finalize(&mut store, KEY, &fence, now, policy, None).unwrap();
                     match (&model, &outcome) {
                         (Model::Processing { fence: current, .. }, FinalizeOutcome::Finalized { already: false, .. })
                             if *current == fence => model = Model::Done { fence },
@@ -439,4 +426,47 @@ fn pick(fences: &[Fence], stale: bool) -> Option<Fence> {
         (n, true) if n > 1 => Some(fences[0].clone()),
         (n, _) => Some(fences[n - 1].clone()),
     }
+}
+
+#[test]
+fn a_key_stays_bound_to_its_fingerprint() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1), Some("fp-a")).unwrap());
+    assert_eq!(
+        claim(&mut store, KEY, 1, POLICY, nonce(2), Some("fp-b")).unwrap(),
+        ClaimOutcome::FingerprintMismatch,
+        "while in flight"
+    );
+    release(&mut store, KEY, &fence, 2, "origin answered 503", POLICY).unwrap();
+    assert_eq!(
+        claim(&mut store, KEY, 3, POLICY, nonce(3), Some("fp-b")).unwrap(),
+        ClaimOutcome::FingerprintMismatch,
+        "after a release"
+    );
+    let before = store.load(KEY).unwrap();
+    let (fence, attempt, _) =
+        claimed(claim(&mut store, KEY, 4, POLICY, nonce(4), Some("fp-a")).unwrap());
+    assert_eq!(attempt, 2);
+    assert_ne!(store.load(KEY).unwrap(), before);
+    let response = CachedResponse {
+        status: 201,
+        headers: vec![("location".into(), "/charges/1".into())],
+        body: b"{\"id\":1}".to_vec(),
+        body_omitted: false,
+    };
+    finalize(&mut store, KEY, &fence, 5, POLICY, Some(response.clone())).unwrap();
+    // A repeat of the finalize cannot replace the first response.
+    finalize(&mut store, KEY, &fence, 6, POLICY, None).unwrap();
+    assert_eq!(
+        claim(&mut store, KEY, 7, POLICY, nonce(5), Some("fp-a")).unwrap(),
+        ClaimOutcome::DuplicateProcessed {
+            finished_at: 5,
+            response: Some(response)
+        }
+    );
+    assert_eq!(
+        claim(&mut store, KEY, 8, POLICY, nonce(6), Some("fp-b")).unwrap(),
+        ClaimOutcome::FingerprintMismatch,
+        "after it finished"
+    );
 }

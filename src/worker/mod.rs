@@ -1,12 +1,15 @@
 //! The adapter to the Workers runtime: the fetch entry point, the claim authority object and
 //! the clients it uses. Every decision is made by the pure modules; this only moves bytes.
 
+mod api;
 mod authority_client;
+mod body;
 mod claim_object;
 mod env_config;
 mod forward;
 mod log;
 mod respond;
+mod settle;
 mod sql_store;
 mod test_routes;
 mod webhook;
@@ -24,6 +27,9 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     }
     if path == "/webhooks/stripe" {
         return webhook::serve(req, &env, &ctx).await;
+    }
+    if path.starts_with("/api/") {
+        return api::serve(req, &env, &ctx).await;
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
         let rest = rest.to_owned();

@@ -38,6 +38,7 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
             key: key.clone(),
             policy,
             nonce: Nonce::random().map_err(|e| worker::Error::RustError(e.to_string()))?,
+            fingerprint: None,
         },
         (Method::Post, "finalize" | "release") => {
             let body: SettleBody = match req.json().await {
@@ -49,6 +50,7 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
                     key: key.clone(),
                     fence: body.fence,
                     policy,
+                    response: None,
                 }
             } else {
                 AuthorityRequest::Release {

@@ -1,19 +1,21 @@
 //! `POST /webhooks/stripe`: verify, claim, forward, finalize or release, answer.
 
-use futures_util::StreamExt;
 use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
+use super::body::{self, TooLarge};
 use super::env_config;
 use super::forward::{self, Outgoing};
 use super::log;
 use super::respond;
+use super::settle::{self, Settle};
 use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{Fence, Nonce};
 use crate::config::Config;
 use crate::log_line::LogLine;
+use crate::origin::OriginResult;
 use crate::stripe::{envelope, signature};
-use crate::webhook::{self, AfterClaim, Answer, OriginResult, Refusal};
+use crate::webhook::{self, AfterClaim, Answer, Refusal};
 
 /// Headers added to the forwarded event.
 const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
@@ -59,9 +61,16 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
             return webhook::refusal_answer(&Refusal::Misconfigured(problems));
         }
     };
-    let body = match read_body(req, config.max_body_bytes).await {
+    let body = match body::read_capped(req, config.max_body_bytes).await {
         Ok(body) => body,
-        Err(refusal) => return refused(line, refusal),
+        Err(TooLarge) => {
+            return refused(
+                line,
+                Refusal::BodyTooLarge {
+                    limit: config.max_body_bytes,
+                },
+            )
+        }
     };
     let headers = req.headers();
     let signature_header = headers.get(signature::HEADER).ok().flatten();
@@ -109,6 +118,7 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
                 key: event.id.clone(),
                 policy: config.webhook_claims,
                 nonce,
+                fingerprint: None,
             },
         )
         .await;
@@ -143,12 +153,8 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
             .flatten()
             .unwrap_or_else(|| "application/json".into()),
     };
-    let (sender, receiver) = futures_channel::oneshot::channel();
-    ctx.wait_until(async move {
-        let _ = sender.send(work.run().await);
-    });
-    match receiver.await {
-        Ok(Settled {
+    match settle::to_completion(ctx, work.run()).await {
+        Some(Settled {
             answer,
             origin_status,
             origin_ms,
@@ -164,7 +170,7 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
             }
             answer
         }
-        Err(_) => webhook::store_failure_answer(&AuthorityReply::StoreFailed {
+        None => webhook::store_failure_answer(&AuthorityReply::StoreFailed {
             retryable: true,
             detail: String::new(),
         }),
@@ -194,34 +200,36 @@ struct Settled {
 
 impl Claimed {
     async fn run(self) -> Settled {
-        let (origin, _, origin_ms) = match self.forward_headers() {
+        let (origin, origin_ms) = match self.forward_headers() {
             Ok(headers) => {
-                forward::send(Outgoing {
-                    url: &self.config.origin_url,
-                    method: Method::Post,
-                    headers,
-                    body: Some(self.body),
-                    timeout_ms: self.config.forward_timeout_ms,
-                })
-                .await
+                let forwarded = forward::send(
+                    Outgoing {
+                        url: &self.config.origin_url,
+                        method: Method::Post,
+                        headers,
+                        body: Some(self.body),
+                        timeout_ms: self.config.forward_timeout_ms,
+                    },
+                    false,
+                )
+                .await;
+                (forwarded.result, forwarded.ms)
             }
-            Err(error) => (OriginResult::Unreachable(error.to_string()), None, 0),
+            Err(error) => (OriginResult::Unreachable(error.to_string()), 0),
         };
-        let request = if origin.succeeded() {
-            AuthorityRequest::Finalize {
-                key: self.event_id.clone(),
-                fence: self.fence,
-                policy: self.config.webhook_claims,
-            }
+        let how = if origin.succeeded() {
+            Settle::Finalize(None)
         } else {
-            AuthorityRequest::Release {
-                key: self.event_id.clone(),
-                fence: self.fence,
-                reason: origin.release_reason(),
-                policy: self.config.webhook_claims,
-            }
+            Settle::Release(origin.release_reason())
         };
-        let settle_reply = self.client.send(&self.event_id, &request).await;
+        let settle_reply = settle::settle(
+            &self.client,
+            &self.event_id,
+            self.fence,
+            self.config.webhook_claims,
+            how,
+        )
+        .await;
         let (answer, settle) = webhook::after_settle(&origin, &self.event_id, &settle_reply);
         let detail = match (&origin, &settle_reply) {
             (_, AuthorityReply::StoreFailed { detail, .. }) => Some(detail.clone()),
@@ -258,33 +266,6 @@ fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {
     let answer = webhook::refusal_answer(&refusal);
     line.detail = answer.body["detail"].as_str().map(str::to_owned);
     answer
-}
-
-/// Reads the body, refusing (without reading it all) one larger than `limit`, whatever its
-/// `Content-Length` claims.
-async fn read_body(req: &mut Request, limit: u64) -> std::result::Result<Vec<u8>, Refusal> {
-    let too_large = Refusal::BodyTooLarge { limit };
-    let declared = req
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit) {
-        return Err(too_large);
-    }
-    let mut body = Vec::with_capacity(declared.unwrap_or(0) as usize);
-    let Ok(mut stream) = req.stream() else {
-        return Ok(body); // no body at all
-    };
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|_| Refusal::BodyTooLarge { limit })?;
-        if (body.len() + chunk.len()) as u64 > limit {
-            return Err(too_large);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 fn to_response(answer: &Answer) -> Result<Response> {

@@ -1,0 +1,336 @@
+//! The Idempotency-Key front door's rules: the key, its scope, the request fingerprint, which
+//! answers are cached, and the problem answers. Pure; the worker adapter supplies the facts.
+//!
+//! Follows draft-ietf-httpapi-idempotency-key-header and Stripe's API: a key is bound to one
+//! request (same key, other request → 422), a repeat while the first runs → 409, a repeat
+//! after it finished → the first answer replayed, errors as `application/problem+json`.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::authority::AuthorityReply;
+use crate::claim::{CachedResponse, ClaimOutcome, Fence, Millis};
+use crate::webhook::retry_after_seconds;
+
+/// The request header carrying the key.
+pub const KEY_HEADER: &str = "idempotency-key";
+/// The header marking a replayed answer.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// The header marking a replay whose body was too large to keep.
+pub const BODY_OMITTED_HEADER: &str = "idempotent-body-omitted";
+/// Longest key accepted (Stripe's limit).
+pub const MAX_KEY_LEN: usize = 255;
+/// Prefix of every problem `type`.
+pub const PROBLEM_TYPE_PREFIX: &str = "urn:webhook-dedup:problem:";
+/// Seconds a client is asked to wait after a retryable store failure.
+pub const STORE_RETRY_AFTER_SECONDS: u64 = 10;
+/// Response headers kept with a cached answer and replayed (lower case). Everything else,
+/// `set-cookie` above all, is dropped.
+pub const CACHED_HEADERS: &[&str] = &[
+    "content-type",
+    "content-language",
+    "content-location",
+    "location",
+    "etag",
+    "last-modified",
+    "cache-control",
+    "expires",
+    "link",
+    "vary",
+    "request-id",
+    "x-request-id",
+];
+
+/// Why an `Idempotency-Key` header was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyError {
+    /// Empty (or an empty quoted string).
+    Empty,
+    /// Longer than [`MAX_KEY_LEN`] characters.
+    TooLong,
+    /// A character outside printable ASCII (tabs and control characters included).
+    InvalidCharacter,
+    /// Starts with `"` but is not a valid structured-field string.
+    BadQuoting,
+}
+
+/// Reads an `Idempotency-Key` value: 1 to 255 printable ASCII characters, given bare or as a
+/// structured-field string (`"..."`, with `\"` and `\\` escapes), which is unquoted.
+pub fn parse_key(raw: &str) -> Result<String, KeyError> {
+    let key = match raw.strip_prefix('"') {
+        Some(quoted) => unquote(quoted)?,
+        None => raw.to_owned(),
+    };
+    if key.is_empty() {
+        return Err(KeyError::Empty);
+    }
+    if !key.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+        return Err(KeyError::InvalidCharacter);
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(KeyError::TooLong);
+    }
+    Ok(key)
+}
+
+fn unquote(rest: &str) -> Result<String, KeyError> {
+    let mut out = String::with_capacity(rest.len());
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('"' | '\\')) => out.push(escaped),
+                _ => return Err(KeyError::BadQuoting),
+            },
+            '"' => {
+                return if chars.next().is_none() {
+                    Ok(out)
+                } else {
+                    Err(KeyError::BadQuoting)
+                }
+            }
+            c if (' '..='~').contains(&c) => out.push(c),
+            _ => return Err(KeyError::InvalidCharacter),
+        }
+    }
+    Err(KeyError::BadQuoting)
+}
+
+fn hash_fields(fields: &[&[u8]]) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for field in fields {
+        hash.update((field.len() as u64).to_be_bytes());
+        hash.update(field);
+    }
+    hash.finalize().into()
+}
+
+/// The claim authority name for `key` sent by the client identified by `client` (the value of
+/// the client header, `None` when absent): a hash of both, so two clients' keys never meet in
+/// one record and no client can read another's cached answer.
+pub fn scope(client: Option<&str>, key: &str) -> String {
+    let client_hash = match client {
+        Some(value) => hash_fields(&[b"client", value.as_bytes()]),
+        None => hash_fields(&[b"anonymous"]),
+    };
+    format!(
+        "idem_{}",
+        hex::encode(hash_fields(&[
+            b"webhook-dedup scope 1",
+            &client_hash,
+            key.as_bytes()
+        ]))
+    )
+}
+
+/// The fingerprint of a request: SHA-256 over method, path with query, content type and body,
+/// each length-prefixed so no two different requests share one.
+pub fn fingerprint(
+    method: &str,
+    path_and_query: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> String {
+    let content_type = content_type.unwrap_or("");
+    hex::encode(hash_fields(&[
+        method.as_bytes(),
+        path_and_query.as_bytes(),
+        content_type.as_bytes(),
+        body,
+    ]))
+}
+
+/// True when an origin answer is final and is kept for replay: 2xx, and 4xx except 408, 409,
+/// 425 and 429 (which say "try again"). Anything else releases the key for a retry.
+pub fn is_final(status: u16) -> bool {
+    (200..300).contains(&status)
+        || ((400..500).contains(&status) && !matches!(status, 408 | 409 | 425 | 429))
+}
+
+/// The answer to keep for a final origin response: the safe headers, and the body unless it is
+/// larger than `max_body` bytes (then only status and headers are kept, `body_omitted`).
+pub fn to_cache(
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+    max_body: u64,
+) -> CachedResponse {
+    let headers = headers
+        .iter()
+        .filter(|(name, _)| CACHED_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
+        .collect();
+    let body_omitted = body.len() as u64 > max_body;
+    CachedResponse {
+        status,
+        headers,
+        body: if body_omitted {
+            Vec::new()
+        } else {
+            body.to_vec()
+        },
+        body_omitted,
+    }
+}
+
+/// An `application/problem+json` answer (RFC 9457).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// HTTP status.
+    pub status: u16,
+    /// The stable last part of the `type` URI, also the log word.
+    pub slug: &'static str,
+    /// A short, fixed summary of the problem type.
+    pub title: &'static str,
+    /// What happened in this case.
+    pub detail: String,
+    /// `Retry-After` seconds, when the client should come back later.
+    pub retry_after: Option<u64>,
+}
+
+impl Problem {
+    /// A problem with no `Retry-After`.
+    pub fn new(
+        status: u16,
+        slug: &'static str,
+        title: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
+        Problem {
+            status,
+            slug,
+            title,
+            detail: detail.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Value {
+        json!({
+            "type": format!("{PROBLEM_TYPE_PREFIX}{}", self.slug),
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        })
+    }
+
+    /// The problem for a refused key.
+    pub fn invalid_key(error: KeyError) -> Problem {
+        let detail = match error {
+            KeyError::Empty => "the Idempotency-Key is empty",
+            KeyError::TooLong => "the Idempotency-Key is longer than 255 characters",
+            KeyError::InvalidCharacter => {
+                "the Idempotency-Key has a character outside printable ASCII"
+            }
+            KeyError::BadQuoting => "the Idempotency-Key is not a valid quoted string",
+        };
+        Problem::new(
+            400,
+            "idempotency-key-invalid",
+            "Invalid Idempotency-Key",
+            detail,
+        )
+    }
+
+    /// The problem for a missing key where one is required.
+    pub fn missing_key() -> Problem {
+        Problem::new(
+            400,
+            "idempotency-key-missing",
+            "Idempotency-Key required",
+            "this endpoint requires an Idempotency-Key header on POST, PUT, PATCH and DELETE",
+        )
+    }
+}
+
+/// What to do after the claim authority answered a keyed request's claim.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AfterClaim {
+    /// Run the request at the origin, then settle with `fence`.
+    Forward {
+        /// The claim's fence.
+        fence: Fence,
+        /// The attempt number.
+        attempt: u32,
+        /// True when an earlier claim's lease ran out.
+        takeover: bool,
+    },
+    /// Replay this answer, with the replay marker; the origin is not called.
+    Replay(CachedResponse),
+    /// Answer with this problem.
+    Refuse(Problem),
+}
+
+/// Decides from the claim reply: run, replay, in flight (409), reused key (422), or a store
+/// failure (503 + Retry-After when retryable, else 500).
+pub fn after_claim(reply: AuthorityReply, now: Millis) -> AfterClaim {
+    match reply {
+        AuthorityReply::Claim(ClaimOutcome::Claimed {
+            fence,
+            attempt,
+            takeover,
+            ..
+        }) => AfterClaim::Forward {
+            fence,
+            attempt,
+            takeover,
+        },
+        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {
+            response: Some(response),
+            ..
+        }) => AfterClaim::Replay(response),
+        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed { response: None, .. }) => {
+            AfterClaim::Refuse(Problem::new(
+                500,
+                "store-failed",
+                "Idempotency store failure",
+                "the request finished but its answer was not stored",
+            ))
+        }
+        AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { lease_expires_at }) => {
+            AfterClaim::Refuse(Problem {
+                retry_after: Some(retry_after_seconds(lease_expires_at, now)),
+                ..Problem::new(
+                    409,
+                    "request-in-flight",
+                    "Request in progress",
+                    "a request with this Idempotency-Key is still being processed; retry later",
+                )
+            })
+        }
+        AuthorityReply::Claim(ClaimOutcome::FingerprintMismatch) => AfterClaim::Refuse(Problem::new(
+            422,
+            "idempotency-key-reused",
+            "Idempotency-Key reused",
+            "this Idempotency-Key was used with a different request (method, path, query, content type or body)",
+        )),
+        other => AfterClaim::Refuse(store_problem(&other)),
+    }
+}
+
+/// The problem for a store failure (503 + Retry-After when retryable, else 500).
+pub fn store_problem(reply: &AuthorityReply) -> Problem {
+    match reply {
+        AuthorityReply::StoreFailed {
+            retryable: true, ..
+        } => Problem {
+            retry_after: Some(STORE_RETRY_AFTER_SECONDS),
+            ..Problem::new(
+                503,
+                "store-unavailable",
+                "Idempotency store unavailable",
+                "the idempotency store is busy or unavailable; retry later",
+            )
+        },
+        _ => Problem::new(
+            500,
+            "store-failed",
+            "Idempotency store failure",
+            "the idempotency store failed",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;
