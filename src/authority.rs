@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::claim::{
     self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimStore, Fence,
-    FinalizeOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
+    FinalizeOutcome, ForgetOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
 };
 
 /// One operation on one key's claim.
@@ -52,6 +52,13 @@ pub enum AuthorityRequest {
         /// Lease and retention for this front door.
         policy: ClaimPolicy,
     },
+    /// Delete the settled record of `key` if its fence is still `fence` (see [`claim::forget`]).
+    Forget {
+        /// The key.
+        key: String,
+        /// The fence the record had when read.
+        fence: Fence,
+    },
     /// Read the record of `key` as stored, changing nothing.
     Inspect {
         /// The key.
@@ -69,6 +76,8 @@ pub enum AuthorityReply {
     Finalize(FinalizeOutcome),
     /// The answer to `Release`.
     Release(ReleaseOutcome),
+    /// The answer to `Forget`.
+    Forget(ForgetOutcome),
     /// The answer to `Inspect`.
     Record {
         /// The stored record, if any.
@@ -167,6 +176,9 @@ pub fn handle<S: ClaimStore>(
             reason,
             policy,
         } => claim::release(store, key, fence, now, reason, *policy).map(AuthorityReply::Release),
+        AuthorityRequest::Forget { key, fence } => {
+            claim::forget(store, key, fence, now).map(AuthorityReply::Forget)
+        }
         AuthorityRequest::Inspect { key } => store
             .load(key)
             .map(|record| AuthorityReply::Record { record }),

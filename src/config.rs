@@ -23,6 +23,9 @@ pub const DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES: u64 = 256 * 1024;
 /// Default header whose value identifies an API client (hashed into the key's scope).
 pub const DEFAULT_IDEMPOTENCY_CLIENT_HEADER: &str = "authorization";
 
+/// Shortest accepted admin token.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
 const MAX_LEASE_SECONDS: u64 = 24 * 60 * 60;
 const MAX_RETENTION_HOURS: f64 = 366.0 * 24.0;
 const MAX_TOLERANCE_SECONDS: u64 = 24 * 60 * 60;
@@ -38,6 +41,11 @@ impl Secret {
     /// The secret's bytes, as the HMAC key.
     pub fn expose(&self) -> &[u8] {
         self.0.as_bytes()
+    }
+
+    /// The secret as text (for comparing an admin token).
+    pub fn expose_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -66,6 +74,8 @@ pub struct Config {
     pub test_routes: bool,
     /// The Idempotency-Key front door (`/api/`), when `API_ORIGIN_URL` is set.
     pub api: Option<ApiConfig>,
+    /// The admin API's bearer token (`ADMIN_TOKEN`); the API is off without one.
+    pub admin_token: Option<Secret>,
 }
 
 /// Settings of the Idempotency-Key front door.
@@ -311,6 +321,16 @@ impl Config {
                 client_header,
             }
         });
+        let admin_token = r.raw("ADMIN_TOKEN").map(Secret);
+        if admin_token
+            .as_ref()
+            .is_some_and(|t| t.0.len() < MIN_ADMIN_TOKEN_LEN)
+        {
+            r.problem(
+                "ADMIN_TOKEN",
+                format!("shorter than {MIN_ADMIN_TOKEN_LEN} characters; use a long random token"),
+            );
+        }
         if !r.problems.is_empty() {
             return Err(r.problems);
         }
@@ -326,6 +346,7 @@ impl Config {
             max_body_bytes,
             test_routes,
             api,
+            admin_token,
         })
     }
 }
@@ -481,6 +502,17 @@ mod tests {
         let api = config.api.unwrap();
         assert_eq!(api.client_header, "x-api-key");
         assert!(api.key_required);
+    }
+
+    #[test]
+    fn admin_token_is_optional_but_long() {
+        assert!(load(&[]).unwrap().admin_token.is_none());
+        assert_eq!(
+            keys(load(&[("ADMIN_TOKEN", "short")]).unwrap_err()),
+            ["ADMIN_TOKEN"]
+        );
+        let config = load(&[("ADMIN_TOKEN", "0123456789abcdef")]).unwrap();
+        assert_eq!(config.admin_token.unwrap().expose_str(), "0123456789abcdef");
     }
 
     #[test]

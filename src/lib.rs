@@ -6,6 +6,7 @@
 //! authority), [`config`] and [`log_line`]. The `worker` module, built for WebAssembly only, is
 //! the thin adapter to the Workers runtime: the fetch entry point and the Durable Object.
 
+pub mod admin;
 pub mod authority;
 pub mod claim;
 pub mod config;

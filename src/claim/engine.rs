@@ -87,6 +87,20 @@ pub enum ReleaseOutcome {
     NotFound,
 }
 
+/// The answer to a forget.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ForgetOutcome {
+    /// The record is deleted: the next delivery of the key runs the work again.
+    Forgotten,
+    /// A claim is held (`processing`): release it first. Nothing changed.
+    StillProcessing,
+    /// The fence is not the record's (it changed since it was read): nothing changed.
+    NotOwner,
+    /// No record for the key.
+    NotFound,
+}
+
 /// A record deleted by [`expire`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expired {
@@ -290,6 +304,29 @@ pub fn release<S: ClaimStore>(
             Ok(ReleaseOutcome::Released { already: false })
         }
     }
+}
+
+/// Deletes the finished or released record of `key` whose fence is `fence` (as an operator
+/// read it), so the key is processed again from scratch. A `processing` record is never
+/// deleted (`StillProcessing`), and a record whose fence changed since it was read is left
+/// alone (`NotOwner`).
+pub fn forget<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+) -> Result<ForgetOutcome, StoreError> {
+    let Some(record) = load_current(store, key, now)? else {
+        return Ok(ForgetOutcome::NotFound);
+    };
+    if record.fence != *fence {
+        return Ok(ForgetOutcome::NotOwner);
+    }
+    if record.state == ClaimState::Processing {
+        return Ok(ForgetOutcome::StillProcessing);
+    }
+    store.delete(key)?;
+    Ok(ForgetOutcome::Forgotten)
 }
 
 /// Deletes every record whose retention ended at or before `now`, and tells when the next one

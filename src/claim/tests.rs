@@ -470,3 +470,30 @@ fn a_key_stays_bound_to_its_fingerprint() {
         "after it finished"
     );
 }
+
+#[test]
+fn forget_deletes_only_a_settled_record_with_the_fence_read() {
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap());
+    assert_eq!(
+        forget(&mut store, KEY, &fence, 1).unwrap(),
+        ForgetOutcome::StillProcessing
+    );
+    finalize(&mut store, KEY, &fence, 2, POLICY, None).unwrap();
+    assert_eq!(
+        forget(&mut store, KEY, &Fence::new(1, nonce(9)), 3).unwrap(),
+        ForgetOutcome::NotOwner
+    );
+    assert!(store.load(KEY).unwrap().is_some());
+    assert_eq!(
+        forget(&mut store, KEY, &fence, 3).unwrap(),
+        ForgetOutcome::Forgotten
+    );
+    assert_eq!(store.load(KEY).unwrap(), None);
+    assert_eq!(
+        forget(&mut store, KEY, &fence, 4).unwrap(),
+        ForgetOutcome::NotFound
+    );
+    let (_, attempt, _) = claimed(claim(&mut store, KEY, 5, POLICY, nonce(2), None).unwrap());
+    assert_eq!(attempt, 1, "a forgotten key starts over");
+}

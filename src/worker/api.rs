@@ -7,6 +7,7 @@ use super::body::{self, TooLarge};
 use super::env_config;
 use super::forward::{self, Forwarded, Outgoing, HOP_BY_HOP};
 use super::log;
+use super::metrics;
 use super::settle::{self, Settle};
 use crate::authority::{settle_word, AuthorityReply, AuthorityRequest};
 use crate::claim::{CachedResponse, Fence, Nonce};
@@ -37,6 +38,7 @@ pub async fn serve(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
         line.level = "error";
     }
     log::write(&line);
+    metrics::count(env, &line);
     Ok(response)
 }
 

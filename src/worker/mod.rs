@@ -1,6 +1,7 @@
 //! The adapter to the Workers runtime: the fetch entry point, the claim authority object and
 //! the clients it uses. Every decision is made by the pure modules; this only moves bytes.
 
+mod admin;
 mod api;
 mod authority_client;
 mod body;
@@ -8,6 +9,7 @@ mod claim_object;
 mod env_config;
 mod forward;
 mod log;
+mod metrics;
 mod respond;
 mod settle;
 mod sql_store;
@@ -30,6 +32,10 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     }
     if path.starts_with("/api/") {
         return api::serve(req, &env, &ctx).await;
+    }
+    if let Some(rest) = path.strip_prefix("/admin/") {
+        let rest = rest.to_owned();
+        return admin::serve(req, &env, &rest).await;
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
         let rest = rest.to_owned();

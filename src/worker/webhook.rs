@@ -7,6 +7,7 @@ use super::body::{self, TooLarge};
 use super::env_config;
 use super::forward::{self, Outgoing};
 use super::log;
+use super::metrics;
 use super::respond;
 use super::settle::{self, Settle};
 use crate::authority::{AuthorityReply, AuthorityRequest};
@@ -44,6 +45,7 @@ pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Respons
         line.level = "warn";
     }
     log::write(&line);
+    metrics::count(env, &line);
     to_response(&answer)
 }
 

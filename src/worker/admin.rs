@@ -1,0 +1,199 @@
+//! `/admin/...`: inspect, release and forget records. Off unless `ADMIN_TOKEN` is set.
+
+use serde_json::json;
+use worker::{Env, Request, Response, Result};
+
+use super::authority_client::AuthorityClient;
+use super::env_config;
+use super::log;
+use super::respond;
+use crate::admin::{self, Action, Family, RouteError, OPERATOR_RELEASE_REASON};
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{ClaimPolicy, ClaimState, ForgetOutcome, ReleaseOutcome};
+use crate::log_line::LogLine;
+
+/// Serves one admin request; `rest` is the path after `/admin/`.
+pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
+    let config = match env_config::config(env) {
+        Ok(config) => config,
+        Err(_) => return respond::error(500, "misconfigured", "see /healthz"),
+    };
+    let Some(token) = config.admin_token.as_ref() else {
+        return respond::error(404, "not_found", "the admin API is off (no ADMIN_TOKEN)");
+    };
+    let authorization = req.headers().get("authorization")?;
+    if !admin::authorized(authorization.as_deref(), token.expose_str()) {
+        log::write(&LogLine {
+            level: "warn",
+            route: "admin",
+            method: Some(req.method().to_string()),
+            outcome: "unauthorized",
+            status: Some(401),
+            ..LogLine::default()
+        });
+        let response = respond::error(
+            401,
+            "unauthorized",
+            "a valid admin bearer token is required",
+        )?;
+        response.headers().set("www-authenticate", "Bearer")?;
+        return Ok(response);
+    }
+    let route = match admin::route(req.method().as_ref(), rest) {
+        Ok(route) => route,
+        Err(RouteError::NotFound) => {
+            return respond::error(404, "not_found", "no such admin route")
+        }
+        Err(RouteError::MethodNotAllowed(allow)) => return respond::method_not_allowed(allow),
+        Err(RouteError::InvalidKey(Family::Events)) => {
+            return respond::error(400, "invalid_event_id", "not a Stripe event id")
+        }
+        Err(RouteError::InvalidKey(Family::Keys)) => {
+            return respond::error(
+                400,
+                "invalid_scope",
+                "not an idempotency scope (idem_ + 64 hex)",
+            )
+        }
+    };
+    let policy = match route.family {
+        Family::Events => config.webhook_claims,
+        Family::Keys => match &config.api {
+            Some(api) => api.claims,
+            None => config.webhook_claims,
+        },
+    };
+    let client = AuthorityClient::new(env)?;
+    let (status, body, outcome) = act(&client, &route.key, route.action, policy).await;
+    log::write(&LogLine {
+        level: if status < 400 && route.action != Action::Inspect {
+            "warn"
+        } else {
+            "info"
+        },
+        route: "admin",
+        method: Some(req.method().to_string()),
+        key: Some(route.key.clone()),
+        outcome,
+        status: Some(status),
+        ..LogLine::default()
+    });
+    Ok(Response::from_json(&body)?.with_status(status))
+}
+
+async fn act(
+    client: &AuthorityClient,
+    key: &str,
+    action: Action,
+    policy: ClaimPolicy,
+) -> (u16, serde_json::Value, &'static str) {
+    let inspected = client
+        .send(
+            key,
+            &AuthorityRequest::Inspect {
+                key: key.to_owned(),
+            },
+        )
+        .await;
+    let record = match inspected {
+        AuthorityReply::Record {
+            record: Some(record),
+        } => record,
+        AuthorityReply::Record { record: None } => {
+            return (
+                404,
+                json!({ "error": "not_found", "detail": "no record for this key" }),
+                "admin_not_found",
+            )
+        }
+        other => return store_failed(&other),
+    };
+    match action {
+        Action::Inspect => (
+            200,
+            json!({ "record": admin::record_view(&record) }),
+            "admin_inspect",
+        ),
+        Action::Release => {
+            if record.state != ClaimState::Processing {
+                return (
+                    409,
+                    json!({ "error": "not_processing", "state": record.state, "detail": "only a processing claim can be released" }),
+                    "admin_release_refused",
+                );
+            }
+            let reply = client
+                .send(
+                    key,
+                    &AuthorityRequest::Release {
+                        key: key.to_owned(),
+                        fence: record.fence,
+                        reason: OPERATOR_RELEASE_REASON.to_owned(),
+                        policy,
+                    },
+                )
+                .await;
+            match reply {
+                AuthorityReply::Release(ReleaseOutcome::Released { .. }) => (
+                    200,
+                    json!({ "status": "released", "detail": "the next delivery runs the work again" }),
+                    "admin_released",
+                ),
+                AuthorityReply::Release(_) => (
+                    409,
+                    json!({ "error": "changed", "detail": "the claim changed while releasing; look again" }),
+                    "admin_release_refused",
+                ),
+                other => store_failed(&other),
+            }
+        }
+        Action::Forget => {
+            let reply = client
+                .send(
+                    key,
+                    &AuthorityRequest::Forget {
+                        key: key.to_owned(),
+                        fence: record.fence,
+                    },
+                )
+                .await;
+            match reply {
+                AuthorityReply::Forget(ForgetOutcome::Forgotten) => (
+                    200,
+                    json!({ "status": "forgotten", "detail": "the next delivery is processed as new" }),
+                    "admin_forgotten",
+                ),
+                AuthorityReply::Forget(ForgetOutcome::StillProcessing) => (
+                    409,
+                    json!({ "error": "processing", "detail": "a claim is held; release it first" }),
+                    "admin_forget_refused",
+                ),
+                AuthorityReply::Forget(ForgetOutcome::NotFound) => (
+                    404,
+                    json!({ "error": "not_found", "detail": "no record for this key" }),
+                    "admin_not_found",
+                ),
+                AuthorityReply::Forget(ForgetOutcome::NotOwner) => (
+                    409,
+                    json!({ "error": "changed", "detail": "the record changed; look again" }),
+                    "admin_forget_refused",
+                ),
+                other => store_failed(&other),
+            }
+        }
+    }
+}
+
+fn store_failed(reply: &AuthorityReply) -> (u16, serde_json::Value, &'static str) {
+    let status = match reply {
+        AuthorityReply::StoreFailed {
+            retryable: true, ..
+        } => 503,
+        _ => 500,
+    };
+    (
+        status,
+        json!({ "error": "store_failed", "detail": "the claim store failed" }),
+        "admin_store_failed",
+    )
+}
