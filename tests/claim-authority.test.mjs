@@ -2,6 +2,8 @@
 // leases run out into takeovers, fences refuse late attempts, the alarm enforces retention,
 // and records survive a restart of the runtime. Reached through the /_test/ routes.
 import assert from 'node:assert/strict';
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 
 import { call, sleep, startWorker } from './harness.mjs';
@@ -136,6 +138,13 @@ test('the alarm deletes a record when its retention ends', async (t) => {
   const expiredLines = worker.logLines().filter((l) => l.route === 'alarm' && l.key === 'evt_retention');
   assert.equal(expiredLines.length, 1, worker.output);
   assert.equal(expiredLines[0].outcome, 'expired');
+  // The emptied object deleted its whole storage: its database is back to one empty page.
+  const dir = path.join(worker.persistDir, 'v3', 'do', 'webhook-dedup-test-ClaimAuthority');
+  const objects = readdirSync(dir).filter((f) => /^[0-9a-f]{64}\.sqlite$/.test(f));
+  assert.equal(objects.length, 1);
+  await sleep(500);
+  assert.ok(statSync(path.join(dir, objects[0])).size <= 4096, 'no tables left');
+  assert.ok(!readdirSync(dir).includes(`${objects[0]}-wal`), 'no write-ahead log left');
 });
 
 test('a claim survives a restart of the runtime (persisted storage)', async (t) => {

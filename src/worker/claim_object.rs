@@ -28,11 +28,19 @@ enum Alarm {
 pub struct ClaimAuthority {
     state: State,
     alarm: Cell<Alarm>,
+    has_table: Cell<Option<bool>>,
 }
 
 impl ClaimAuthority {
-    fn store(&self) -> std::result::Result<SqlClaimStore, StoreError> {
-        SqlClaimStore::open(self.state.storage().sql())
+    /// Runs `rule` over the object's store, remembering whether its table exists.
+    fn with_store<T>(
+        &self,
+        rule: impl FnOnce(&mut SqlClaimStore) -> T,
+    ) -> std::result::Result<T, StoreError> {
+        let mut store = SqlClaimStore::open(self.state.storage().sql(), self.has_table.get())?;
+        let result = rule(&mut store);
+        self.has_table.set(Some(store.has_table()));
+        Ok(result)
     }
 
     /// Reads the alarm once per instance, before any write, so that the write and the alarm it
@@ -73,6 +81,7 @@ impl DurableObject for ClaimAuthority {
         ClaimAuthority {
             state,
             alarm: Cell::new(Alarm::Unknown),
+            has_table: Cell::new(None),
         }
     }
 
@@ -84,10 +93,10 @@ impl DurableObject for ClaimAuthority {
             }
         };
         let known = self.known_alarm().await?;
-        let (reply, wake_by) = match self.store() {
-            Ok(mut store) => authority::handle(&mut store, &request, Date::now().as_millis()),
-            Err(error) => (AuthorityReply::from(error), None),
-        };
+        let now = Date::now().as_millis();
+        let (reply, wake_by) = self
+            .with_store(|store| authority::handle(store, &request, now))
+            .unwrap_or_else(|error| (AuthorityReply::from(error), None));
         if let Some(wake_by) = wake_by {
             self.ensure_alarm_by(known, wake_by).await?;
         }
@@ -97,8 +106,8 @@ impl DurableObject for ClaimAuthority {
     async fn alarm(&self) -> Result<Response> {
         let now = Date::now().as_millis();
         let sweep = match self
-            .store()
-            .and_then(|mut store| claim::expire(&mut store, now))
+            .with_store(|store| claim::expire(store, now))
+            .and_then(|swept| swept)
         {
             Ok(sweep) => sweep,
             Err(error) => {
@@ -112,7 +121,13 @@ impl DurableObject for ClaimAuthority {
         }
         match sweep.next_expiry {
             Some(at) => self.set_alarm_at(at).await?,
-            None => self.alarm.set(Alarm::None),
+            None => {
+                // Nothing left: delete the object's whole storage (its tables and metadata,
+                // and the alarm), so an expired key costs no storage at all.
+                self.state.storage().delete_all().await?;
+                self.alarm.set(Alarm::None);
+                self.has_table.set(Some(false));
+            }
         }
         Response::empty()
     }

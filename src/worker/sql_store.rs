@@ -7,8 +7,10 @@ use crate::claim::{decode_record, encode_record, ClaimRecord, ClaimStore, StoreE
 
 /// A [`ClaimStore`] in one Durable Object's SQLite database: one row per key, the record as
 /// versioned JSON. Every call is synchronous, so a rule's load and save are one atomic step.
+/// The table is created by the first write only, so reading an empty object leaves it empty.
 pub struct SqlClaimStore {
     sql: SqlStorage,
+    has_table: bool,
 }
 
 #[derive(serde::Deserialize)]
@@ -21,15 +23,34 @@ struct KeyRow {
     key: String,
 }
 
+#[derive(serde::Deserialize)]
+struct NameRow {
+    #[allow(dead_code)]
+    name: String,
+}
+
 impl SqlClaimStore {
-    /// Opens the store, creating its table on first use.
-    pub fn open(sql: SqlStorage) -> Result<Self, StoreError> {
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID",
-            None,
-        )
-        .map_err(store_error)?;
-        Ok(SqlClaimStore { sql })
+    /// The store over `sql`; `has_table` is what the caller knows of the table, if anything.
+    pub fn open(sql: SqlStorage, has_table: Option<bool>) -> Result<Self, StoreError> {
+        let has_table = match has_table {
+            Some(known) => known,
+            None => {
+                let rows: Vec<NameRow> = sql
+                    .exec(
+                        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'claims'",
+                        None,
+                    )
+                    .and_then(|cursor| cursor.to_array())
+                    .map_err(store_error)?;
+                !rows.is_empty()
+            }
+        };
+        Ok(SqlClaimStore { sql, has_table })
+    }
+
+    /// Whether the table exists now.
+    pub fn has_table(&self) -> bool {
+        self.has_table
     }
 }
 
@@ -52,6 +73,9 @@ pub fn js_flag(value: &JsValue, name: &str) -> bool {
 
 impl ClaimStore for SqlClaimStore {
     fn load(&mut self, key: &str) -> Result<Option<ClaimRecord>, StoreError> {
+        if !self.has_table {
+            return Ok(None);
+        }
         let rows: Vec<Row> = self
             .sql
             .exec(
@@ -66,6 +90,15 @@ impl ClaimStore for SqlClaimStore {
     }
 
     fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
+        if !self.has_table {
+            self.sql
+                .exec(
+                    "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID",
+                    None,
+                )
+                .map_err(store_error)?;
+            self.has_table = true;
+        }
         self.sql
             .exec(
                 "INSERT INTO claims (key, record) VALUES (?, ?) \
@@ -80,6 +113,9 @@ impl ClaimStore for SqlClaimStore {
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        if !self.has_table {
+            return Ok(());
+        }
         self.sql
             .exec(
                 "DELETE FROM claims WHERE key = ?",
@@ -90,6 +126,9 @@ impl ClaimStore for SqlClaimStore {
     }
 
     fn keys(&mut self) -> Result<Vec<String>, StoreError> {
+        if !self.has_table {
+            return Ok(Vec::new());
+        }
         let rows: Vec<KeyRow> = self
             .sql
             .exec("SELECT key FROM claims", None)
