@@ -66,6 +66,30 @@ pub enum AuthorityRequest {
     },
 }
 
+impl AuthorityRequest {
+    /// The key the request is about.
+    pub fn key(&self) -> &str {
+        match self {
+            AuthorityRequest::Claim { key, .. }
+            | AuthorityRequest::Finalize { key, .. }
+            | AuthorityRequest::Release { key, .. }
+            | AuthorityRequest::Forget { key, .. }
+            | AuthorityRequest::Inspect { key } => key,
+        }
+    }
+
+    /// The operation's name, as in the JSON `op` field.
+    pub fn op(&self) -> &'static str {
+        match self {
+            AuthorityRequest::Claim { .. } => "claim",
+            AuthorityRequest::Finalize { .. } => "finalize",
+            AuthorityRequest::Release { .. } => "release",
+            AuthorityRequest::Forget { .. } => "forget",
+            AuthorityRequest::Inspect { .. } => "inspect",
+        }
+    }
+}
+
 /// The object's answer to one [`AuthorityRequest`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]

@@ -46,6 +46,12 @@ pub struct LogLine {
     /// The settle step's result: `finalized`, `released`, `fence_conflict`, ...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settle: Option<&'static str>,
+    /// SQLite rows read by one claim authority operation (`LOG_STORAGE_USAGE=true` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows_read: Option<u64>,
+    /// SQLite rows written by it, each alarm set counted as one (`LOG_STORAGE_USAGE=true` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows_written: Option<u64>,
     /// A short human explanation (never a payload or secret).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

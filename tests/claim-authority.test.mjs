@@ -143,7 +143,7 @@ test('the alarm deletes a record when its retention ends', async (t) => {
   const objects = readdirSync(dir).filter((f) => /^[0-9a-f]{64}\.sqlite$/.test(f));
   assert.equal(objects.length, 1);
   await sleep(500);
-  assert.ok(statSync(path.join(dir, objects[0])).size <= 4096, 'no tables left');
+  assert.ok(statSync(path.join(dir, objects[0])).size <= 4096, 'nothing left in its database');
   assert.ok(!readdirSync(dir).includes(`${objects[0]}-wal`), 'no write-ahead log left');
 });
 

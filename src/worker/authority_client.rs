@@ -2,7 +2,7 @@
 
 use worker::{Env, Headers, Method, ObjectNamespace, Request, RequestInit};
 
-use super::sql_store::js_flag;
+use super::kv_store::js_flag;
 use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
 
 /// The binding name of the claim authority's namespace in `wrangler.toml`.

@@ -6,8 +6,8 @@ use worker::{
     durable_object, Date, DurableObject, Env, Request, Response, Result, ScheduledTime, State,
 };
 
+use super::kv_store::{KvClaimStore, Usage};
 use super::log;
-use super::sql_store::SqlClaimStore;
 use crate::authority::{self, AuthorityReply, AuthorityRequest};
 use crate::claim::{self, ClaimState, Millis, StoreError};
 
@@ -28,18 +28,19 @@ enum Alarm {
 pub struct ClaimAuthority {
     state: State,
     alarm: Cell<Alarm>,
-    has_table: Cell<Option<bool>>,
+    usage: Cell<Usage>,
+    log_usage: bool,
 }
 
 impl ClaimAuthority {
-    /// Runs `rule` over the object's store, remembering whether its table exists.
+    /// Runs `rule` over the object's store, and keeps its row counts for the usage log.
     fn with_store<T>(
         &self,
-        rule: impl FnOnce(&mut SqlClaimStore) -> T,
+        rule: impl FnOnce(&mut KvClaimStore) -> T,
     ) -> std::result::Result<T, StoreError> {
-        let mut store = SqlClaimStore::open(self.state.storage().sql(), self.has_table.get())?;
+        let mut store = KvClaimStore::open(&self.state.storage())?;
         let result = rule(&mut store);
-        self.has_table.set(Some(store.has_table()));
+        self.usage.set(store.usage());
         Ok(result)
     }
 
@@ -54,7 +55,8 @@ impl ClaimAuthority {
         Ok(self.alarm.get())
     }
 
-    async fn ensure_alarm_by(&self, known: Alarm, wake_by: Millis) -> Result<()> {
+    /// Makes sure the alarm fires no later than `wake_by`; true when it had to set it.
+    async fn ensure_alarm_by(&self, known: Alarm, wake_by: Millis) -> Result<bool> {
         let needed = match known {
             Alarm::At(at) => at > wake_by,
             Alarm::None | Alarm::Unknown => true,
@@ -62,7 +64,7 @@ impl ClaimAuthority {
         if needed {
             self.set_alarm_at(wake_by).await?;
         }
-        Ok(())
+        Ok(needed)
     }
 
     /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset).
@@ -77,11 +79,15 @@ impl ClaimAuthority {
 }
 
 impl DurableObject for ClaimAuthority {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
+        let log_usage = env
+            .var("LOG_STORAGE_USAGE")
+            .is_ok_and(|v| v.to_string() == "true");
         ClaimAuthority {
             state,
             alarm: Cell::new(Alarm::Unknown),
-            has_table: Cell::new(None),
+            usage: Cell::new(Usage::default()),
+            log_usage,
         }
     }
 
@@ -97,8 +103,19 @@ impl DurableObject for ClaimAuthority {
         let (reply, wake_by) = self
             .with_store(|store| authority::handle(store, &request, now))
             .unwrap_or_else(|error| (AuthorityReply::from(error), None));
-        if let Some(wake_by) = wake_by {
-            self.ensure_alarm_by(known, wake_by).await?;
+        let alarms_set = match wake_by {
+            Some(wake_by) => self.ensure_alarm_by(known, wake_by).await?,
+            None => false,
+        };
+        if self.log_usage {
+            let usage = self.usage.get();
+            log::usage(
+                request.key(),
+                request.op(),
+                usage.rows_read,
+                // Each setAlarm is billed as a row written.
+                usage.rows_written + u64::from(alarms_set),
+            );
         }
         Response::from_json(&reply)
     }
@@ -122,11 +139,10 @@ impl DurableObject for ClaimAuthority {
         match sweep.next_expiry {
             Some(at) => self.set_alarm_at(at).await?,
             None => {
-                // Nothing left: delete the object's whole storage (its tables and metadata,
-                // and the alarm), so an expired key costs no storage at all.
+                // Nothing left: delete the object's whole storage (metadata and alarm too),
+                // so an expired key costs no storage at all.
                 self.state.storage().delete_all().await?;
                 self.alarm.set(Alarm::None);
-                self.has_table.set(Some(false));
             }
         }
         Response::empty()

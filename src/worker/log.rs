@@ -24,3 +24,16 @@ pub fn expired(key: &str, state: ClaimState, abandoned: bool) {
     };
     write(&line);
 }
+
+/// Logs the SQLite rows one authority operation read and wrote (with `LOG_STORAGE_USAGE=true`).
+pub fn usage(key: &str, op: &'static str, rows_read: u64, rows_written: u64) {
+    write(&LogLine {
+        level: "info",
+        route: "authority",
+        key: Some(key.to_owned()),
+        outcome: op,
+        rows_read: Some(rows_read),
+        rows_written: Some(rows_written),
+        ..LogLine::default()
+    });
+}

@@ -8,11 +8,11 @@ mod body;
 mod claim_object;
 mod env_config;
 mod forward;
+mod kv_store;
 mod log;
 mod metrics;
 mod respond;
 mod settle;
-mod sql_store;
 mod test_routes;
 mod webhook;
 
