@@ -11,7 +11,7 @@ use super::log;
 use crate::authority::{self, AuthorityReply, AuthorityRequest};
 use crate::claim::{self, ClaimState, Millis, StoreError};
 
-/// What the object knows of its alarm: not yet read, none, or set for a time.
+/// What this instance knows of its alarm: nothing yet, none, or set for a time.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Alarm {
     Unknown,
@@ -44,19 +44,11 @@ impl ClaimAuthority {
         Ok(result)
     }
 
-    /// Reads the alarm once per instance, before any write, so that the write and the alarm it
-    /// needs are issued together with no `await` between them.
-    async fn known_alarm(&self) -> Result<Alarm> {
-        if self.alarm.get() == Alarm::Unknown {
-            let at = self.state.storage().get_alarm().await?;
-            self.alarm
-                .set(at.map_or(Alarm::None, |ms| Alarm::At(ms.max(0) as u64)));
-        }
-        Ok(self.alarm.get())
-    }
-
     /// Makes sure the alarm fires no later than `wake_by`; true when it had to set it.
     async fn ensure_alarm_by(&self, known: Alarm, wake_by: Millis) -> Result<bool> {
+        // Unknown (a new instance): set it rather than read it first. With one record per
+        // object its expiry is always the right time, and the write and the alarm are then
+        // issued with no await between them.
         let needed = match known {
             Alarm::At(at) => at > wake_by,
             Alarm::None | Alarm::Unknown => true,
@@ -98,7 +90,7 @@ impl DurableObject for ClaimAuthority {
                 return Response::error(format!("not an authority request: {error}"), 400)
             }
         };
-        let known = self.known_alarm().await?;
+        let known = self.alarm.get();
         let now = Date::now().as_millis();
         let (reply, wake_by) = self
             .with_store(|store| authority::handle(store, &request, now))

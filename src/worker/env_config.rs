@@ -1,11 +1,24 @@
-//! Reading the configuration from the worker's vars and secrets.
+//! Reading the configuration from the worker's vars and secrets, once per isolate.
+
+use std::cell::OnceCell;
 
 use worker::Env;
 
 use crate::config::{Config, ConfigProblem};
 
+thread_local! {
+    static LOADED: OnceCell<Result<Config, Vec<ConfigProblem>>> = const { OnceCell::new() };
+}
+
 /// The configuration from `env` (vars, secrets, `.dev.vars` locally), or every problem in it.
+///
+/// Read and checked on the first request of an isolate and kept: vars and secrets cannot
+/// change within one (changing a secret deploys a new version, which starts new isolates).
 pub fn config(env: &Env) -> Result<Config, Vec<ConfigProblem>> {
+    LOADED.with(|loaded| loaded.get_or_init(|| load(env)).clone())
+}
+
+fn load(env: &Env) -> Result<Config, Vec<ConfigProblem>> {
     Config::load(|key| {
         env.var(key)
             .map(|v| v.to_string())

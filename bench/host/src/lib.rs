@@ -1,0 +1,1 @@
+//! Host micro-benchmarks live in `benches/`.

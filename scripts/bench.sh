@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `npm run bench`: builds the release worker, then measures it against the floor and writes
+# BENCHMARKS.md (see bench/run.mjs). BENCH_ROUNDS, BENCH_UNIQUE, BENCH_REPEATS and
+# BENCH_CONCURRENCY change the load; BENCH_SKIP_HOST=1 skips the host micro-benchmarks.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ROOT"
+bash scripts/build.sh
+export TMPDIR="$ROOT/.wrangler/tmp"
+mkdir -p "$TMPDIR"
+node bench/run.mjs
