@@ -19,6 +19,7 @@ const UNIQUE = Number(process.env.BENCH_UNIQUE ?? 1000);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const WARMUP = 100;
+const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'direct,wrangler').split(',');
 const SECRET = 'whsec_benchmark_secret';
 const stripe = new Stripe('sk_test_unused_by_the_benchmark');
 const COMPAT = '2026-04-20';
@@ -213,7 +214,7 @@ function report(results, units, host) {
   lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; per round and scenario a warm-up, then ${UNIQUE} unique deliveries or ${REPEATS} repeats; ${ROUNDS} rounds, a fresh runtime for each (one runtime holds only about 3,000 live objects); median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`, '');
   lines.push('## Throughput and latency', '');
   lines.push('The floor: a JavaScript Worker sending each request to a JavaScript Durable Object named by the event id, which does one conditional write (`bench/floor/`). This worker: signed Stripe deliveries (verify → claim → forward to a local origin that answers 200 at once → finalize), duplicates of finished events (verify → claim → 200), and Idempotency-Key replays (claim → cached answer).', '');
-  for (const transport of ['direct', 'wrangler']) {
+  for (const transport of TRANSPORTS) {
     lines.push(`### ${transport === 'direct' ? 'Straight to the runtime (Miniflare → workerd)' : 'Through `wrangler dev` (what a user sees locally)'}`, '');
     lines.push('| scenario | requests/s | p50 ms | p99 ms | throughput vs floor | p99 vs floor |');
     lines.push('| --- | --- | --- | --- | --- | --- |');
@@ -255,6 +256,35 @@ function report(results, units, host) {
   lines.push(`| duplicate of a finished event | ${units.duplicateRequests.toFixed(2)} | ${units.duplicateRowsWritten.toFixed(2)} | 1.00 |`);
   lines.push(`| first Idempotency-Key request (claim, alarm, finalize with the cached answer) | ${units.keyedRequests.toFixed(2)} | ${units.keyedRowsWritten.toFixed(2)} | — |`);
   lines.push('| floor (one conditional write) | 1.00 | 1.00 | 1.00 |', '');
+  lines.push('## Against the targets', '');
+  lines.push('| target | measured | met |', '| --- | --- | --- |');
+  const ratio = (transport, kind, name, floorName, field) => {
+    const runs = results[`${transport}/${kind}/${name}`];
+    const floor = results[`${transport}/floor/${floorName}`];
+    if (!runs || !floor) return undefined;
+    return summary(runs.map((r, i) => r[field] / floor[i][field])).median;
+  };
+  const target = (label, value, goal, higherIsBetter, unit = '×') => {
+    if (value === undefined) return;
+    const met = higherIsBetter ? value >= goal : value <= goal;
+    lines.push(`| ${label} | ${value.toFixed(2)}${unit} | ${met ? 'yes' : '**no**'} |`);
+  };
+  for (const transport of TRANSPORTS) {
+    target(`${transport}: unique deliveries ≥ 0.9× the floor's throughput`, ratio(transport, 'worker', 'unique', 'unique', 'rps'), 0.9, true);
+    target(`${transport}: duplicates ≥ 0.9× the floor's throughput`, ratio(transport, 'worker', 'duplicate', 'duplicate', 'rps'), 0.9, true);
+    target(`${transport}: unique deliveries p99 ≤ 1.2× the floor's`, ratio(transport, 'worker', 'unique', 'unique', 'p99'), 1.2, false);
+    target(`${transport}: duplicates p99 ≤ 1.2× the floor's`, ratio(transport, 'worker', 'duplicate', 'duplicate', 'p99'), 1.2, false);
+  }
+  target('wasm ≤ 150 KiB gzip after wasm-opt', gzipSync(wasm, { level: 9 }).length / 1024, 150, false, ' KiB');
+  const h64 = host.find((h) => h.name === 'verify+parse/64 KiB');
+  if (h64) {
+    const [value, unit] = h64.mid.split(' ');
+    const us = Number(value) * ({ ns: 0.001, 'µs': 1, us: 1, ms: 1000 }[unit] ?? NaN);
+    target('verify + parse of a 64 KiB event ≤ 50 µs on the host', us, 50, false, ' µs');
+  }
+  target('Durable Object requests per delivery ≤ 2', units.uniqueRequests, 2, false, '');
+  target('rows written per delivery ≤ 2', units.uniqueRowsWritten, 2, false, '');
+  lines.push('');
   lines.push('## Host micro-benchmarks (`cargo bench`, criterion)', '');
   lines.push('| benchmark | time (low, estimate, high) |', '| --- | --- |');
   for (const h of host) lines.push(`| ${h.name} | ${h.low}, **${h.mid}**, ${h.high} |`);
@@ -268,10 +298,11 @@ const origin = await startOrigin();
 const results = {};
 try {
   for (let round = 1; round <= ROUNDS; round += 1) {
-    for (const transport of ['direct', 'wrangler']) {
+    for (const transport of TRANSPORTS) {
       await runRound(transport, round, origin, results);
     }
   }
+  if (process.env.BENCH_ONLY_LOAD === '1') process.exit(0);
   const units = await billableUnits(origin);
   const host = process.env.BENCH_SKIP_HOST === '1' ? [] : hostBenchmarks();
   const text = report(results, units, host);

@@ -285,7 +285,7 @@ mod tests {
             reply,
             AuthorityReply::Claim(ClaimOutcome::Claimed { .. })
         ));
-        assert_eq!(wake_by, Some(10_100));
+        assert_eq!(wake_by, Some(11_100), "retention after the lease");
         let (reply, wake_by) = handle(&mut store, &claim(2), 200);
         assert!(matches!(
             reply,

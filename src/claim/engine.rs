@@ -168,9 +168,10 @@ pub fn claim<S: ClaimStore>(
         return Ok(ClaimOutcome::FingerprintMismatch);
     }
     let lease_expires_at = now.saturating_add(policy.lease_ms);
-    let expires_at = now
-        .saturating_add(policy.retention_ms)
-        .max(lease_expires_at);
+    // A claim's record lives until retention after its lease ends: an abandoned claim is kept
+    // that long, and a claim finalized within its lease expires earlier than this, so the
+    // alarm set now for this time deletes it without being set again.
+    let expires_at = lease_expires_at.saturating_add(policy.retention_ms);
     let (attempt, first_seen_at, takeover, last_release_reason) = match current {
         None => (1, now, false, None),
         Some(record) => match record.state {

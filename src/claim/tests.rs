@@ -36,7 +36,7 @@ fn first_claim_wins_with_attempt_one() {
     assert_eq!(record.state, ClaimState::Processing);
     assert_eq!(record.first_seen_at, 10);
     assert_eq!(record.lease_expires_at, 1_010);
-    assert_eq!(record.expires_at, 100_010);
+    assert_eq!(record.expires_at, 101_010, "retention after the lease ends");
 }
 
 #[test]
@@ -209,7 +209,11 @@ fn expire_deletes_only_what_is_past_retention() {
     claim(&mut store, "b", 500, POLICY, nonce(2), None).unwrap();
     let sweep = expire(&mut store, 100_009).unwrap();
     assert!(sweep.expired.is_empty());
-    assert_eq!(sweep.next_expiry, Some(100_010));
+    assert_eq!(
+        sweep.next_expiry,
+        Some(100_010),
+        "done: retention after it finished"
+    );
     let sweep = expire(&mut store, 100_010).unwrap();
     assert_eq!(
         sweep.expired,
@@ -218,9 +222,13 @@ fn expire_deletes_only_what_is_past_retention() {
             state: ClaimState::Done
         }]
     );
-    assert_eq!(sweep.next_expiry, Some(100_500));
+    assert_eq!(
+        sweep.next_expiry,
+        Some(101_500),
+        "abandoned: retention after its lease"
+    );
     // An abandoned processing claim is deleted at retention too, and reported as such.
-    let sweep = expire(&mut store, 100_500).unwrap();
+    let sweep = expire(&mut store, 101_500).unwrap();
     assert_eq!(sweep.expired[0].state, ClaimState::Processing);
     assert_eq!(sweep.next_expiry, None);
     assert_eq!(expire(&mut store, 200_000).unwrap(), Sweep::default());

@@ -16,10 +16,13 @@ pub async fn read_capped(req: &mut Request, limit: u64) -> Result<Vec<u8>, TooLa
         .ok()
         .flatten()
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit) {
-        return Err(TooLarge);
+    match declared {
+        Some(length) if length > limit => return Err(TooLarge),
+        // A declared length within the cap: the runtime enforces it, so read it in one call.
+        Some(_) => return req.bytes().await.map_err(|_| TooLarge),
+        None => {}
     }
-    let mut body = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    let mut body = Vec::new();
     let Ok(mut stream) = req.stream() else {
         return Ok(body); // no body at all
     };
