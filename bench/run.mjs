@@ -3,15 +3,14 @@
 // interleaved round by round, through two transports: straight to workerd (Miniflare) and
 // through `wrangler dev`. Writes BENCHMARKS.md.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-import { Miniflare } from 'miniflare';
 import Stripe from 'stripe';
 
-import { ROOT, startWorker } from '../tests/harness.mjs';
+import { ROOT, startDirect, startWorker } from '../tests/harness.mjs';
 import { drive, summary } from './load.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -22,7 +21,6 @@ const WARMUP = 100;
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'direct,wrangler').split(',');
 const SECRET = 'whsec_benchmark_secret';
 const stripe = new Stripe('sk_test_unused_by_the_benchmark');
-const COMPAT = '2026-04-20';
 
 function log(line) {
   process.stderr.write(`bench: ${line}\n`);
@@ -45,27 +43,8 @@ function workerVars(origin) {
 // ---- the two transports ---------------------------------------------------------------------
 
 async function directRuntime(kind, vars) {
-  const persist = mkdtempSync(path.join(os.tmpdir(), 'bench-mf-'));
-  const common = { compatibilityDate: COMPAT, host: '127.0.0.1', port: 0, durableObjectsPersist: persist };
-  const options = kind === 'floor'
-    ? {
-      ...common,
-      modules: [{ type: 'ESModule', path: path.join(ROOT, 'bench', 'floor', 'worker.js') }],
-      durableObjects: { FLOOR: { className: 'FloorObject', useSQLite: true } },
-    }
-    : {
-      ...common,
-      modulesRoot: path.join(ROOT, 'build'),
-      modules: [
-        { type: 'ESModule', path: path.join(ROOT, 'build', 'index.js') },
-        { type: 'CompiledWasm', path: path.join(ROOT, 'build', 'index_bg.wasm') },
-      ],
-      durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
-      bindings: vars,
-    };
-  const mf = new Miniflare(options);
-  const url = (await mf.ready).toString().replace(/\/$/, '');
-  return { url, stop: async () => { await mf.dispose(); rmSync(persist, { recursive: true, force: true }); } };
+  const runtime = await startDirect({ kind, vars: kind === 'floor' ? {} : vars });
+  return { url: runtime.url, stop: () => runtime.dispose() };
 }
 
 async function wranglerRuntime(kind, vars) {

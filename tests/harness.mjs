@@ -126,6 +126,43 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
 }
 
 /**
+ * Starts a worker straight on workerd through Miniflare's API, without the `wrangler dev`
+ * proxy: the built worker (`kind: 'worker'`, with `vars`) or the benchmark's floor
+ * (`kind: 'floor'`). Durable Objects are SQLite-backed and persisted in a temporary folder.
+ */
+export async function startDirect({ kind = 'worker', vars = {} } = {}) {
+  const { Miniflare } = await import('miniflare');
+  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-direct-'));
+  const common = { compatibilityDate: '2026-04-20', host: '127.0.0.1', port: 0, durableObjectsPersist: persist };
+  const options = kind === 'floor'
+    ? {
+      ...common,
+      modules: [{ type: 'ESModule', path: path.join(ROOT, 'bench', 'floor', 'worker.js') }],
+      durableObjects: { FLOOR: { className: 'FloorObject', useSQLite: true } },
+    }
+    : {
+      ...common,
+      modulesRoot: path.join(ROOT, 'build'),
+      modules: [
+        { type: 'ESModule', path: path.join(ROOT, 'build', 'index.js') },
+        { type: 'CompiledWasm', path: path.join(ROOT, 'build', 'index_bg.wasm') },
+      ],
+      durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
+      bindings: vars,
+    };
+  const mf = new Miniflare(options);
+  const url = (await mf.ready).toString().replace(/\/$/, '');
+  return {
+    url,
+    persistDir: persist,
+    async dispose() {
+      await mf.dispose();
+      rmSync(persist, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
  * A real HTTP origin on a free loopback port. `behave(request, n)` decides each answer:
  * `{ status, body, headers, delayMs, hang }`; `n` counts requests from 1. Every request and
  * answer is recorded in `origin.requests`.

@@ -257,3 +257,65 @@ fn bad_envelopes_are_refused_with_a_code() {
     let longest = format!(r#"{{"id":"evt_{}","type":"x"}}"#, "a".repeat(251));
     assert!(envelope::parse(longest.as_bytes()).is_ok());
 }
+
+// ---- A little fuzzing in every test run ------------------------------------------------------
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::idempotency::parse_key;
+
+    /// Header-like text: mostly the characters a real header is made of, so that the parser's
+    /// deeper branches are reached, plus anything at all.
+    fn header_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[tv01=,a-f0-9 ]{0,200}",
+            "t=[0-9]{1,12},v1=[0-9a-f]{60,68}(,v[01]=[0-9a-zA-Z]{0,70}){0,3}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        #[test]
+        fn the_signature_parser_never_panics_and_types_its_refusals(header in header_text(), body in any::<Vec<u8>>()) {
+            match signature::verify(Some(&header), &body, &secrets("whsec_fuzz"), NOW, 300) {
+                Ok(t) => prop_assert!((NOW - 300..=NOW + 60).contains(&t)),
+                Err(error) => prop_assert!(!error.code().is_empty()),
+            }
+            if let Ok(parsed) = signature::parse_header(&header) {
+                prop_assert!(!parsed.v1.is_empty() && parsed.v1.len() <= signature::MAX_SIGNATURES);
+            }
+        }
+
+        #[test]
+        fn a_signature_checks_only_its_own_body(body in any::<Vec<u8>>(), other in any::<Vec<u8>>(), t in NOW - 300..NOW + 60) {
+            let h = header("whsec_fuzz", t, &body);
+            prop_assert_eq!(verify(Some(&h), &body, "whsec_fuzz"), Ok(t));
+            if other != body {
+                prop_assert_eq!(verify(Some(&h), &other, "whsec_fuzz"), Err(SignatureError::Mismatch));
+            }
+        }
+
+        #[test]
+        fn the_envelope_parser_never_panics(body in prop_oneof![
+            any::<Vec<u8>>(),
+            "\\{\"id\":\"evt_[a-zA-Z0-9_]{0,20}\",\"type\":\"[a-z.]{0,20}\"(,\"livemode\":(true|false|1|\"x\"))?\\}".prop_map(String::into_bytes),
+        ]) {
+            match envelope::parse(&body) {
+                Ok(event) => prop_assert!(envelope::is_event_id(&event.id)),
+                Err(error) => prop_assert!(!error.code().is_empty()),
+            }
+        }
+
+        #[test]
+        fn the_key_parser_never_panics_and_keeps_keys_printable(raw in prop_oneof!["\"?[ -~]{0,300}\"?", any::<String>()]) {
+            if let Ok(key) = parse_key(&raw) {
+                prop_assert!((1..=255).contains(&key.len()));
+                prop_assert!(key.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+            }
+        }
+    }
+}

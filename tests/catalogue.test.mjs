@@ -1,0 +1,226 @@
+// The bad-input catalogue: hostile and malformed requests against both front doors and the
+// admin API. Each states its expected status; after each, the Durable Object storage on disk is
+// byte-for-byte as before (nothing written) and the origin saw nothing.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { call, startDirect, startOrigin, startWorker } from './harness.mjs';
+import { deliver, eventId, eventPayload, signatureFor } from './stripe-helpers.mjs';
+
+const SECRET = 'whsec_catalogue';
+const TOKEN = 'catalogue-admin-token-0123456789';
+const MAX = 8192;
+const now = () => Math.floor(Date.now() / 1000);
+const sign = (payload, opts = {}) => signatureFor(payload, opts.secret ?? SECRET, opts.timestamp);
+const v1Of = (header) => header.split(',').find((p) => p.startsWith('v1='));
+
+/** Every file under the objects' storage folder with its size: what "nothing written" means. */
+function storageSnapshot(dir) {
+  if (!existsSync(dir)) return '';
+  const files = [];
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const full = path.join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else files.push(`${path.relative(dir, full)}:${statSync(full).size}`);
+    }
+  };
+  walk(dir);
+  return files.sort().join('\n');
+}
+
+/** Sends raw bytes over TCP (for requests fetch will not make) and returns the status. */
+function raw(url, text) {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(text));
+    let data = '';
+    socket.on('data', (chunk) => {
+      data += chunk;
+      const m = data.match(/^HTTP\/1\.1 (\d{3})/);
+      if (m) {
+        socket.destroy();
+        resolve(Number(m[1]));
+      }
+    });
+    socket.on('error', reject);
+    socket.setTimeout(10_000, () => { socket.destroy(); reject(new Error('no answer')); });
+  });
+}
+
+const webhook = (payload, signature, extra = {}) => ({
+  path: '/webhooks/stripe', method: 'POST', body: payload,
+  headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'stripe-signature': signature }), ...extra },
+});
+const signed = (payload, opts) => webhook(payload, sign(payload, opts));
+const api = (key, body = '{"amount":1}', extra = {}) => ({
+  path: '/api/charges', method: 'POST', body,
+  headers: { 'content-type': 'application/json', authorization: 'Bearer client', ...(key === undefined ? {} : { 'idempotency-key': key }), ...extra },
+});
+const admin = (method, suffix, authorization) => ({
+  path: `/admin/${suffix}`, method, headers: authorization ? { authorization } : {},
+});
+
+function cases() {
+  const id = eventId('bad');
+  const payload = eventPayload(id);
+  const good = sign(payload);
+  const t = `t=${now()}`;
+  const hex = (n) => 'ab'.repeat(n);
+  return [
+    // Signatures
+    ['forged v1', webhook(payload, `${t},v1=${hex(32)}`), 400, 'signature_mismatch'],
+    ['wrong secret', signed(payload, { secret: 'whsec_attacker' }), 400, 'signature_mismatch'],
+    ['tampered body', webhook(payload.replace('2000', '1'), good), 400, 'signature_mismatch'],
+    ['signature of another body', webhook(payload, sign(eventPayload(eventId('other')))), 400, 'signature_mismatch'],
+    ['no signature header', webhook(payload, null), 400, 'missing_signature'],
+    ['empty signature header', webhook(payload, ''), 400, 'missing_signature'],
+    ['duplicated t', webhook(payload, `${good},t=${now()}`), 400, 'malformed_signature'],
+    ['no v1', webhook(payload, t), 400, 'no_v1_signature'],
+    ['only v0', webhook(payload, `${t},v0=${hex(32)}`), 400, 'no_v1_signature'],
+    ['non-hex v1', webhook(payload, `${t},v1=${'zz'.repeat(32)}`), 400, 'malformed_signature'],
+    ['v1 too short', webhook(payload, `${t},v1=${hex(31)}`), 400, 'malformed_signature'],
+    ['v1 too long', webhook(payload, `${t},v1=${hex(33)}`), 400, 'malformed_signature'],
+    ['no t', webhook(payload, v1Of(good)), 400, 'malformed_signature'],
+    ['non-numeric t', webhook(payload, `t=yesterday,${v1Of(good)}`), 400, 'malformed_signature'],
+    ['negative t', webhook(payload, `t=-1,${v1Of(good)}`), 400, 'malformed_signature'],
+    ['part without =', webhook(payload, `${good},junk`), 400, 'malformed_signature'],
+    ['huge header', webhook(payload, `${good},x=${'y'.repeat(6000)}`), 400, 'malformed_signature'],
+    ['too many v1', webhook(payload, `${t},${Array(17).fill(`v1=${hex(32)}`).join(',')}`), 400, 'malformed_signature'],
+    ['expired timestamp', signed(payload, { timestamp: now() - 301 }), 400, 'timestamp_too_old'],
+    ['timestamp a day old', signed(payload, { timestamp: now() - 86_400 }), 400, 'timestamp_too_old'],
+    ['future timestamp', signed(payload, { timestamp: now() + 120 }), 400, 'timestamp_in_future'],
+    // Bodies
+    ['body over the cap', signed(eventPayload(eventId('big'), 'x', { pad: 'p'.repeat(MAX) })), 413, 'body_too_large'],
+    ['empty body', signed(''), 400, 'invalid_json'],
+    ['not JSON', signed('not json at all'), 400, 'invalid_json'],
+    ['truncated JSON', signed(payload.slice(0, -5)), 400, 'invalid_json'],
+    ['JSON with trailing bytes', signed(`${payload} x`), 400, 'invalid_json'],
+    ['JSON array', signed('[1,2,3]'), 400, 'invalid_envelope'],
+    ['JSON without id', signed(JSON.stringify({ type: 'x' })), 400, 'invalid_envelope'],
+    ['id is a number', signed(JSON.stringify({ id: 7, type: 'x' })), 400, 'invalid_envelope'],
+    ['id is null', signed(JSON.stringify({ id: null, type: 'x' })), 400, 'invalid_envelope'],
+    ['id is an object', signed(JSON.stringify({ id: { evt: 1 }, type: 'x' })), 400, 'invalid_envelope'],
+    ['type missing', signed(JSON.stringify({ id: eventId('notype') })), 400, 'invalid_envelope'],
+    ['livemode is a string', signed(JSON.stringify({ id: eventId('lm'), type: 'x', livemode: 'yes' })), 400, 'invalid_envelope'],
+    ['object is not an event', signed(JSON.stringify({ id: eventId('obj'), type: 'x', object: 'charge' })), 400, 'invalid_envelope'],
+    ['duplicated id field', signed(`{"id":"${eventId('d1')}","id":"${eventId('d2')}","type":"x"}`), 400, 'invalid_envelope'],
+    ['very long id', signed(JSON.stringify({ id: `evt_${'a'.repeat(300)}`, type: 'x' })), 400, 'invalid_event_id'],
+    ['unicode id', signed(JSON.stringify({ id: 'evt_caf\u00e9', type: 'x' })), 400, 'invalid_event_id'],
+    ['id with a slash', signed(JSON.stringify({ id: 'evt_a/../b', type: 'x' })), 400, 'invalid_event_id'],
+    ['not an event id', signed(JSON.stringify({ id: 'ch_123', type: 'x' })), 400, 'invalid_event_id'],
+    ['empty id', signed(JSON.stringify({ id: '', type: 'x' })), 400, 'invalid_event_id'],
+    // Methods and paths
+    ['GET on the webhook route', { path: '/webhooks/stripe', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
+    ['PUT on the webhook route', { ...signed(payload), method: 'PUT' }, 405, 'method_not_allowed'],
+    ['DELETE on the webhook route', { path: '/webhooks/stripe', method: 'DELETE', headers: {} }, 405, 'method_not_allowed'],
+    ['trailing slash', { ...signed(payload), path: '/webhooks/stripe/' }, 404, 'not_found'],
+    ['unknown path', { ...signed(payload), path: '/webhooks/paypal' }, 404, 'not_found'],
+    ['path traversal', { ...signed(payload), path: '/webhooks/../admin/events' }, 401, 'unauthorized'],
+    // Idempotency-Key front door
+    ['empty Idempotency-Key', api(''), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['256-character key', api('k'.repeat(256)), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['key with a tab', api('a\tb'), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['non-ASCII key', api('caf\u00e9'), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['unterminated quoted key', api('"open'), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['quoted key with a bad escape', api('"a\\nb"'), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['text after a quoted key', api('"a"b'), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
+    ['required key missing', api(undefined), 400, 'urn:webhook-dedup:problem:idempotency-key-missing'],
+    ['keyed body over the cap', api('big-key', 'b'.repeat(MAX + 1)), 413, 'urn:webhook-dedup:problem:body-too-large'],
+    // Admin API
+    ['admin without a token', admin('GET', `events/${id}`), 401, 'unauthorized'],
+    ['admin with a wrong token', admin('GET', `events/${id}`, 'Bearer wrong-token-wrong-token'), 401, 'unauthorized'],
+    ['admin token without Bearer', admin('GET', `events/${id}`, TOKEN), 401, 'unauthorized'],
+    ['admin token as Basic', admin('GET', `events/${id}`, `Basic ${TOKEN}`), 401, 'unauthorized'],
+    ['admin token with a suffix', admin('DELETE', `events/${id}`, `Bearer ${TOKEN}x`), 401, 'unauthorized'],
+    ['admin release with a wrong token', admin('POST', `events/${id}/release`, 'Bearer nope'), 401, 'unauthorized'],
+    ['admin with a bad event id', admin('GET', 'events/ch_1', `Bearer ${TOKEN}`), 400, 'invalid_event_id'],
+    ['admin with a bad scope', admin('DELETE', 'keys/idem_zz', `Bearer ${TOKEN}`), 400, 'invalid_scope'],
+    ['admin unknown route', admin('GET', 'everything', `Bearer ${TOKEN}`), 404, 'not_found'],
+  ];
+}
+
+describe('bad-input catalogue', () => {
+  let origin;
+  let worker;
+  let objects;
+  let known;
+  before(async () => {
+    origin = await startOrigin();
+    worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: SECRET,
+        ORIGIN_URL: `${origin.url}/stripe`,
+        API_ORIGIN_URL: origin.url,
+        IDEMPOTENCY_KEY_REQUIRED: 'true',
+        ADMIN_TOKEN: TOKEN,
+        MAX_BODY_BYTES: String(MAX),
+      },
+    });
+    objects = path.join(worker.persistDir, 'v3', 'do');
+    // One real record, so that admin refusals have something to reveal and must not.
+    known = eventId('known');
+    assert.equal((await deliver(worker, eventPayload(known), { secret: SECRET })).status, 200);
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  const all = cases();
+  test(`has at least 40 cases (${all.length})`, () => assert.ok(all.length >= 40));
+
+  for (const [name, request, status, code] of all) {
+    test(name, async () => {
+      const before = storageSnapshot(objects);
+      const seen = origin.requests.length;
+      const answer = await call(`${worker.url}${request.path}`, {
+        method: request.method, headers: request.headers, body: request.body,
+      });
+      assert.equal(answer.status, status, answer.text);
+      const got = answer.json?.type ?? answer.json?.error;
+      assert.equal(got, code, answer.text);
+      assert.ok(!answer.text.includes(known), 'no record revealed');
+      assert.equal(origin.requests.length, seen, 'nothing reached the origin');
+      assert.equal(storageSnapshot(objects), before, 'nothing written');
+    });
+  }
+
+  test('a chunked body over the cap (no Content-Length) is refused', async () => {
+    const before = storageSnapshot(objects);
+    const chunk = 'x'.repeat(1000);
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 10; i += 1) controller.enqueue(new TextEncoder().encode(chunk));
+        controller.close();
+      },
+    });
+    const answer = await call(`${worker.url}/webhooks/stripe`, {
+      method: 'POST', body: stream, duplex: 'half', headers: { 'stripe-signature': `t=${now()},v1=${'ab'.repeat(32)}` },
+    });
+    assert.equal(answer.status, 413);
+    assert.equal(storageSnapshot(objects), before);
+  });
+
+  test('the known record is still there and unchanged', async () => {
+    const answer = await call(`${worker.url}/admin/events/${known}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.json.record.state, 'done');
+    assert.equal(answer.json.record.attempts, 1);
+  });
+});
+
+test('a lying Content-Length over the cap is refused before the body is read', async (t) => {
+  // Straight to the runtime: the dev proxy would wait for the announced body.
+  const runtime = await startDirect({ vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x', MAX_BODY_BYTES: String(MAX) } });
+  t.after(() => runtime.dispose());
+  const objects = path.join(runtime.persistDir);
+  const before = storageSnapshot(objects);
+  const body = eventPayload(eventId('liar'));
+  const status = await raw(runtime.url, `POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nStripe-Signature: ${sign(body)}\r\nContent-Length: 999999\r\n\r\n${body}`);
+  assert.equal(status, 413);
+  assert.equal(storageSnapshot(objects), before, 'nothing written');
+});

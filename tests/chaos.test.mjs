@@ -1,0 +1,19 @@
+// The reduced chaos run inside `npm test` (about a minute); `npm run chaos` runs the full one.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { check, format } from './chaos/checker.mjs';
+import { runChaos } from './chaos/run.mjs';
+
+test('reduced chaos run: no event lost, none processed twice without a takeover, no 500', { timeout: 240_000 }, async () => {
+  const { options, history } = await runChaos({
+    events: 200, maxDuplicates: 5, concurrency: 32, failureRate: 0.2, slowRate: 0.05, restarts: 1,
+  });
+  const { table, failures } = check(history);
+  const report = `seed ${options.seed}\n${format(table)}\n${failures.join('\n')}`;
+  process.stdout.write(`# ${report.split('\n').join('\n# ')}\n`);
+  assert.deepEqual(failures, [], report);
+  assert.equal(history.restarts, 1, 'the runtime was restarted mid-run');
+  assert.ok(history.origin.some((r) => r.status === 500), 'the origin failed some requests');
+  assert.ok(history.deliveries.some((d) => d.status === 409), 'duplicates met live claims');
+});

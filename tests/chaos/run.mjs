@@ -1,0 +1,191 @@
+// The chaos driver: signs deliveries with the `stripe` package and sends them to the real
+// worker under `wrangler dev` with persisted storage, while a recording origin fails and
+// stalls at random and the runtime is restarted; it redelivers as Stripe does until each
+// delivery got a 2xx or its retry budget is spent. Returns the whole history.
+import http from 'node:http';
+
+import { sleep, startWorker } from '../harness.mjs';
+import { eventPayload, signatureFor } from '../stripe-helpers.mjs';
+
+const SECRET = 'whsec_chaos';
+
+/** A seeded random number generator (mulberry32), so a failing run can be repeated. */
+export function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The recording origin: fails `failureRate` of requests (500), stalls `slowRate` of them. */
+async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
+  const records = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const roll = rand();
+      const record = {
+        eventId: req.headers['x-webhook-dedup-event-id'],
+        takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
+        attempt: Number(req.headers['x-webhook-dedup-attempt']),
+        receivedAt: performance.now(),
+        status: roll < failureRate ? 500 : 200,
+        slow: roll >= failureRate && roll < failureRate + slowRate,
+        delivered: false,
+      };
+      records.push(record);
+      res.on('finish', () => { record.delivered = !res.socket || !res.socket.destroyed; });
+      const answer = () => {
+        record.answered = true;
+        if (req.socket.destroyed) return; // the worker gave up (time-out) or died
+        res.writeHead(record.status).end(record.status === 200 ? 'ok' : 'failed');
+      };
+      if (record.slow) setTimeout(answer, slowMs);
+      else answer();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  const sockets = new Set();
+  server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    records,
+    /** Forwards received within `ms` and not answered yet: claims held mid-forward. */
+    midForward(ms) {
+      const since = performance.now() - ms;
+      return records.filter((r) => !r.answered && r.receivedAt > since).length;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * Runs one chaos run. Options: events, maxDuplicates, concurrency, failureRate, slowRate,
+ * restarts, leaseSeconds, forwardTimeoutMs, maxSends (retry budget per delivery), seed.
+ */
+export async function runChaos(options) {
+  const o = {
+    events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05,
+    restarts: 2, leaseSeconds: 3, forwardTimeoutMs: 1000, maxSends: 25, seed: Date.now() % 2 ** 31,
+    ...options,
+  };
+  const rand = random(o.seed);
+  const origin = await startRecordingOrigin({
+    rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, slowMs: o.forwardTimeoutMs * 2.5,
+  });
+  const worker = await startWorker({
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET,
+      ORIGIN_URL: `${origin.url}/stripe`,
+      LEASE_SECONDS: String(o.leaseSeconds),
+      FORWARD_TIMEOUT_MS: String(o.forwardTimeoutMs),
+    },
+  });
+  const run = `${Date.now().toString(36)}${o.seed}`;
+  const events = Array.from({ length: o.events }, (_, i) => `evt_chaos_${run}_${i}`);
+  const deliveries = [];
+  const chains = [];
+  let inFlight = 0;
+  const waiting = [];
+  const acquire = async () => {
+    while (inFlight >= o.concurrency) await new Promise((resolve) => waiting.push(resolve));
+    inFlight += 1;
+  };
+  const releaseSlot = () => {
+    inFlight -= 1;
+    waiting.shift()?.();
+  };
+  const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
+  let restarting = Promise.resolve();
+
+  const send = async (eventId, payload) => {
+    await restarting;
+    await acquire();
+    try {
+      const status = await new Promise((resolve, reject) => {
+        const url = new URL(`${worker.url}/webhooks/stripe`);
+        const req = http.request({
+          host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
+          headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(payload, SECRET) },
+          timeout: 30_000,
+        }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+          res.on('error', reject);
+        });
+        req.on('timeout', () => req.destroy(new Error('timed out')));
+        req.on('error', reject);
+        req.end(payload);
+      });
+      deliveries.push({ eventId, status });
+      return status;
+    } catch (error) {
+      deliveries.push({ eventId, error: error.code ?? error.message });
+      return undefined;
+    } finally {
+      releaseSlot();
+    }
+  };
+
+  // One Stripe delivery: sent, then re-sent with back-off until a 2xx or the budget is spent.
+  let active = 0;
+  const idle = [];
+  const chain = async (eventId, payload, startDelay) => {
+    const record = { eventId, finished: false };
+    chains.push(record);
+    active += 1;
+    try {
+      if (startDelay) await sleep(startDelay);
+      for (let n = 0; n < o.maxSends; n += 1) {
+        const status = await send(eventId, payload);
+        if (status >= 200 && status < 300) {
+          record.finished = true;
+          return;
+        }
+        await sleep(Math.min(200 * 2 ** n, 2_000) * (0.5 + rand()));
+      }
+    } finally {
+      active -= 1;
+      idle.shift()?.();
+    }
+  };
+
+  const restartAt = new Set(Array.from({ length: o.restarts }, (_, i) => Math.floor(((i + 1) * o.events) / (o.restarts + 1))));
+  let restarts = 0;
+  const all = [];
+  for (let i = 0; i < events.length; i += 1) {
+    // Start events as earlier ones finish, so that the load stays near the concurrency.
+    while (active >= o.concurrency) await new Promise((resolve) => idle.push(resolve));
+    if (restartAt.has(i)) {
+      // Kill the runtime while a claim is held mid-forward (waiting up to 10 s for one), then
+      // start it again on the same storage. Sends wait for it; those in flight fail and are
+      // retried; the held claims are taken over when their lease runs out.
+      const deadline = Date.now() + 10_000;
+      while (origin.midForward(o.forwardTimeoutMs * 0.8) === 0 && Date.now() < deadline) await sleep(10);
+      restarting = worker.restart().then(() => { restarts += 1; });
+      await restarting;
+    }
+    const payload = eventPayload(events[i]);
+    const copies = 1 + Math.floor(rand() * o.maxDuplicates);
+    for (let c = 0; c < copies; c += 1) {
+      // Some copies at once (overlapping retries), some later.
+      const later = c > 0 && rand() < 0.5;
+      all.push(chain(events[i], payload, later ? 200 + rand() * 3_000 : 0));
+    }
+  }
+  await Promise.all(all);
+  await sleep(500);
+  agent.destroy();
+  const log = worker.logLines();
+  await worker.dispose();
+  await origin.close();
+  return { options: o, history: { events, deliveries, chains, origin: origin.records, log, restarts } };
+}
