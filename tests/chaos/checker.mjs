@@ -6,7 +6,7 @@
  *   events: [eventId],
  *   deliveries: [{ eventId, status | undefined, error | undefined }],   // every send
  *   chains: [{ eventId, finished: bool }],                              // Stripe-like retry loops
- *   origin: [{ eventId, receivedAt, takeover: bool, status, delivered: bool }],
+ *   origin: [{ eventId, receivedAt, takeover: bool, status (undefined: never answered), delivered: bool }],
  *   log: [worker log line objects],
  *   restarts: number,
  * }
@@ -57,7 +57,8 @@ export function check(history) {
     ['connection errors (runtime restarting)', connectionErrors],
     ...[...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([s, n]) => [`answers ${s}`, n]),
     ['origin attempts', history.origin.length],
-    ['origin failures answered (non-2xx)', history.origin.filter((r) => r.status < 200 || r.status >= 300).length],
+    ['origin failures answered (non-2xx)', history.origin.filter((r) => r.status !== undefined && (r.status < 200 || r.status >= 300)).length],
+    ['forwards cut off by a restart (never answered)', history.origin.filter((r) => r.status === undefined).length],
     ...[...successCounts.entries()].sort((a, b) => a[0] - b[0]).map(([n, events]) => [`events with ${n} origin success${n === 1 ? '' : 'es'}`, events]),
     ['late origin successes (answered after the worker timed out)', lateSuccesses],
     ['takeovers', takeovers],

@@ -24,6 +24,8 @@ export function random(seed) {
 /** The recording origin: fails `failureRate` of requests (500), stalls `slowRate` of them. */
 async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
   const records = [];
+  let hold = null; // { resolve }: the next request is held (never answered) and reported
+
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
@@ -38,6 +40,16 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
         delivered: false,
       };
       records.push(record);
+      if (hold) {
+        // Held for a restart: the worker dies while this claim waits on the origin.
+        const { resolve } = hold;
+        hold = null;
+        record.held = true;
+        record.answered = true;
+        record.status = undefined; // it never answers
+        resolve(record);
+        return;
+      }
       res.on('finish', () => { record.delivered = !res.socket || !res.socket.destroyed; });
       const answer = () => {
         record.answered = true;
@@ -55,10 +67,9 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     records,
-    /** Forwards received within `ms` and not answered yet: claims held mid-forward. */
-    midForward(ms) {
-      const since = performance.now() - ms;
-      return records.filter((r) => !r.answered && r.receivedAt > since).length;
+    /** Holds the next forward unanswered; resolves with its record when it arrives. */
+    holdNext() {
+      return new Promise((resolve) => { hold = { resolve }; });
     },
     async close() {
       for (const s of sockets) s.destroy();
@@ -165,13 +176,13 @@ export async function runChaos(options) {
     // Start events as earlier ones finish, so that the load stays near the concurrency.
     while (active >= o.concurrency) await new Promise((resolve) => idle.push(resolve));
     if (restartAt.has(i)) {
-      // Kill the runtime while a claim is held mid-forward (waiting up to 10 s for one), then
-      // start it again on the same storage. Sends wait for it; those in flight fail and are
-      // retried; the held claims are taken over when their lease runs out.
-      const deadline = Date.now() + 10_000;
-      while (origin.midForward(o.forwardTimeoutMs * 0.8) === 0 && Date.now() < deadline) await sleep(10);
-      restarting = worker.restart().then(() => { restarts += 1; });
-      await restarting;
+      // Kill the runtime while a claim is held mid-forward: the origin holds the next forward,
+      // and when it arrives the runtime is restarted on the same storage. Sends wait for it;
+      // those in flight fail and are retried; the held claim is taken over when its lease ends.
+      all.push(origin.holdNext().then(async () => {
+        restarting = worker.restart().then(() => { restarts += 1; });
+        await restarting;
+      }));
     }
     const payload = eventPayload(events[i]);
     const copies = 1 + Math.floor(rand() * o.maxDuplicates);
