@@ -116,6 +116,36 @@ pub enum AuthorityReply {
     },
 }
 
+/// A claim this request won: what it needs to forward and then settle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Won {
+    /// The claim's fence, for the finalize or release.
+    pub fence: Fence,
+    /// Which attempt of the key this is (1 for the first).
+    pub attempt: u32,
+    /// True when an earlier claim's lease ran out.
+    pub takeover: bool,
+}
+
+impl AuthorityReply {
+    /// The won claim, if this reply is `Claimed`.
+    pub fn won(&self) -> Option<Won> {
+        match self {
+            AuthorityReply::Claim(ClaimOutcome::Claimed {
+                fence,
+                attempt,
+                takeover,
+                ..
+            }) => Some(Won {
+                fence: fence.clone(),
+                attempt: *attempt,
+                takeover: *takeover,
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl From<StoreError> for AuthorityReply {
     fn from(error: StoreError) -> Self {
         match error {

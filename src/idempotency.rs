@@ -8,8 +8,8 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::authority::AuthorityReply;
-use crate::claim::{CachedResponse, ClaimOutcome, Fence, Millis};
+use crate::authority::{AuthorityReply, Won};
+use crate::claim::{CachedResponse, ClaimOutcome, Millis};
 use crate::webhook::retry_after_seconds;
 
 /// The request header carrying the key.
@@ -244,44 +244,29 @@ impl Problem {
     }
 }
 
-/// What to do after the claim authority answered a keyed request's claim.
+/// Why a keyed request is not run at the origin.
 #[derive(Clone, Debug, PartialEq)]
-pub enum AfterClaim {
-    /// Run the request at the origin, then settle with `fence`.
-    Forward {
-        /// The claim's fence.
-        fence: Fence,
-        /// The attempt number.
-        attempt: u32,
-        /// True when an earlier claim's lease ran out.
-        takeover: bool,
-    },
+pub enum Declined {
     /// Replay this answer, with the replay marker; the origin is not called.
     Replay(CachedResponse),
     /// Answer with this problem.
     Refuse(Problem),
 }
 
-/// Decides from the claim reply: run, replay, in flight (409), reused key (422), or a store
-/// failure (503 + Retry-After when retryable, else 500).
-pub fn after_claim(reply: AuthorityReply, now: Millis) -> AfterClaim {
-    match reply {
-        AuthorityReply::Claim(ClaimOutcome::Claimed {
-            fence,
-            attempt,
-            takeover,
-            ..
-        }) => AfterClaim::Forward {
-            fence,
-            attempt,
-            takeover,
-        },
+/// Decides from the claim reply: a won claim is run at the origin (`Ok`); otherwise replay,
+/// in flight (409), reused key (422), or a store failure (503 + Retry-After when retryable,
+/// else 500).
+pub fn after_claim(reply: AuthorityReply, now: Millis) -> Result<Won, Declined> {
+    if let Some(won) = reply.won() {
+        return Ok(won);
+    }
+    Err(match reply {
         AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {
             response: Some(response),
             ..
-        }) => AfterClaim::Replay(response),
+        }) => Declined::Replay(response),
         AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed { response: None, .. }) => {
-            AfterClaim::Refuse(Problem::new(
+            Declined::Refuse(Problem::new(
                 500,
                 "store-failed",
                 "Idempotency store failure",
@@ -289,7 +274,7 @@ pub fn after_claim(reply: AuthorityReply, now: Millis) -> AfterClaim {
             ))
         }
         AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { lease_expires_at }) => {
-            AfterClaim::Refuse(Problem {
+            Declined::Refuse(Problem {
                 retry_after: Some(retry_after_seconds(lease_expires_at, now)),
                 ..Problem::new(
                     409,
@@ -299,14 +284,14 @@ pub fn after_claim(reply: AuthorityReply, now: Millis) -> AfterClaim {
                 )
             })
         }
-        AuthorityReply::Claim(ClaimOutcome::FingerprintMismatch) => AfterClaim::Refuse(Problem::new(
+        AuthorityReply::Claim(ClaimOutcome::FingerprintMismatch) => Declined::Refuse(Problem::new(
             422,
             "idempotency-key-reused",
             "Idempotency-Key reused",
             "this Idempotency-Key was used with a different request (method, path, query, content type or body)",
         )),
-        other => AfterClaim::Refuse(store_problem(&other)),
-    }
+        other => Declined::Refuse(store_problem(&other)),
+    })
 }
 
 /// The problem for a store failure (503 + Retry-After when retryable, else 500).

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Value};
 
-use crate::authority::{settle_word, AuthorityReply};
-use crate::claim::{ClaimOutcome, Fence, Millis};
+use crate::authority::{settle_word, AuthorityReply, Won};
+use crate::claim::{ClaimOutcome, Millis};
 use crate::config::ConfigProblem;
 use crate::origin::OriginResult;
 use crate::stripe::envelope::EnvelopeError;
@@ -87,46 +87,22 @@ pub fn retry_after_seconds(until: Millis, now: Millis) -> u64 {
     until.saturating_sub(now).div_ceil(1_000).max(1)
 }
 
-/// What to do after the claim authority answered a claim.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AfterClaim {
-    /// This delivery won: forward it, then settle with `fence`.
-    Forward {
-        /// The claim's fence.
-        fence: Fence,
-        /// The attempt number (1 for the first).
-        attempt: u32,
-        /// True when an earlier claim's lease ran out.
-        takeover: bool,
-    },
-    /// Answer at once, forwarding nothing.
-    Answer(Answer),
-}
-
-/// Decides from the claim reply: forward, or answer duplicate (200), in flight (409), store
-/// failure (503 + Retry-After when retryable, 500 when not).
-pub fn after_claim(reply: AuthorityReply, now: Millis) -> AfterClaim {
+/// Decides from the claim reply: a won claim is forwarded (`Ok`); otherwise the answer is
+/// duplicate (200), in flight (409), or a store failure (503 + Retry-After when retryable, 500
+/// when not).
+pub fn after_claim(reply: AuthorityReply, now: Millis) -> Result<Won, Answer> {
+    if let Some(won) = reply.won() {
+        return Ok(won);
+    }
     match reply {
-        AuthorityReply::Claim(ClaimOutcome::Claimed {
-            fence,
-            attempt,
-            takeover,
-            ..
-        }) => AfterClaim::Forward {
-            fence,
-            attempt,
-            takeover,
-        },
-        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed { .. }) => {
-            AfterClaim::Answer(Answer {
-                status: 200,
-                body: json!({ "status": "duplicate" }),
-                retry_after: None,
-                outcome: "duplicate",
-            })
-        }
+        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed { .. }) => Err(Answer {
+            status: 200,
+            body: json!({ "status": "duplicate" }),
+            retry_after: None,
+            outcome: "duplicate",
+        }),
         AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { lease_expires_at }) => {
-            AfterClaim::Answer(Answer {
+            Err(Answer {
                 retry_after: Some(retry_after_seconds(lease_expires_at, now)),
                 ..Answer::error(
                     409,
@@ -135,7 +111,7 @@ pub fn after_claim(reply: AuthorityReply, now: Millis) -> AfterClaim {
                 )
             })
         }
-        other => AfterClaim::Answer(store_failure_answer(&other)),
+        other => Err(store_failure_answer(&other)),
     }
 }
 
@@ -223,15 +199,15 @@ mod tests {
                 }),
                 0
             ),
-            AfterClaim::Forward {
+            Ok(Won {
                 fence,
                 attempt: 1,
                 takeover: false
-            }
+            })
         );
         let status = |reply| match after_claim(reply, 1_000) {
-            AfterClaim::Answer(a) => (a.status, a.retry_after, a.outcome),
-            AfterClaim::Forward { .. } => panic!("forwarded"),
+            Err(a) => (a.status, a.retry_after, a.outcome),
+            Ok(_) => panic!("forwarded"),
         };
         assert_eq!(
             status(AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {

@@ -1,7 +1,8 @@
 //! Host tests of the Idempotency-Key rules.
 
 use super::*;
-use crate::claim::FinalizeOutcome;
+use crate::authority::Won;
+use crate::claim::{Fence, FinalizeOutcome};
 
 #[test]
 fn keys_bare_and_quoted() {
@@ -158,11 +159,11 @@ fn claim_replies_map_to_actions() {
             }),
             0
         ),
-        AfterClaim::Forward {
+        Ok(Won {
             fence,
             attempt: 1,
             takeover: false
-        }
+        })
     );
     let cached = to_cache(201, &[], b"x", 10);
     assert_eq!(
@@ -173,10 +174,10 @@ fn claim_replies_map_to_actions() {
             }),
             0
         ),
-        AfterClaim::Replay(cached)
+        Err(Declined::Replay(cached))
     );
     let refused = |reply| match after_claim(reply, 0) {
-        AfterClaim::Refuse(problem) => (problem.status, problem.slug, problem.retry_after),
+        Err(Declined::Refuse(problem)) => (problem.status, problem.slug, problem.retry_after),
         other => panic!("{other:?}"),
     };
     assert_eq!(

@@ -12,7 +12,7 @@ use super::settle::{self, Settle};
 use crate::authority::{settle_word, AuthorityReply, AuthorityRequest};
 use crate::claim::{CachedResponse, Fence, Nonce};
 use crate::config::{ApiConfig, Config};
-use crate::idempotency::{self as idem, AfterClaim, Problem};
+use crate::idempotency::{self as idem, Declined, Problem};
 use crate::log_line::LogLine;
 use crate::origin::OriginResult;
 
@@ -134,27 +134,23 @@ async fn handle(
     if let AuthorityReply::StoreFailed { detail, .. } = &reply {
         line.detail = Some(detail.clone());
     }
-    let (fence, attempt, takeover) = match idem::after_claim(reply, Date::now().as_millis()) {
-        AfterClaim::Replay(cached) => {
+    let won = match idem::after_claim(reply, Date::now().as_millis()) {
+        Ok(won) => won,
+        Err(Declined::Replay(cached)) => {
             line.outcome = "replayed";
             return replay(&cached).map_err(internal);
         }
-        AfterClaim::Refuse(problem) => return Err(problem),
-        AfterClaim::Forward {
-            fence,
-            attempt,
-            takeover,
-        } => (fence, attempt, takeover),
+        Err(Declined::Refuse(problem)) => return Err(problem),
     };
-    line.attempt = Some(attempt);
-    line.takeover = Some(takeover);
+    line.attempt = Some(won.attempt);
+    line.takeover = Some(won.takeover);
     let outgoing_headers = copy_request_headers(headers).map_err(internal)?;
     let work = Keyed {
         config,
         api,
         client,
         scope,
-        fence,
+        fence: won.fence,
         target,
         method,
         headers: outgoing_headers,

@@ -10,13 +10,13 @@ use super::log;
 use super::metrics;
 use super::respond;
 use super::settle::{self, Settle};
-use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::{Fence, Nonce};
+use crate::authority::{AuthorityReply, AuthorityRequest, Won};
+use crate::claim::Nonce;
 use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::origin::OriginResult;
 use crate::stripe::{envelope, signature};
-use crate::webhook::{self, AfterClaim, Answer, Refusal};
+use crate::webhook::{self, Answer, Refusal};
 
 /// Headers added to the forwarded event.
 const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
@@ -127,16 +127,12 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
     if let AuthorityReply::StoreFailed { detail, .. } = &reply {
         line.detail = Some(detail.clone());
     }
-    let (fence, attempt, takeover) = match webhook::after_claim(reply, Date::now().as_millis()) {
-        AfterClaim::Answer(answer) => return answer,
-        AfterClaim::Forward {
-            fence,
-            attempt,
-            takeover,
-        } => (fence, attempt, takeover),
+    let won = match webhook::after_claim(reply, Date::now().as_millis()) {
+        Ok(won) => won,
+        Err(answer) => return answer,
     };
-    line.attempt = Some(attempt);
-    line.takeover = Some(takeover);
+    line.attempt = Some(won.attempt);
+    line.takeover = Some(won.takeover);
 
     // Forward and settle inside waitUntil, so the claim is finalized or released even if the
     // sender hangs up; this request waits for the result to answer.
@@ -144,9 +140,7 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
         config,
         client,
         event_id: event.id,
-        fence,
-        attempt,
-        takeover,
+        won,
         body,
         signature: signature_header.unwrap_or_default(),
         content_type: headers
@@ -184,9 +178,7 @@ struct Claimed {
     config: Config,
     client: AuthorityClient,
     event_id: String,
-    fence: Fence,
-    attempt: u32,
-    takeover: bool,
+    won: Won,
     body: Vec<u8>,
     signature: String,
     content_type: String,
@@ -227,7 +219,7 @@ impl Claimed {
         let settle_reply = settle::settle(
             &self.client,
             &self.event_id,
-            self.fence,
+            self.won.fence,
             self.config.webhook_claims,
             how,
         )
@@ -255,10 +247,10 @@ impl Claimed {
         headers.set("content-type", &self.content_type)?;
         headers.set(signature::HEADER, &self.signature)?;
         headers.set(EVENT_ID_HEADER, &self.event_id)?;
-        headers.set(ATTEMPT_HEADER, &self.attempt.to_string())?;
+        headers.set(ATTEMPT_HEADER, &self.won.attempt.to_string())?;
         headers.set(
             TAKEOVER_HEADER,
-            if self.takeover { "true" } else { "false" },
+            if self.won.takeover { "true" } else { "false" },
         )?;
         Ok(headers)
     }
