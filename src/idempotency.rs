@@ -147,6 +147,20 @@ pub fn is_final(status: u16) -> bool {
         || ((400..500).contains(&status) && !matches!(status, 408 | 409 | 425 | 429))
 }
 
+/// Largest origin answer to a keyed request the worker reads (it holds it in memory to return
+/// it and to cache it). A larger one is answered 502 `origin-answer-too-large`; if it was
+/// final, the key is finalized with its status and headers only.
+pub const MAX_ANSWER_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The safe headers of a response, lower-cased, in order.
+pub fn cached_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| CACHED_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
+        .collect()
+}
+
 /// The answer to keep for a final origin response: the safe headers, and the body unless it is
 /// larger than `max_body` bytes (then only status and headers are kept, `body_omitted`).
 pub fn to_cache(
@@ -155,11 +169,7 @@ pub fn to_cache(
     body: &[u8],
     max_body: u64,
 ) -> CachedResponse {
-    let headers = headers
-        .iter()
-        .filter(|(name, _)| CACHED_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-        .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
-        .collect();
+    let headers = cached_headers(headers);
     let body_omitted = body.len() as u64 > max_body;
     CachedResponse {
         status,

@@ -178,6 +178,26 @@ describe('keyed requests', () => {
     assert.equal(calls(path).length, 1);
   });
 
+  test('redirects are answers, never followed, and a 3xx is not cached', async () => {
+    const path = `/api/moved/${randomUUID()}`;
+    behaviour.set(path, () => ({ status: 303, headers: { location: '/api/somewhere-else' }, body: '' }));
+    const key = randomUUID();
+    const first = await call(`${worker.url}${path}`, {
+      method: 'POST', redirect: 'manual', headers: { 'idempotency-key': key, authorization: 'Bearer alice' }, body: 'x',
+    });
+    assert.equal(first.status, 303);
+    assert.equal(first.headers.get('location'), '/api/somewhere-else');
+    const again = await call(`${worker.url}${path}`, {
+      method: 'POST', redirect: 'manual', headers: { 'idempotency-key': key, authorization: 'Bearer alice' }, body: 'x',
+    });
+    assert.equal(again.status, 303);
+    assert.equal(again.headers.get('idempotent-replayed'), null, 'a 3xx releases the key');
+    assert.equal(calls(path).length, 2);
+    assert.equal(calls('/api/somewhere-else').length, 0, 'never followed');
+    const get = await call(`${worker.url}${path}`, { redirect: 'manual' });
+    assert.equal(get.status, 303, 'pass-through keeps the redirect too');
+  });
+
   test('invalid keys are 400 problems, and nothing reaches the origin', async () => {
     const path = `/api/invalid/${randomUUID()}`;
     for (const key of ['', 'k'.repeat(256), 'tab\there', 'caf\u00e9', '"unterminated']) {

@@ -144,6 +144,29 @@ describe('webhook deliveries', () => {
     }
   });
 
+  test('an origin redirect is an answer, never followed: 502, released, nothing sent elsewhere', async () => {
+    const elsewhere = await startOrigin();
+    try {
+      const id = eventId('redirect');
+      let calls = 0;
+      behaviour.set(id, () => {
+        calls += 1;
+        return calls === 1
+          ? { status: 301, headers: { location: `${elsewhere.url}/moved` }, body: '' }
+          : { status: 200 };
+      });
+      const payload = eventPayload(id);
+      const first = await deliver(worker, payload, { secret: SECRET });
+      assert.equal(first.status, 502);
+      assert.equal(first.json.origin_status, 301);
+      assert.equal((await record(worker, id)).state, 'released');
+      assert.equal(elsewhere.requests.length, 0, 'the signed event went nowhere else');
+      assert.equal((await deliver(worker, payload, { secret: SECRET })).json.status, 'processed');
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   test('wrong method and unknown paths', async () => {
     const get = await call(`${worker.url}/webhooks/stripe`);
     assert.equal(get.status, 405);

@@ -1,11 +1,11 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL`.
 
-use worker::{Context, Date, Env, Headers, Method, Request, RequestInit, Response, Result};
+use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::body::{self, TooLarge};
 use super::env_config;
-use super::forward::{self, Forwarded, Outgoing, HOP_BY_HOP};
+use super::forward::{self, Forwarded, OriginAnswer, Outgoing, Read, HOP_BY_HOP};
 use super::log;
 use super::metrics;
 use super::settle::{self, Settle};
@@ -92,7 +92,7 @@ async fn handle(
         (true, None) if api.key_required => return Err(Problem::missing_key()),
         _ => {
             line.outcome = "passed_through";
-            return pass_through(req, &target).await.map_err(internal);
+            return pass_through(req, &target, config.forward_timeout_ms, line).await;
         }
     };
     let key = idem::parse_key(&raw_key).map_err(Problem::invalid_key)?;
@@ -168,6 +168,18 @@ async fn handle(
         line.level = "warn";
     }
     match (forwarded.result, forwarded.answer) {
+        (OriginResult::Responded { status }, Some(answer)) if answer.too_large => {
+            line.origin_status = Some(status);
+            Err(Problem::new(
+                502,
+                "origin-answer-too-large",
+                "Origin answer too large",
+                format!(
+                    "the API origin's answer is larger than {} bytes; a final one is kept as status and headers only",
+                    idem::MAX_ANSWER_BYTES
+                ),
+            ))
+        }
         (OriginResult::Responded { status }, Some(answer)) => {
             line.origin_status = Some(status);
             line.outcome = if idem::is_final(status) {
@@ -177,22 +189,27 @@ async fn handle(
             };
             fresh_response(answer.status, &answer.headers, &answer.body).map_err(internal)
         }
-        (OriginResult::TimedOut, _) => Err(Problem::new(
+        (result, _) => Err(origin_problem(&result, line)),
+    }
+}
+
+/// The problem for a forward that got no answer: 504 on time-out, 502 otherwise.
+fn origin_problem(result: &OriginResult, line: &mut LogLine) -> Problem {
+    if *result == OriginResult::TimedOut {
+        return Problem::new(
             504,
             "origin-timeout",
             "Origin timed out",
             "the API origin did not answer in time; the request may be retried with the same key",
-        )),
-        (result, _) => {
-            line.detail = Some(result.release_reason());
-            Err(Problem::new(
-                502,
-                "origin-unreachable",
-                "Origin unreachable",
-                "the API origin could not be reached; the request may be retried with the same key",
-            ))
-        }
+        );
     }
+    line.detail = Some(result.release_reason());
+    Problem::new(
+        502,
+        "origin-unreachable",
+        "Origin unreachable",
+        "the API origin could not be reached; the request may be retried with the same key",
+    )
 }
 
 /// A won claim for a keyed request, with everything needed to run it and settle.
@@ -216,20 +233,31 @@ impl Keyed {
                 url: &self.target,
                 method: self.method,
                 headers: self.headers,
-                body: has_body.then_some(self.body),
+                body: has_body.then(|| forward::bytes_body(&self.body)),
                 timeout_ms: self.config.forward_timeout_ms,
             },
-            true,
+            Read::Whole {
+                cap: idem::MAX_ANSWER_BYTES,
+            },
         )
         .await;
         let how = match (&forwarded.result, &forwarded.answer) {
             (OriginResult::Responded { status }, Some(answer)) if idem::is_final(*status) => {
-                Settle::Finalize(Some(idem::to_cache(
-                    answer.status,
-                    &answer.headers,
-                    &answer.body,
-                    self.api.max_response_bytes,
-                )))
+                Settle::Finalize(Some(if answer.too_large {
+                    CachedResponse {
+                        status: answer.status,
+                        headers: idem::cached_headers(&answer.headers),
+                        body: Vec::new(),
+                        body_omitted: true,
+                    }
+                } else {
+                    idem::to_cache(
+                        answer.status,
+                        &answer.headers,
+                        &answer.body,
+                        self.api.max_response_bytes,
+                    )
+                }))
             }
             (result, _) => Settle::Release(result.release_reason()),
         };
@@ -250,16 +278,40 @@ fn copy_request_headers(from: &Headers) -> Result<Headers> {
     Ok(headers)
 }
 
-/// Sends the request to the origin untouched (body streamed) and returns its answer as is.
-async fn pass_through(req: Request, target: &str) -> Result<Response> {
-    let mut init = RequestInit::new();
-    init.with_method(req.method())
-        .with_headers(copy_request_headers(req.headers())?);
-    if let Some(stream) = req.inner().body() {
-        init.with_body(Some(stream.into()));
+/// Sends the request to the origin untouched (body streamed) and returns its answer as is,
+/// redirects included; 504 / 502 problems when it does not answer in time or at all.
+async fn pass_through(
+    req: Request,
+    target: &str,
+    timeout_ms: u64,
+    line: &mut LogLine,
+) -> std::result::Result<Response, Problem> {
+    let headers = copy_request_headers(req.headers()).map_err(internal)?;
+    let forwarded = forward::send(
+        Outgoing {
+            url: target,
+            method: req.method(),
+            headers,
+            body: req.inner().body().map(Into::into),
+            timeout_ms,
+        },
+        Read::Stream,
+    )
+    .await;
+    line.origin_ms = Some(forwarded.ms);
+    match (forwarded.result, forwarded.answer) {
+        (
+            OriginResult::Responded { status },
+            Some(OriginAnswer {
+                response: Some(response),
+                ..
+            }),
+        ) => {
+            line.origin_status = Some(status);
+            Ok(response)
+        }
+        (result, _) => Err(origin_problem(&result, line)),
     }
-    let outgoing = Request::new_with_init(target, &init)?;
-    worker::Fetch::Request(outgoing).send().await
 }
 
 /// The origin's first answer, passed to the client (its body already read and decoded).

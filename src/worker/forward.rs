@@ -1,9 +1,18 @@
 //! Sending a request to an origin with a time-out; shared by both front doors.
+//!
+//! Redirects are never followed: an origin's 3xx is its answer. (Following one would turn a
+//! POST into a GET elsewhere, or send a signed event to another host, and its 200 would be
+//! taken for the origin's.)
 
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use worker::{AbortController, Date, Delay, Fetch, Headers, Method, Request, RequestInit};
+use futures_util::StreamExt;
+use wasm_bindgen::JsValue;
+use worker::{
+    AbortController, AbortSignal, Date, Delay, Fetch, Headers, Method, Request, RequestInit,
+    RequestRedirect, Response,
+};
 
 use crate::origin::OriginResult;
 
@@ -29,39 +38,61 @@ pub struct Outgoing<'a> {
     pub method: Method,
     /// Headers to send.
     pub headers: Headers,
-    /// The body, byte for byte.
-    pub body: Option<Vec<u8>>,
-    /// Time-out for the whole exchange.
+    /// The body: bytes (`Uint8Array`) or a stream, as a JS value.
+    pub body: Option<JsValue>,
+    /// Time-out for the exchange (the answer's head, and its body when read).
     pub timeout_ms: u64,
 }
 
-/// The origin's answer, read whole.
+/// How much of the origin's answer to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// Only its status and headers.
+    Head,
+    /// Its whole body, up to `cap` bytes (more is `too_large`, not read further).
+    Whole {
+        /// The most bytes read.
+        cap: u64,
+    },
+    /// The response itself, its body left to stream to the client.
+    Stream,
+}
+
+/// The origin's answer.
 pub struct OriginAnswer {
     /// Its status.
     pub status: u16,
     /// Its headers, as received (hop-by-hop ones left out).
     pub headers: Vec<(String, String)>,
-    /// Its body.
+    /// Its body (`Read::Whole` only).
     pub body: Vec<u8>,
+    /// True when the body was larger than the cap (`Read::Whole`); `body` is then empty.
+    pub too_large: bool,
+    /// The response itself (`Read::Stream` only).
+    pub response: Option<Response>,
 }
 
 /// How a forward ended and what the origin answered.
 pub struct Forwarded {
     /// How it ended.
     pub result: OriginResult,
-    /// The answer, when the origin answered (its body read only when asked for).
+    /// The answer, when the origin answered.
     pub answer: Option<OriginAnswer>,
     /// How long it took, in milliseconds.
     pub ms: u64,
 }
 
-/// Sends `outgoing` and waits at most its time-out for the answer, and for its body too when
-/// `read_body` is set.
-pub async fn send(outgoing: Outgoing<'_>, read_body: bool) -> Forwarded {
+/// Bytes as a request body.
+pub fn bytes_body(bytes: &[u8]) -> JsValue {
+    js_sys::Uint8Array::from(bytes).into()
+}
+
+/// Sends `outgoing` and waits at most its time-out for the answer (and its body, per `read`).
+pub async fn send(outgoing: Outgoing<'_>, read: Read) -> Forwarded {
     let started = Date::now().as_millis();
     let timeout_ms = outgoing.timeout_ms;
     let controller = AbortController::default();
-    let exchange = Box::pin(exchange(outgoing, controller.signal(), read_body));
+    let exchange = Box::pin(exchange(outgoing, controller.signal(), read));
     let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
     let finished = match select(exchange, timer).await {
         Either::Left((finished, _)) => Some(finished),
@@ -94,15 +125,14 @@ pub async fn send(outgoing: Outgoing<'_>, read_body: bool) -> Forwarded {
 
 async fn exchange(
     outgoing: Outgoing<'_>,
-    signal: worker::AbortSignal,
-    read_body: bool,
+    signal: AbortSignal,
+    read: Read,
 ) -> worker::Result<OriginAnswer> {
     let mut init = RequestInit::new();
     init.with_method(outgoing.method)
-        .with_headers(outgoing.headers);
-    if let Some(body) = outgoing.body {
-        init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-    }
+        .with_headers(outgoing.headers)
+        .with_redirect(RequestRedirect::Manual)
+        .with_body(outgoing.body);
     let request = Request::new_with_init(outgoing.url, &init)?;
     let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
     let headers = response
@@ -110,14 +140,30 @@ async fn exchange(
         .entries()
         .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
         .collect();
-    let body = if read_body {
-        response.bytes().await?
-    } else {
-        Vec::new()
-    };
-    Ok(OriginAnswer {
-        status: response.status_code(),
+    let status = response.status_code();
+    let mut answer = OriginAnswer {
+        status,
         headers,
-        body,
-    })
+        body: Vec::new(),
+        too_large: false,
+        response: None,
+    };
+    match read {
+        Read::Head => {}
+        Read::Stream => answer.response = Some(response),
+        Read::Whole { cap } => {
+            if let Ok(mut stream) = response.stream() {
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk?;
+                    if (answer.body.len() + chunk.len()) as u64 > cap {
+                        answer.body = Vec::new();
+                        answer.too_large = true;
+                        break;
+                    }
+                    answer.body.extend_from_slice(&chunk);
+                }
+            }
+        }
+    }
+    Ok(answer)
 }

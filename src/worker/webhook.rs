@@ -5,7 +5,7 @@ use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 use super::authority_client::AuthorityClient;
 use super::body::{self, TooLarge};
 use super::env_config;
-use super::forward::{self, Outgoing};
+use super::forward::{self, Outgoing, Read};
 use super::log;
 use super::metrics;
 use super::respond;
@@ -201,10 +201,10 @@ impl Claimed {
                         url: &self.config.origin_url,
                         method: Method::Post,
                         headers,
-                        body: Some(self.body),
+                        body: Some(forward::bytes_body(&self.body)),
                         timeout_ms: self.config.forward_timeout_ms,
                     },
-                    false,
+                    Read::Head,
                 )
                 .await;
                 (forwarded.result, forwarded.ms)
