@@ -12,6 +12,9 @@ pub const DEFAULT_RETENTION_HOURS: f64 = 30.0 * 24.0;
 pub const MIN_SAFE_RETENTION_HOURS: f64 = 72.0;
 /// Default time-out of a forward to the origin.
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 25_000;
+/// Longest forward time-out: the runtime gives `waitUntil` work 30 s after the sender hangs up,
+/// and the finalize or release must still fit in after the forward.
+pub const MAX_FORWARD_TIMEOUT_MS: u64 = 25_000;
 /// Default tolerance on the age of a `Stripe-Signature` timestamp, as Stripe's libraries use.
 pub const DEFAULT_SIGNATURE_TOLERANCE_SECONDS: u64 = 300;
 /// Default cap on a webhook body.
@@ -134,10 +137,7 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
         match text.parse::<u64>() {
             Ok(value) if (min..=max).contains(&value) => value,
             _ => {
-                self.problem(
-                    key,
-                    format!("{text:?} is not a whole number from {min} to {max}"),
-                );
+                self.problem(key, format!("not a whole number from {min} to {max}"));
                 default
             }
         }
@@ -152,7 +152,7 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
             _ => {
                 self.problem(
                     key,
-                    format!("{text:?} is not a number of hours above 0 and at most {MAX_RETENTION_HOURS}"),
+                    "not a number of hours above 0 and at most 8784 (366 days)",
                 );
                 default
             }
@@ -163,8 +163,8 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
         match self.raw(key).as_deref() {
             None | Some("false") => false,
             Some("true") => true,
-            Some(other) => {
-                self.problem(key, format!("{other:?} is not `true` or `false`"));
+            Some(_) => {
+                self.problem(key, "not `true` or `false`");
                 false
             }
         }
@@ -187,10 +187,8 @@ impl Config {
         if retention_hours < MIN_SAFE_RETENTION_HOURS && !allow_short {
             r.problem(
                 "RETENTION_HOURS",
-                format!(
-                    "{retention_hours} h is shorter than Stripe's 3-day retries, so a late retry \
-                     could run an event twice; set ALLOW_SHORT_RETENTION=true to force it"
-                ),
+                "shorter than Stripe's 3-day retries, so a late retry could run an event twice; \
+                 set ALLOW_SHORT_RETENTION=true to force it",
             );
         }
         let lease_ms = lease_seconds * 1_000;
@@ -205,7 +203,7 @@ impl Config {
             "FORWARD_TIMEOUT_MS",
             DEFAULT_FORWARD_TIMEOUT_MS,
             1,
-            u64::MAX,
+            MAX_FORWARD_TIMEOUT_MS,
         );
         if forward_timeout_ms >= lease_ms {
             r.problem(
@@ -263,10 +261,7 @@ impl Config {
             }
             Some(text) => {
                 if !is_http_url(&text) {
-                    r.problem(
-                        "ORIGIN_URL",
-                        format!("{text:?} is not an absolute http:// or https:// URL"),
-                    );
+                    r.problem("ORIGIN_URL", "not an absolute http:// or https:// URL");
                 }
                 text
             }
@@ -274,10 +269,7 @@ impl Config {
         let test_routes = r.flag("ENABLE_TEST_ROUTES");
         let api = r.raw("API_ORIGIN_URL").map(|origin_url| {
             if !is_http_url(&origin_url) {
-                r.problem(
-                    "API_ORIGIN_URL",
-                    format!("{origin_url:?} is not an absolute http:// or https:// URL"),
-                );
+                r.problem("API_ORIGIN_URL", "not an absolute http:// or https:// URL");
             }
             let retention_hours = r.hours(
                 "IDEMPOTENCY_RETENTION_HOURS",
@@ -305,10 +297,7 @@ impl Config {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
             {
-                r.problem(
-                    "IDEMPOTENCY_CLIENT_HEADER",
-                    format!("{client_header:?} is not a header name"),
-                );
+                r.problem("IDEMPOTENCY_CLIENT_HEADER", "not a header name");
             }
             ApiConfig {
                 origin_url: origin_url.trim_end_matches('/').to_owned(),
@@ -431,6 +420,31 @@ mod tests {
         assert!(!problems.iter().any(|p| p.problem.contains("whsec_")
             && p.key == "STRIPE_WEBHOOK_SECRET"
             && p.problem.contains("whsec_a")));
+    }
+
+    #[test]
+    fn problems_never_repeat_the_value() {
+        let problems = load(&[
+            ("ORIGIN_URL", "no-scheme?token=s3cr3t"),
+            ("API_ORIGIN_URL", "also?token=s3cr3t"),
+            ("LEASE_SECONDS", "s3cr3t"),
+            ("ENABLE_TEST_ROUTES", "s3cr3t"),
+            ("IDEMPOTENCY_CLIENT_HEADER", "s3cr3t header"),
+        ])
+        .unwrap_err();
+        assert_eq!(problems.len(), 5);
+        assert!(
+            problems.iter().all(|p| !p.problem.contains("s3cr3t")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn the_forward_time_out_fits_in_the_runtime_s_grace_period() {
+        assert_eq!(
+            keys(load(&[("FORWARD_TIMEOUT_MS", "25001")]).unwrap_err()),
+            ["FORWARD_TIMEOUT_MS"]
+        );
     }
 
     #[test]

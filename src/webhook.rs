@@ -52,6 +52,8 @@ pub enum Refusal {
         /// The configured cap.
         limit: u64,
     },
+    /// The body could not be read to its end (400).
+    UnreadableBody,
     /// The signature check failed (400).
     Signature(SignatureError),
     /// The verified body is not a usable Stripe event (400).
@@ -76,6 +78,11 @@ pub fn refusal_answer(refusal: &Refusal) -> Answer {
             413,
             "body_too_large",
             format!("the body is larger than {limit} bytes"),
+        ),
+        Refusal::UnreadableBody => Answer::error(
+            400,
+            "unreadable_body",
+            "the body could not be read to its end",
         ),
         Refusal::Signature(error) => Answer::error(400, error.code(), error.to_string()),
         Refusal::Envelope(error) => Answer::error(400, error.code(), error.to_string()),

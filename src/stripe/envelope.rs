@@ -79,17 +79,32 @@ pub fn is_event_id(id: &str) -> bool {
         })
 }
 
+/// Turns a JSON error into a refusal whose text never quotes the body: serde's own messages
+/// can repeat a value ("invalid type: string \"…\""), so only field names and positions are
+/// kept.
+fn describe(error: serde_json::Error) -> EnvelopeError {
+    let at = format!("line {} column {}", error.line(), error.column());
+    match error.classify() {
+        serde_json::error::Category::Data => {
+            let message = error.to_string();
+            let named = ["missing field `", "duplicate field `"]
+                .iter()
+                .any(|prefix| message.starts_with(prefix));
+            match message.split(" at line ").next() {
+                Some(field) if named => EnvelopeError::InvalidEnvelope(format!("{field} at {at}")),
+                _ => EnvelopeError::InvalidEnvelope(format!("a field has the wrong type at {at}")),
+            }
+        }
+        serde_json::error::Category::Eof => EnvelopeError::NotJson(format!("ends early at {at}")),
+        _ => EnvelopeError::NotJson(format!("not valid JSON at {at}")),
+    }
+}
+
 /// Reads the envelope of `body` (the raw, verified bytes). The whole body must be one JSON
 /// object; `id` and `type` are required strings, `livemode` a boolean and `created` an integer
 /// when present, `object` must be `"event"` when present; a duplicated field is refused.
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let value: Raw = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
-            EnvelopeError::InvalidEnvelope(e.to_string())
-        } else {
-            EnvelopeError::NotJson(e.to_string())
-        }
-    })?;
+    let value: Raw = serde_json::from_slice(body).map_err(describe)?;
     if value.object.as_deref().is_some_and(|o| o != "event") {
         return Err(EnvelopeError::InvalidEnvelope(
             "object is not \"event\"".into(),

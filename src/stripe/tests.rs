@@ -190,6 +190,26 @@ fn header_variants() {
 }
 
 #[test]
+fn refusals_never_quote_the_body() {
+    for body in [
+        r#"{"id":"evt_1","type":"x","livemode":"cus_secret@example.com"}"#,
+        r#"{"id":"evt_1","type":"x","created":"cus_secret@example.com"}"#,
+        r#"{"id":"evt_1","type":["cus_secret@example.com"]}"#,
+        r#"{"id":"evt_1","type":"x","object":"cus_secret@example.com"}"#,
+        r#"cus_secret@example.com"#,
+        r#"{"id":"evt_1","type":"x"}cus_secret@example.com"#,
+    ] {
+        let error = envelope::parse(body.as_bytes()).unwrap_err();
+        assert!(!error.to_string().contains("secret"), "{error}");
+    }
+    let missing = envelope::parse(br#"{"type":"x"}"#).unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "not a Stripe event: missing field `id` at line 1 column 12"
+    );
+}
+
+#[test]
 fn envelope_reads_only_what_it_needs() {
     let envelope = envelope::parse(BODY).unwrap();
     assert_eq!(envelope.id, "evt_1");

@@ -3,7 +3,7 @@
 use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
-use super::body::{self, TooLarge};
+use super::body::{self, BodyError};
 use super::env_config;
 use super::forward::{self, Forwarded, OriginAnswer, Outgoing, Read, HOP_BY_HOP};
 use super::log;
@@ -98,13 +98,19 @@ async fn handle(
     let key = idem::parse_key(&raw_key).map_err(Problem::invalid_key)?;
     let body = body::read_capped(&mut req, config.max_body_bytes)
         .await
-        .map_err(|TooLarge| {
-            Problem::new(
+        .map_err(|error| match error {
+            BodyError::TooLarge => Problem::new(
                 413,
                 "body-too-large",
                 "Request body too large",
                 format!("the body is larger than {} bytes", config.max_body_bytes),
-            )
+            ),
+            BodyError::Unreadable => Problem::new(
+                400,
+                "body-unreadable",
+                "Request body unreadable",
+                "the body could not be read to its end",
+            ),
         })?;
     let headers = req.headers();
     let client = headers.get(&api.client_header).map_err(internal)?;

@@ -44,19 +44,25 @@ impl ClaimAuthority {
         Ok(result)
     }
 
-    /// Makes sure the alarm fires no later than `wake_by`; true when it had to set it.
-    async fn ensure_alarm_by(&self, known: Alarm, wake_by: Millis) -> Result<bool> {
-        // Unknown (a new instance): set it rather than read it first. With one record per
-        // object its expiry is always the right time, and the write and the alarm are then
-        // issued with no await between them.
-        let needed = match known {
-            Alarm::At(at) => at > wake_by,
-            Alarm::None | Alarm::Unknown => true,
-        };
-        if needed {
-            self.set_alarm_at(wake_by).await?;
+    /// Makes sure an alarm is set after a write whose record expires at `wake_by`; true when it
+    /// had to set one.
+    ///
+    /// A known alarm is left as it is, whatever its time: one later than the record's expiry
+    /// deletes it a little late (a record past its expiry already counts as absent), and one
+    /// earlier finds it unexpired and re-arms itself once. Either way no second `setAlarm`, a
+    /// billed row write, on the delivery's path. Unknown (a new instance): set it rather than
+    /// read it first, so the write and the alarm go out with no await between them.
+    async fn ensure_alarm(&self, known: Alarm, wake_by: Millis) -> bool {
+        if let Alarm::At(_) = known {
+            return false;
         }
-        Ok(needed)
+        if let Err(error) = self.set_alarm_at(wake_by).await {
+            // The write stands and the answer goes out; the next write of this key sets it.
+            self.alarm.set(Alarm::Unknown);
+            log::alarm_failed(&error.to_string());
+            return false;
+        }
+        true
     }
 
     /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset).
@@ -96,7 +102,7 @@ impl DurableObject for ClaimAuthority {
             .with_store(|store| authority::handle(store, &request, now))
             .unwrap_or_else(|error| (AuthorityReply::from(error), None));
         let alarms_set = match wake_by {
-            Some(wake_by) => self.ensure_alarm_by(known, wake_by).await?,
+            Some(wake_by) => self.ensure_alarm(known, wake_by).await,
             None => false,
         };
         if self.log_usage {

@@ -37,3 +37,14 @@ pub fn usage(key: &str, op: &'static str, rows_read: u64, rows_written: u64) {
         ..LogLine::default()
     });
 }
+
+/// Logs a failed `setAlarm` after a write (the next write of the key tries again).
+pub fn alarm_failed(detail: &str) {
+    write(&LogLine {
+        level: "error",
+        route: "authority",
+        outcome: "alarm_not_set",
+        detail: Some(detail.to_owned()),
+        ..LogLine::default()
+    });
+}

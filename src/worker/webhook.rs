@@ -3,7 +3,7 @@
 use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
-use super::body::{self, TooLarge};
+use super::body::{self, BodyError};
 use super::env_config;
 use super::forward::{self, Outgoing, Read};
 use super::log;
@@ -65,7 +65,7 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
     };
     let body = match body::read_capped(req, config.max_body_bytes).await {
         Ok(body) => body,
-        Err(TooLarge) => {
+        Err(BodyError::TooLarge) => {
             return refused(
                 line,
                 Refusal::BodyTooLarge {
@@ -73,6 +73,7 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
                 },
             )
         }
+        Err(BodyError::Unreadable) => return refused(line, Refusal::UnreadableBody),
     };
     let headers = req.headers();
     let signature_header = headers.get(signature::HEADER).ok().flatten();
