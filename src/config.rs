@@ -94,6 +94,9 @@ pub struct ApiConfig {
     pub max_response_bytes: u64,
     /// Lower-case name of the header identifying the client (`IDEMPOTENCY_CLIENT_HEADER`).
     pub client_header: String,
+    /// Let keyed requests without the client header share one anonymous scope
+    /// (`IDEMPOTENCY_ALLOW_ANONYMOUS`); otherwise they are refused.
+    pub allow_anonymous: bool,
 }
 
 /// One configuration key that is missing or invalid. Never holds a secret's value.
@@ -299,7 +302,9 @@ impl Config {
             {
                 r.problem("IDEMPOTENCY_CLIENT_HEADER", "not a header name");
             }
+            let allow_anonymous = r.flag("IDEMPOTENCY_ALLOW_ANONYMOUS");
             ApiConfig {
+                allow_anonymous,
                 origin_url: origin_url.trim_end_matches('/').to_owned(),
                 claims: ClaimPolicy {
                     lease_ms,
@@ -484,6 +489,7 @@ mod tests {
         assert_eq!(api.max_response_bytes, 262_144);
         assert_eq!(api.client_header, "authorization");
         assert!(!api.key_required);
+        assert!(!api.allow_anonymous);
     }
 
     #[test]

@@ -243,6 +243,18 @@ impl Problem {
         )
     }
 
+    /// The problem for a keyed request without the header that identifies its client.
+    pub fn anonymous(header: &str) -> Problem {
+        Problem::new(
+            400,
+            "client-identity-missing",
+            "Client identity required",
+            format!(
+                "a request with an Idempotency-Key must carry the {header} header, which scopes the key to its client"
+            ),
+        )
+    }
+
     /// The problem for a missing key where one is required.
     pub fn missing_key() -> Problem {
         Problem::new(

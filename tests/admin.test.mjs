@@ -162,7 +162,7 @@ test('with the Analytics Engine binding configured, deliveries are answered as w
   assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).status, 200);
   assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'duplicate');
   assert.equal((await deliver(worker, 'x', { secret: 'whsec_wrong' })).status, 400);
-  const api = await call(`${worker.url}/api/x`, { method: 'POST', headers: { 'idempotency-key': 'm1' } });
+  const api = await call(`${worker.url}/api/x`, { method: 'POST', headers: { 'idempotency-key': 'm1', authorization: 'Bearer m' } });
   assert.equal(api.status, 200);
   assert.ok(!/error|exception/i.test(worker.output.split('\n').filter((l) => !l.includes('"level"')).join('\n')), worker.output);
 });

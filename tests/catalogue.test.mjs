@@ -58,7 +58,9 @@ const webhook = (payload, signature, extra = {}) => ({
 const signed = (payload, opts) => webhook(payload, sign(payload, opts));
 const api = (key, body = '{"amount":1}', extra = {}) => ({
   path: '/api/charges', method: 'POST', body,
-  headers: { 'content-type': 'application/json', authorization: 'Bearer client', ...(key === undefined ? {} : { 'idempotency-key': key }), ...extra },
+  headers: Object.fromEntries(Object.entries({
+    'content-type': 'application/json', authorization: 'Bearer client', 'idempotency-key': key, ...extra,
+  }).filter(([, value]) => value !== undefined)),
 });
 const admin = (method, suffix, authorization) => ({
   path: `/admin/${suffix}`, method, headers: authorization ? { authorization } : {},
@@ -130,6 +132,7 @@ function cases() {
     ['text after a quoted key', api('"a"b'), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
     ['required key missing', api(undefined), 400, 'urn:webhook-dedup:problem:idempotency-key-missing'],
     ['keyed body over the cap', api('big-key', 'b'.repeat(MAX + 1)), 413, 'urn:webhook-dedup:problem:body-too-large'],
+    ['keyed request without a client identity', api('anon-key', '{}', { authorization: undefined }), 400, 'urn:webhook-dedup:problem:client-identity-missing'],
     // Admin API
     ['admin without a token', admin('GET', `events/${id}`), 401, 'unauthorized'],
     ['admin with a wrong token', admin('GET', `events/${id}`, 'Bearer wrong-token-wrong-token'), 401, 'unauthorized'],
@@ -177,6 +180,7 @@ describe('bad-input catalogue', () => {
     test(name, async () => {
       const before = storageSnapshot(objects);
       const seen = origin.requests.length;
+      const logged = worker.logLines().length;
       const answer = await call(`${worker.url}${request.path}`, {
         method: request.method, headers: request.headers, body: request.body,
       });
@@ -186,6 +190,13 @@ describe('bad-input catalogue', () => {
       assert.ok(!answer.text.includes(known), 'no record revealed');
       assert.equal(origin.requests.length, seen, 'nothing reached the origin');
       assert.equal(storageSnapshot(objects), before, 'nothing written');
+      // Its log line (lines of earlier requests may still be arriving, so look for this one).
+      const mine = (l) => l.status === status && (l.outcome === code || code.endsWith(`:${l.outcome}`));
+      const deadline = Date.now() + 3_000;
+      while (!worker.logLines().slice(logged).some(mine) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      assert.ok(worker.logLines().slice(logged).some(mine), `a log line for this refusal:\n${JSON.stringify(worker.logLines().slice(logged))}`);
     });
   }
 

@@ -125,8 +125,9 @@ describe('keyed requests', () => {
     assert.equal(bob.status, 201);
     assert.equal(bob.headers.get('idempotent-replayed'), null, 'executed, not replayed');
     const anonymous = await post(path, { key, auth: null });
-    assert.equal(anonymous.headers.get('idempotent-replayed'), null);
-    assert.equal(calls(path).length, 3, 'alice, bob and the anonymous client each ran once');
+    assert.equal(anonymous.status, 400, 'a keyed request must say who its client is');
+    assert.equal(anonymous.json.type, 'urn:webhook-dedup:problem:client-identity-missing');
+    assert.equal(calls(path).length, 2, 'alice and bob each ran once');
   });
 
   test('an origin 500 releases the key: the retry executes and is cached', async () => {
@@ -253,6 +254,20 @@ test('IDEMPOTENCY_KEY_REQUIRED=true refuses unsafe methods without a key', async
   assert.equal(origin.requests.length, 1);
 });
 
+test('IDEMPOTENCY_ALLOW_ANONYMOUS=true: clients without the header share one scope', async (t) => {
+  const origin = await startOrigin((req, n) => ({ status: 201, body: `run ${n}` }));
+  const worker = await startWorker({ vars: baseVars(origin, { IDEMPOTENCY_ALLOW_ANONYMOUS: 'true' }) });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const send = (headers) => call(`${worker.url}/api/orders`, { method: 'POST', headers: { 'idempotency-key': 'shared', ...headers }, body: 'x' });
+  assert.equal((await send({})).text, 'run 1');
+  const again = await send({});
+  assert.equal(again.headers.get('idempotent-replayed'), 'true', 'anonymous requests share a scope');
+  assert.equal((await send({ authorization: 'Bearer alice' })).text, 'run 2', 'an identified client has its own');
+});
+
 test('keys expire after IDEMPOTENCY_RETENTION_HOURS, deleted by the alarm', async (t) => {
   const origin = await startOrigin((req, n) => ({ status: 201, body: `run ${n}` }));
   const worker = await startWorker({
@@ -262,7 +277,7 @@ test('keys expire after IDEMPOTENCY_RETENTION_HOURS, deleted by the alarm', asyn
     await worker.dispose();
     await origin.close();
   });
-  const send = () => call(`${worker.url}/api/orders`, { method: 'POST', headers: { 'idempotency-key': 'order-1' }, body: 'x' });
+  const send = () => call(`${worker.url}/api/orders`, { method: 'POST', headers: { 'idempotency-key': 'order-1', authorization: 'Bearer c' }, body: 'x' });
   assert.equal((await send()).text, 'run 1');
   assert.equal((await send()).headers.get('idempotent-replayed'), 'true');
   const expired = await worker.waitForLog((l) => l.route === 'alarm' && l.key?.startsWith('idem_'), 20_000);

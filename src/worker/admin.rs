@@ -1,7 +1,7 @@
 //! `/admin/...`: inspect, release and forget records. Off unless `ADMIN_TOKEN` is set.
 
 use serde_json::json;
-use worker::{Env, Request, Response, Result};
+use worker::{Date, Env, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::env_config;
@@ -14,24 +14,19 @@ use crate::log_line::LogLine;
 
 /// Serves one admin request; `rest` is the path after `/admin/`.
 pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
+    let method = req.method();
+    let refuse =
+        |status, code, detail: &str| respond::error("admin", &method, status, code, detail);
     let config = match env_config::config(env) {
         Ok(config) => config,
-        Err(_) => return respond::error(500, "misconfigured", "see /healthz"),
+        Err(_) => return refuse(500, "misconfigured", "see /healthz"),
     };
     let Some(token) = config.admin_token.as_ref() else {
-        return respond::error(404, "not_found", "the admin API is off (no ADMIN_TOKEN)");
+        return refuse(404, "not_found", "the admin API is off (no ADMIN_TOKEN)");
     };
     let authorization = req.headers().get("authorization")?;
     if !admin::authorized(authorization.as_deref(), token.expose_str()) {
-        log::write(&LogLine {
-            level: "warn",
-            route: "admin",
-            method: Some(req.method().to_string()),
-            outcome: "unauthorized",
-            status: Some(401),
-            ..LogLine::default()
-        });
-        let response = respond::error(
+        let response = refuse(
             401,
             "unauthorized",
             "a valid admin bearer token is required",
@@ -41,15 +36,15 @@ pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
     }
     let route = match admin::route(req.method().as_ref(), rest) {
         Ok(route) => route,
-        Err(RouteError::NotFound) => {
-            return respond::error(404, "not_found", "no such admin route")
+        Err(RouteError::NotFound) => return refuse(404, "not_found", "no such admin route"),
+        Err(RouteError::MethodNotAllowed(allow)) => {
+            return respond::method_not_allowed("admin", &method, allow)
         }
-        Err(RouteError::MethodNotAllowed(allow)) => return respond::method_not_allowed(allow),
         Err(RouteError::InvalidKey(Family::Events)) => {
-            return respond::error(400, "invalid_event_id", "not a Stripe event id")
+            return refuse(400, "invalid_event_id", "not a Stripe event id")
         }
         Err(RouteError::InvalidKey(Family::Keys)) => {
-            return respond::error(
+            return refuse(
                 400,
                 "invalid_scope",
                 "not an idempotency scope (idem_ + 64 hex)",
@@ -96,10 +91,11 @@ async fn act(
         )
         .await;
     let record = match inspected {
+        // A record past its expiry counts as absent, as it does for deliveries.
         AuthorityReply::Record {
             record: Some(record),
-        } => record,
-        AuthorityReply::Record { record: None } => {
+        } if record.expires_at > Date::now().as_millis() => record,
+        AuthorityReply::Record { .. } => {
             return (
                 404,
                 json!({ "error": "not_found", "detail": "no record for this key" }),

@@ -114,6 +114,9 @@ async fn handle(
         })?;
     let headers = req.headers();
     let client = headers.get(&api.client_header).map_err(internal)?;
+    if client.is_none() && !api.allow_anonymous {
+        return Err(Problem::anonymous(&api.client_header));
+    }
     let scope = idem::scope(client.as_deref(), &key);
     let content_type = headers.get("content-type").map_err(internal)?;
     let fingerprint = idem::fingerprint(

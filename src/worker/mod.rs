@@ -41,12 +41,18 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         let rest = rest.to_owned();
         return test_routes::serve(req, &env, &rest).await;
     }
-    respond::error(404, "not_found", &format!("no route for {path}"))
+    respond::error(
+        "unknown",
+        &req.method(),
+        404,
+        "not_found",
+        &format!("no route for {path}"),
+    )
 }
 
 fn health(req: &Request, env: &Env) -> Result<Response> {
     if req.method() != Method::Get && req.method() != Method::Head {
-        return respond::method_not_allowed("GET, HEAD");
+        return respond::method_not_allowed("health", &req.method(), "GET, HEAD");
     }
     let (status, body) = match env_config::config(env) {
         Ok(_) => (

@@ -21,14 +21,28 @@ struct SettleBody {
 pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> {
     let config = match env_config::config(env) {
         Ok(config) if config.test_routes => config,
-        _ => return respond::error(404, "not_found", "test routes are off"),
+        _ => {
+            return respond::error(
+                "test",
+                &req.method(),
+                404,
+                "not_found",
+                "test routes are off",
+            )
+        }
     };
     let Some(rest) = rest.strip_prefix("claims/") else {
-        return respond::error(404, "not_found", "unknown test route");
+        return respond::error(
+            "test",
+            &req.method(),
+            404,
+            "not_found",
+            "unknown test route",
+        );
     };
     let (key, op) = rest.split_once('/').unwrap_or((rest, ""));
     if key.is_empty() {
-        return respond::error(404, "not_found", "missing key");
+        return respond::error("test", &req.method(), 404, "not_found", "missing key");
     }
     let key = key.to_owned();
     let policy = config.webhook_claims;
@@ -43,7 +57,15 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
         (Method::Post, "finalize" | "release") => {
             let body: SettleBody = match req.json().await {
                 Ok(body) => body,
-                Err(error) => return respond::error(400, "bad_request", &error.to_string()),
+                Err(error) => {
+                    return respond::error(
+                        "test",
+                        &req.method(),
+                        400,
+                        "bad_request",
+                        &error.to_string(),
+                    )
+                }
             };
             if op == "finalize" {
                 AuthorityRequest::Finalize {
@@ -61,7 +83,15 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
                 }
             }
         }
-        _ => return respond::error(404, "not_found", "unknown test route"),
+        _ => {
+            return respond::error(
+                "test",
+                &req.method(),
+                404,
+                "not_found",
+                "unknown test route",
+            )
+        }
     };
     let reply = AuthorityClient::new(env)?.send(&key, &request).await;
     let status = match reply {

@@ -26,7 +26,7 @@ const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
 /// Serves one delivery and writes its log line.
 pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Response> {
     if req.method() != Method::Post {
-        return respond::method_not_allowed("POST");
+        return respond::method_not_allowed("webhook", &req.method(), "POST");
     }
     let started = Date::now().as_millis();
     let mut line = LogLine {
