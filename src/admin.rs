@@ -119,6 +119,7 @@ pub fn record_view(record: &ClaimRecord) -> Value {
         "first_seen_at": record.first_seen_at,
         "claimed_at": record.claimed_at,
         "lease_expires_at": record.lease_expires_at,
+        "takeover": record.takeover,
         "finished_at": record.finished_at,
         "released_at": record.released_at,
         "expires_at": record.expires_at,

@@ -60,6 +60,7 @@ impl From<RecordV1> for ClaimRecord {
             first_seen_at: v1.first_seen_at,
             claimed_at: v1.claimed_at,
             lease_expires_at: v1.lease_expires_at,
+            takeover: false,
             finished_at: v1.finished_at,
             released_at: v1.released_at,
             expires_at: v1.expires_at,

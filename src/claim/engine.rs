@@ -186,7 +186,7 @@ pub fn claim<S: ClaimStore>(
                 return Ok(ClaimOutcome::Claimed {
                     fence: record.fence,
                     attempt: record.attempts,
-                    takeover: false,
+                    takeover: record.takeover,
                     lease_expires_at: record.lease_expires_at,
                 });
             }
@@ -218,6 +218,7 @@ pub fn claim<S: ClaimStore>(
         first_seen_at,
         claimed_at: now,
         lease_expires_at,
+        takeover,
         finished_at: None,
         released_at: None,
         expires_at,

@@ -41,6 +41,9 @@ pub struct ClaimRecord {
     pub claimed_at: Millis,
     /// When the latest claim's lease runs out (a `Processing` record is taken over after it).
     pub lease_expires_at: Millis,
+    /// True when the latest claim took over one whose lease ran out.
+    #[serde(default)]
+    pub takeover: bool,
     /// When the work finished (`Done` only).
     pub finished_at: Option<Millis>,
     /// When the last claim was released (`Released` only).

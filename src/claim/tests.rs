@@ -74,6 +74,21 @@ fn the_same_claim_request_again_gets_the_same_claim() {
 }
 
 #[test]
+fn the_same_takeover_request_again_is_still_a_takeover() {
+    let mut store = MemoryClaimStore::new();
+    claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap();
+    let takeover = claim(&mut store, KEY, 2_000, POLICY, nonce(2), None).unwrap();
+    assert!(matches!(
+        takeover,
+        ClaimOutcome::Claimed { takeover: true, .. }
+    ));
+    assert_eq!(
+        claim(&mut store, KEY, 2_001, POLICY, nonce(2), None).unwrap(),
+        takeover
+    );
+}
+
+#[test]
 fn expired_lease_is_taken_over_with_a_new_fence() {
     let mut store = MemoryClaimStore::new();
     let (first, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
