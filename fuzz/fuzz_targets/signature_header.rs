@@ -7,7 +7,10 @@ use webhook_dedup::config::Config;
 use webhook_dedup::stripe::signature;
 
 fuzz_target!(|data: &[u8]| {
-    let split = data.first().map_or(0, |&b| b as usize).min(data.len().saturating_sub(1));
+    let split = data
+        .first()
+        .map_or(0, |&b| b as usize)
+        .min(data.len().saturating_sub(1));
     let (header, body) = data.split_at(split);
     let Ok(header) = std::str::from_utf8(header) else {
         return;

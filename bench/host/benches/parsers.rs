@@ -14,7 +14,8 @@ const NOW: i64 = 1_700_000_000;
 fn event(size: usize) -> Vec<u8> {
     let head = r#"{"id":"evt_1BenchmarkEvent000000000","object":"event","api_version":"2026-04-22","created":1700000000,"livemode":false,"type":"invoice.paid","data":{"object":{"object":"invoice","lines":["#;
     let mut body = head.as_bytes().to_vec();
-    let item = br#"{"id":"il_1","amount":2000,"currency":"eur","description":"Benchmark line item"},"#;
+    let item =
+        br#"{"id":"il_1","amount":2000,"currency":"eur","description":"Benchmark line item"},"#;
     while body.len() + item.len() + 8 < size {
         body.extend_from_slice(item);
     }
@@ -39,12 +40,23 @@ fn verify_and_parse(c: &mut Criterion) {
         );
         assert!(envelope::parse(&body).is_ok());
         group.throughput(Throughput::Bytes(body.len() as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(format!("{} KiB", size / 1024)), &body, |b, body| {
-            b.iter(|| {
-                signature::verify(Some(black_box(&header)), black_box(body), &secrets, NOW, 300).unwrap();
-                envelope::parse(black_box(body)).unwrap()
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::from_parameter(format!("{} KiB", size / 1024)),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    signature::verify(
+                        Some(black_box(&header)),
+                        black_box(body),
+                        &secrets,
+                        NOW,
+                        300,
+                    )
+                    .unwrap();
+                    envelope::parse(black_box(body)).unwrap()
+                })
+            },
+        );
     }
     group.finish();
 }
@@ -54,9 +66,20 @@ fn fingerprinting(c: &mut Criterion) {
     for size in [1024, 64 * 1024] {
         let body = event(size);
         group.throughput(Throughput::Bytes(body.len() as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(format!("{} KiB", size / 1024)), &body, |b, body| {
-            b.iter(|| fingerprint("POST", "/api/charges?expand=customer", Some("application/json"), black_box(body)))
-        });
+        group.bench_with_input(
+            BenchmarkId::from_parameter(format!("{} KiB", size / 1024)),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    fingerprint(
+                        "POST",
+                        "/api/charges?expand=customer",
+                        Some("application/json"),
+                        black_box(body),
+                    )
+                })
+            },
+        );
     }
     group.finish();
 }
