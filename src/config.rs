@@ -114,6 +114,24 @@ impl fmt::Display for ConfigProblem {
     }
 }
 
+/// Every problem on one line, `KEY: problem; KEY: problem` (for log lines).
+pub fn describe(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The keys with a problem, comma-separated (for answers).
+pub fn keys(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| p.key)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 struct Reader<F> {
     lookup: F,
     problems: Vec<ConfigProblem>,

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::authority::{settle_word, AuthorityReply, Won};
 use crate::claim::{ClaimOutcome, Millis};
-use crate::config::ConfigProblem;
+use crate::config::{self, ConfigProblem};
 use crate::origin::OriginResult;
 use crate::stripe::envelope::EnvelopeError;
 use crate::stripe::signature::SignatureError;
@@ -63,17 +63,14 @@ pub enum Refusal {
 /// The answer to a refused delivery.
 pub fn refusal_answer(refusal: &Refusal) -> Answer {
     match refusal {
-        Refusal::Misconfigured(problems) => {
-            let keys: Vec<&str> = problems.iter().map(|p| p.key).collect();
-            Answer::error(
-                500,
-                "misconfigured",
-                format!(
-                    "the endpoint is not configured: {}; see /healthz",
-                    keys.join(", ")
-                ),
-            )
-        }
+        Refusal::Misconfigured(problems) => Answer::error(
+            500,
+            "misconfigured",
+            format!(
+                "the endpoint is not configured: {}; see /healthz",
+                config::keys(problems)
+            ),
+        ),
         Refusal::BodyTooLarge { limit } => Answer::error(
             413,
             "body_too_large",

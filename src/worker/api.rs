@@ -11,7 +11,7 @@ use super::metrics;
 use super::settle::{self, Settle};
 use crate::authority::{settle_word, AuthorityReply, AuthorityRequest};
 use crate::claim::{CachedResponse, Fence, Nonce};
-use crate::config::{ApiConfig, Config};
+use crate::config::{self, ApiConfig, Config};
 use crate::idempotency::{self as idem, Declined, Problem};
 use crate::log_line::LogLine;
 use crate::origin::OriginResult;
@@ -49,21 +49,14 @@ async fn handle(
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
     let config = env_config::config(env).map_err(|problems| {
-        line.detail = Some(
-            problems
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
-        let keys: Vec<&str> = problems.iter().map(|p| p.key).collect();
+        line.detail = Some(config::describe(&problems));
         Problem::new(
             500,
             "misconfigured",
             "Not configured",
             format!(
                 "the service is not configured: {}; see /healthz",
-                keys.join(", ")
+                config::keys(&problems)
             ),
         )
     })?;

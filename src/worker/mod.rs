@@ -18,6 +18,7 @@ mod webhook;
 
 use worker::{event, Context, Env, Method, Request, Response, Result};
 
+use crate::config;
 use crate::log_line::LogLine;
 
 /// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
@@ -68,13 +69,7 @@ fn health(req: &Request, env: &Env) -> Result<Response> {
                 level: "error",
                 route: "health",
                 outcome: "misconfigured",
-                detail: Some(
-                    problems
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                ),
+                detail: Some(config::describe(&problems)),
                 ..LogLine::default()
             });
             (

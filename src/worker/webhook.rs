@@ -12,7 +12,7 @@ use super::respond;
 use super::settle::{self, Settle};
 use crate::authority::{AuthorityReply, AuthorityRequest, Won};
 use crate::claim::Nonce;
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::log_line::LogLine;
 use crate::origin::OriginResult;
 use crate::stripe::{envelope, signature};
@@ -53,13 +53,7 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
     let config = match env_config::config(env) {
         Ok(config) => config,
         Err(problems) => {
-            line.detail = Some(
-                problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
+            line.detail = Some(config::describe(&problems));
             return webhook::refusal_answer(&Refusal::Misconfigured(problems));
         }
     };
