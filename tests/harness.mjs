@@ -54,7 +54,8 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
     child: null,
     async start() {
       const inspector = await freePort();
-      const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port),
+      const mark = this.output.length;
+      const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(this.port),
         '--inspector-port', String(inspector), '--persist-to', dir];
       for (const [key, value] of Object.entries(vars)) args.push('--var', `${key}:${value}`);
       const child = spawn(WRANGLER, args, {
@@ -72,6 +73,12 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
       const deadline = Date.now() + 60_000;
       while (Date.now() < deadline) {
         if (child.exitCode !== null) break;
+        // Only wrangler's own word that it listens on our port counts (another server may
+        // have taken the port), then the worker must answer there.
+        if (!this.output.slice(mark).includes(`Ready on ${this.url}`)) {
+          await sleep(100);
+          continue;
+        }
         try {
           const response = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2_000) });
           await response.arrayBuffer();
@@ -122,7 +129,18 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
         .map((line) => JSON.parse(line));
     },
   };
-  return worker.start();
+  // A free port can be taken by someone else (wrangler's own helper servers among them)
+  // before wrangler binds it: on a failed first start, try again on other ports.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await worker.start();
+    } catch (error) {
+      if (attempt === 3) throw error;
+      worker.port = await freePort();
+      worker.url = `http://127.0.0.1:${worker.port}`;
+      worker.output = '';
+    }
+  }
 }
 
 /**
@@ -205,6 +223,35 @@ export async function startOrigin(behave = () => ({ status: 200, body: 'ok' })) 
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/**
+ * POSTs `chunks` with chunked transfer encoding (no Content-Length) and resolves with the
+ * answer's status as soon as it arrives. A server that answers before reading the whole body
+ * (as for a body over the cap) may close the connection under the rest: that is not an error.
+ */
+export function postChunked(url, chunks, headers = {}) {
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = http.request({
+      host: target.hostname, port: target.port, path: target.pathname, method: 'POST',
+      headers: { ...headers, 'transfer-encoding': 'chunked' },
+    }, (res) => {
+      answered = true;
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', (error) => { if (!answered) reject(error); });
+    (async () => {
+      for (const chunk of chunks) {
+        if (answered || req.destroyed) return;
+        req.write(chunk);
+        await sleep(5);
+      }
+      req.end();
+    })();
+  });
 }
 
 /** fetch that returns { status, headers, text, json }. */
