@@ -1,23 +1,15 @@
 // A small origin for local development: verifies each forwarded event with the `stripe`
 // package, as an existing Stripe webhook handler would, and prints it.
 // Port: DEMO_ORIGIN_PORT (default 8788). Secret: STRIPE_WEBHOOK_SECRET or .dev.vars.
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 import Stripe from 'stripe';
 
-const port = Number(process.env.DEMO_ORIGIN_PORT ?? 8788);
-const secret = process.env.STRIPE_WEBHOOK_SECRET ?? readDevVar('STRIPE_WEBHOOK_SECRET');
-const stripe = new Stripe('sk_test_unused_by_the_demo_origin');
+import { devVar } from './dev-vars.mjs';
 
-function readDevVar(key) {
-  try {
-    const line = readFileSync('.dev.vars', 'utf8').split('\n').find((l) => l.startsWith(`${key}=`));
-    return line?.slice(key.length + 1).trim().split(',')[0];
-  } catch {
-    return undefined;
-  }
-}
+const port = Number(process.env.DEMO_ORIGIN_PORT ?? 8788);
+const secret = process.env.STRIPE_WEBHOOK_SECRET ?? devVar('STRIPE_WEBHOOK_SECRET');
+const stripe = new Stripe('sk_test_unused_by_the_demo_origin');
 
 const server = http.createServer((req, res) => {
   const chunks = [];

@@ -2,10 +2,11 @@
 // each delivery was answered, so you can watch de-duplication happen.
 //   npm run send-events                      (to http://127.0.0.1:8787, secret from .dev.vars)
 //   npm run send-events -- --url URL --events 5 --duplicates 4
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import Stripe from 'stripe';
+
+import { devVar } from './dev-vars.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -21,15 +22,6 @@ if (!secret) {
   process.exit(2);
 }
 const stripe = new Stripe('sk_test_unused_by_send_events');
-
-function devVar(key) {
-  try {
-    const line = readFileSync('.dev.vars', 'utf8').split('\n').find((l) => l.startsWith(`${key}=`));
-    return line?.slice(key.length + 1).trim().split(',')[0];
-  } catch {
-    return undefined;
-  }
-}
 
 async function send(payload) {
   const response = await fetch(`${values.url}/webhooks/stripe`, {

@@ -209,6 +209,11 @@ pub fn handle<S: ClaimStore>(
     request: &AuthorityRequest,
     now: Millis,
 ) -> (AuthorityReply, WakeBy) {
+    let mut store = Watched {
+        inner: store,
+        saved_expiry: None,
+    };
+    let store = &mut store;
     let result = match request {
         AuthorityRequest::Claim {
             key,
@@ -238,24 +243,35 @@ pub fn handle<S: ClaimStore>(
             .map(|record| AuthorityReply::Record { record }),
     };
     match result {
-        Ok(reply) => {
-            let wrote = matches!(
-                reply,
-                AuthorityReply::Claim(ClaimOutcome::Claimed { .. })
-                    | AuthorityReply::Finalize(FinalizeOutcome::Finalized { already: false, .. })
-                    | AuthorityReply::Release(ReleaseOutcome::Released { already: false })
-            );
-            let wake_by = match (wrote, request) {
-                (true, AuthorityRequest::Claim { key, .. })
-                | (true, AuthorityRequest::Finalize { key, .. })
-                | (true, AuthorityRequest::Release { key, .. }) => {
-                    store.load(key).ok().flatten().map(|r| r.expires_at)
-                }
-                _ => None,
-            };
-            (reply, wake_by)
-        }
+        Ok(reply) => (reply, store.saved_expiry),
         Err(error) => (error.into(), None),
+    }
+}
+
+/// A store that remembers the expiry of the record it last saved, so the object knows which
+/// alarm a write needs without reading the record again.
+struct Watched<'a, S> {
+    inner: &'a mut S,
+    saved_expiry: Option<Millis>,
+}
+
+impl<S: ClaimStore> ClaimStore for Watched<'_, S> {
+    fn load(&mut self, key: &str) -> Result<Option<ClaimRecord>, StoreError> {
+        self.inner.load(key)
+    }
+
+    fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
+        self.inner.save(record)?;
+        self.saved_expiry = Some(record.expires_at);
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(key)
+    }
+
+    fn keys(&mut self) -> Result<Vec<String>, StoreError> {
+        self.inner.keys()
     }
 }
 
