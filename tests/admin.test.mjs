@@ -82,7 +82,9 @@ describe('admin API', () => {
     // The delivery's runtime dies while the origin hangs: its claim is left processing.
     hangNext = true;
     const pending = deliver(worker, payload, { secret: SECRET }).catch((error) => error);
-    while (forwards(id).length === 0) await sleep(50);
+    const deadline = Date.now() + 30_000;
+    while (forwards(id).length === 0 && Date.now() < deadline) await sleep(50);
+    assert.equal(forwards(id).length, 1, 'the delivery reached the origin');
     await worker.restart();
     await pending;
     assert.equal((await deliver(worker, payload, { secret: SECRET })).status, 409, 'stuck');

@@ -8,6 +8,8 @@ import { runChaos } from './chaos/run.mjs';
 test('reduced chaos run: no event lost, none processed twice without a takeover, no 500', { timeout: 240_000 }, async (t) => {
   const { options, history } = await runChaos({
     events: 200, maxDuplicates: 5, concurrency: 32, failureRate: 0.2, slowRate: 0.05, restarts: 1,
+    // Roomier than the full run's defaults, for a slow shared CI machine.
+    leaseSeconds: 5, forwardTimeoutMs: 2_000,
   });
   const { table, failures } = check(history);
   const report = `seed ${options.seed}\n${format(table)}\n${failures.join('\n')}`;

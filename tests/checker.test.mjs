@@ -16,12 +16,13 @@ function history(overrides = {}) {
     ],
     chains: [{ eventId: 'evt_a', finished: true }, { eventId: 'evt_b', finished: true }, { eventId: 'evt_b', finished: true }],
     origin: [
-      { eventId: 'evt_a', receivedAt: 1, takeover: false, status: 500, delivered: true },
-      { eventId: 'evt_a', receivedAt: 2, takeover: false, status: 200, delivered: true },
-      { eventId: 'evt_b', receivedAt: 3, takeover: false, status: 200, delivered: true },
+      { eventId: 'evt_a', attempt: 1, receivedAt: 1, takeover: false, status: 500, delivered: true },
+      { eventId: 'evt_a', attempt: 2, receivedAt: 2, takeover: false, status: 200, delivered: true },
+      { eventId: 'evt_b', attempt: 1, receivedAt: 3, takeover: false, status: 200, delivered: true },
     ],
     log: [],
     restarts: 0,
+    leaseMs: 3_000,
     ...overrides,
   };
 }
@@ -58,17 +59,41 @@ test('a delivery that never got a 2xx within its budget is lost', () => {
   assert.match(check(h).failures.join('\n'), /evt_a: a delivery never got a 2xx/);
 });
 
-test('two origin successes without a takeover between fail; with one they pass', () => {
+test('two origin successes without a takeover between fail; with a genuine one they pass', () => {
   const h = history();
-  h.origin.push({ eventId: 'evt_b', receivedAt: 9, takeover: false, status: 200, delivered: true });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 5_000, takeover: false, status: 200, delivered: true });
   assert.match(check(h).failures.join('\n'), /evt_b: succeeded at the origin twice without a takeover/);
   h.origin[3].takeover = true;
   assert.deepEqual(check(h).failures, []);
   // A takeover before the first success does not excuse a later second one.
   const early = history();
-  early.origin.unshift({ eventId: 'evt_b', receivedAt: 0, takeover: true, status: 500, delivered: true });
-  early.origin.push({ eventId: 'evt_b', receivedAt: 9, takeover: false, status: 200, delivered: true });
-  assert.equal(check(early).failures.length, 1);
+  early.origin.unshift({ eventId: 'evt_b', attempt: 0, receivedAt: 0, takeover: true, status: 500, delivered: true });
+  early.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 9_000, takeover: false, status: 200, delivered: true });
+  assert.deepEqual(check(early).failures, ['evt_b: succeeded at the origin twice without a takeover between']);
+});
+
+test('a takeover inside the replaced claim\'s lease is not believed', () => {
+  const h = history();
+  h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 500, takeover: true, status: 200, delivered: true });
+  h.origin.sort((a, b) => a.receivedAt - b.receivedAt);
+  h.origin.find((r) => r.eventId === 'evt_b' && r.attempt === 1).receivedAt = 3;
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 took over .* inside its lease/);
+});
+
+test('an attempt number forwarded twice, or out of order, fails', () => {
+  const twice = history();
+  twice.origin.push({ eventId: 'evt_a', attempt: 2, receivedAt: 9, takeover: false, status: 500, delivered: true });
+  assert.match(check(twice).failures.join('\n'), /evt_a: attempt 2 was forwarded twice/);
+  const backwards = history();
+  backwards.origin.push({ eventId: 'evt_a', attempt: 1, receivedAt: 9, takeover: false, status: 500, delivered: true });
+  assert.match(check(backwards).failures.join('\n'), /evt_a: attempt 1 (was forwarded twice|forwarded after attempt 2)/);
+});
+
+test('an answer the worker gave up on is a late success, not a success', () => {
+  const h = history({ log: [{ route: 'webhook', key: 'evt_b', attempt: 1, outcome: 'origin_timeout' }] });
+  const { table, failures } = check(h);
+  assert.equal(row(table, 'late origin successes (answered after the worker timed out)'), 1);
+  assert.match(failures.join('\n'), /evt_b: acknowledged to Stripe but never succeeded/);
 });
 
 test('any 500 answer fails the run', () => {

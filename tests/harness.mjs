@@ -126,7 +126,13 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
         .split('\n')
         .map((line) => line.slice(line.indexOf('{')))
         .filter((line) => line.startsWith('{"level"'))
-        .map((line) => JSON.parse(line));
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line)];
+          } catch {
+            return []; // a line still being written
+          }
+        });
     },
   };
   // A free port can be taken by someone else (wrangler's own helper servers among them)

@@ -90,9 +90,13 @@ describe('webhook deliveries', () => {
     behaviour.set(id, () => ({ status: 200, delayMs: 800 }));
     const payload = eventPayload(id);
     const answers = await Promise.all(Array.from({ length: 20 }, () => deliver(worker, payload, { secret: SECRET })));
-    const statuses = answers.map((a) => a.status).sort();
-    assert.equal(statuses.filter((s) => s === 200).length, 1, statuses.join(','));
-    assert.equal(statuses.filter((s) => s === 409).length, 19, statuses.join(','));
+    const summary = answers.map((a) => `${a.status} ${a.text}`).join('\n');
+    // Exactly one is processed; the others met the live claim (409), or, on a slow machine,
+    // arrived after it finished (200 duplicate). Never a second forward.
+    assert.equal(answers.filter((a) => a.json?.status === 'processed').length, 1, summary);
+    assert.ok(answers.every((a) => a.json?.status === 'processed' || a.status === 409
+      || (a.status === 200 && a.json?.status === 'duplicate')), summary);
+    assert.ok(answers.some((a) => a.status === 409), `some copies met the live claim:\n${summary}`);
     for (const a of answers.filter((x) => x.status === 409)) {
       assert.equal(a.json.error, 'in_flight');
       assert.ok(Number(a.headers.get('retry-after')) >= 1);
@@ -296,7 +300,7 @@ test('a crashed attempt is taken over when its lease runs out, and its fence is 
     return { status: 200 };
   });
   const worker = await startWorker({
-    vars: vars(origin, { LEASE_SECONDS: '3', FORWARD_TIMEOUT_MS: '2500' }),
+    vars: vars(origin, { LEASE_SECONDS: '10', FORWARD_TIMEOUT_MS: '2500' }),
   });
   t.after(async () => {
     await worker.dispose();
@@ -306,12 +310,15 @@ test('a crashed attempt is taken over when its lease runs out, and its fence is 
   const payload = eventPayload(id);
   // The first delivery reaches the origin, which hangs; the runtime dies mid-forward.
   const pending = deliver(worker, payload, { secret: SECRET }).catch((error) => error);
-  while (origin.requests.length === 0) await sleep(50);
+  const deadline = Date.now() + 30_000;
+  while (origin.requests.length === 0 && Date.now() < deadline) await sleep(50);
+  assert.equal(origin.requests.length, 1, 'the first delivery reached the origin');
   const held = await record(worker, id);
   assert.equal(held.state, 'processing');
   await worker.restart();
   assert.ok((await pending) instanceof Error, 'the first sender lost its connection');
 
+  assert.ok(Date.now() < held.lease_expires_at - 500, 'the restart took less than the lease');
   const early = await deliver(worker, payload, { secret: SECRET });
   assert.equal(early.status, 409, 'the crashed claim is honoured until its lease ends');
   await sleep(held.lease_expires_at - Date.now() + 300);

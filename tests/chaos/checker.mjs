@@ -9,6 +9,7 @@
  *   origin: [{ eventId, receivedAt, takeover: bool, status (undefined: never answered), delivered: bool }],
  *   log: [worker log line objects],
  *   restarts: number,
+ *   leaseMs: number,
  * }
  * Returns { table: [[label, value]], failures: [string] }.
  */
@@ -21,6 +22,13 @@ export function check(history) {
   }
   for (const c of history.chains) byEvent.get(c.eventId)?.chains.push(c);
   for (const r of history.origin) byEvent.get(r.eventId)?.origin.push(r);
+  // What the worker itself saw of each forward (event id + attempt → outcome), to tell an
+  // answer the worker received from one written after it had given up.
+  const seenByWorker = new Map();
+  for (const l of history.log) {
+    if (l.route === 'webhook' && l.attempt !== undefined) seenByWorker.set(`${l.key}#${l.attempt}`, l.outcome);
+  }
+  const gaveUp = (r) => ['origin_timeout', 'origin_unreachable'].includes(seenByWorker.get(`${r.eventId}#${r.attempt}`));
 
   const statuses = new Map();
   let connectionErrors = 0;
@@ -34,10 +42,27 @@ export function check(history) {
   const successCounts = new Map();
   let lateSuccesses = 0;
   for (const [id, e] of byEvent) {
+    const ok = (r) => r.status >= 200 && r.status < 300;
     const successes = e.origin
-      .filter((r) => r.status >= 200 && r.status < 300 && r.delivered)
+      .filter((r) => ok(r) && r.delivered && !gaveUp(r))
       .sort((a, b) => a.receivedAt - b.receivedAt);
-    lateSuccesses += e.origin.filter((r) => r.status >= 200 && r.status < 300 && !r.delivered).length;
+    lateSuccesses += e.origin.filter((r) => ok(r) && (!r.delivered || gaveUp(r))).length;
+    // Each claim is one attempt number, used for one forward, in increasing order.
+    const byAttempt = new Map();
+    for (const r of [...e.origin].sort((a, b) => a.receivedAt - b.receivedAt)) {
+      if (byAttempt.has(r.attempt)) failures.push(`${id}: attempt ${r.attempt} was forwarded twice`);
+      for (const [attempt] of byAttempt) {
+        if (attempt > r.attempt) failures.push(`${id}: attempt ${r.attempt} forwarded after attempt ${attempt}`);
+      }
+      byAttempt.set(r.attempt, r);
+    }
+    // A takeover is only legitimate once the claim it replaces had its lease run out.
+    for (const r of e.origin.filter((x) => x.takeover)) {
+      const previous = byAttempt.get(r.attempt - 1);
+      if (previous && r.receivedAt - previous.receivedAt < history.leaseMs - 1_000) {
+        failures.push(`${id}: attempt ${r.attempt} took over ${(r.receivedAt - previous.receivedAt).toFixed(0)} ms after attempt ${previous.attempt}, inside its lease`);
+      }
+    }
     successCounts.set(successes.length, (successCounts.get(successes.length) ?? 0) + 1);
     if (e.chains.some((c) => !c.finished)) failures.push(`${id}: a delivery never got a 2xx within the retry budget`);
     if (e.acknowledged && successes.length === 0) failures.push(`${id}: acknowledged to Stripe but never succeeded at the origin`);

@@ -198,5 +198,8 @@ export async function runChaos(options) {
   const log = worker.logLines();
   await worker.dispose();
   await origin.close();
-  return { options: o, history: { events, deliveries, chains, origin: origin.records, log, restarts } };
+  return {
+    options: o,
+    history: { events, deliveries, chains, origin: origin.records, log, restarts, leaseMs: o.leaseSeconds * 1000 },
+  };
 }
