@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { call, postChunked, sleep, startOrigin, startWorker } from './harness.mjs';
-import { deliver, eventId, eventPayload, record, stripe } from './stripe-helpers.mjs';
+import { call, postChunked, sleep, startDirect, startOrigin, startWorker } from './harness.mjs';
+import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_webhook_tests_secret';
 
@@ -355,4 +355,46 @@ test('a missing secret or origin: every delivery 500 naming the key, nothing sto
   assert.match(line.detail, /STRIPE_WEBHOOK_SECRET: missing/);
   const health = await call(`${worker.url}/healthz`);
   assert.equal(health.status, 503);
+});
+
+// The local runtime keeps a handler running after its client disconnects, so this checks the
+// promise (the claim is settled) but cannot show that `waitUntil` is what keeps it so in
+// production, where a disconnect cancels a handler's unfinished work.
+test('forward and settle finish even when the sender hangs up mid-forward', async (t) => {
+  const origin = await startOrigin(() => ({ status: 200, delayMs: 1_500 }));
+  const runtime = await startDirect({
+    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe`, ENABLE_TEST_ROUTES: 'true' },
+  });
+  t.after(async () => {
+    await runtime.dispose();
+    await origin.close();
+  });
+  const id = eventId('hangup');
+  const payload = eventPayload(id);
+  const controller = new AbortController();
+  const sent = fetch(`${runtime.url}/webhooks/stripe`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(payload, SECRET) },
+    body: payload,
+    signal: controller.signal,
+  }).catch((error) => error);
+  const deadline = Date.now() + 20_000;
+  while (origin.requests.length === 0 && Date.now() < deadline) await sleep(20);
+  assert.equal(origin.requests.length, 1, 'the delivery reached the origin');
+  controller.abort(); // Stripe gives up while the origin is still working
+  assert.ok((await sent) instanceof Error);
+  let stored = null;
+  while (Date.now() < deadline) {
+    stored = (await call(`${runtime.url}/_test/claims/${id}`)).json.record;
+    if (stored?.state === 'done') break;
+    await sleep(200);
+  }
+  assert.equal(stored?.state, 'done', 'the claim was finalized after the sender left');
+  const resend = await call(`${runtime.url}/webhooks/stripe`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(payload, SECRET) },
+    body: payload,
+  });
+  assert.deepEqual(resend.json, { status: 'duplicate' });
+  assert.equal(origin.requests.length, 1);
 });
