@@ -149,6 +149,21 @@ describe('keyed requests', () => {
     assert.equal(calls(path).length, 2);
   });
 
+  test('an origin time-out is 504 and releases the key: the retry executes', async () => {
+    const path = `/api/slow/${randomUUID()}`;
+    behaviour.set(path, () => (calls(path).length === 1 ? { hang: true } : { status: 201, body: 'made' }));
+    const key = randomUUID();
+    const first = await post(path, { key });
+    assert.equal(first.status, 504);
+    assert.equal(first.headers.get('content-type'), 'application/problem+json');
+    assert.equal(first.json.type, 'urn:webhook-dedup:problem:origin-timeout');
+    const retry = await post(path, { key });
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotent-replayed'), null);
+    assert.equal((await post(path, { key })).headers.get('idempotent-replayed'), 'true');
+    assert.equal(calls(path).length, 2);
+  });
+
   test('a 4xx answer is final and replayed; 429 is not', async () => {
     const path = `/api/cards/${randomUUID()}`;
     behaviour.set(path, () => (calls(path).length === 1 ? { status: 429, body: 'slow down' } : { status: 402, body: 'card declined' }));
@@ -284,6 +299,25 @@ test('keys expire after IDEMPOTENCY_RETENTION_HOURS, deleted by the alarm', asyn
   assert.ok(expired, 'the alarm deleted the record');
   const again = await send();
   assert.equal(again.text, 'run 2', 'after expiry the key runs again');
+});
+
+test('an unreachable API origin: 502 for keyed and pass-through requests, the key released', async (t) => {
+  const closed = await startOrigin();
+  const url = closed.url;
+  await closed.close();
+  const worker = await startWorker({ vars: { STRIPE_WEBHOOK_SECRET: 'whsec_x', ORIGIN_URL: 'http://127.0.0.1:9/x', API_ORIGIN_URL: url, ADMIN_TOKEN: 'admin-token-0123456789abcdef' } });
+  t.after(() => worker.dispose());
+  const keyed = await call(`${worker.url}/api/charges`, {
+    method: 'POST', headers: { 'idempotency-key': 'k-down', authorization: 'Bearer c' }, body: 'x',
+  });
+  assert.equal(keyed.status, 502);
+  assert.equal(keyed.json.type, 'urn:webhook-dedup:problem:origin-unreachable');
+  const line = await worker.waitForLog((l) => l.route === 'idempotency' && l.status === 502);
+  const record = await call(`${worker.url}/admin/keys/${line.key}`, { headers: { authorization: 'Bearer admin-token-0123456789abcdef' } });
+  assert.equal(record.json.record.state, 'released');
+  const get = await call(`${worker.url}/api/charges`);
+  assert.equal(get.status, 502);
+  assert.equal(get.json.type, 'urn:webhook-dedup:problem:origin-unreachable');
 });
 
 test('without API_ORIGIN_URL the front door is off', async (t) => {
