@@ -46,7 +46,7 @@ if (values.write) {
     '',
     `Parameters: ${used.events} events, each delivered 1 to ${used.maxDuplicates} times (some copies at once, some later), ${used.concurrency} requests in flight, lease ${used.leaseSeconds} s, forward time-out ${used.forwardTimeoutMs} ms, seed ${used.seed}. Machine: ${os.cpus()[0].model}, ${os.cpus().length} cores. Took ${seconds} s.`,
     '',
-    'The checker (`tests/chaos/checker.mjs`) reads the whole history and fails the run when an event is lost (acknowledged to Stripe but never succeeded at the origin, or never acknowledged within the budget), when an event succeeded at the origin twice without a takeover between the two, or when any answer is a 500.',
+    'The checker (`tests/chaos/checker.mjs`) reads the whole history and fails the run when an event is lost (acknowledged to Stripe but never succeeded at the origin, or never acknowledged within the budget), when an event succeeded at the origin twice without a takeover between the two, when a takeover came inside the lease of the claim it replaced, when one attempt number was forwarded twice or out of order, or when any answer is a 500.',
     '',
     '| | |',
     '| --- | --- |',
