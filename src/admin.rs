@@ -8,9 +8,6 @@ use subtle::ConstantTimeEq;
 use crate::claim::ClaimRecord;
 use crate::stripe::envelope::is_event_id;
 
-/// The reason kept in a record released by an operator.
-pub const OPERATOR_RELEASE_REASON: &str = "released by an operator";
-
 /// True when `authorization` is `Bearer <token>` with the configured token. Compares SHA-256
 /// digests in constant time, so neither the token's content nor its length leaks by timing.
 pub fn authorized(authorization: Option<&str>, token: &str) -> bool {

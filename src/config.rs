@@ -15,6 +15,9 @@ pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 25_000;
 /// Longest forward time-out: the runtime gives `waitUntil` work 30 s after the sender hangs up,
 /// and the finalize or release must still fit in after the forward.
 pub const MAX_FORWARD_TIMEOUT_MS: u64 = 25_000;
+/// Default wait for a late answer after the forward time-out: ten minutes, well inside the
+/// default lease with its margin (see [`settle_margin_ms`]).
+pub const DEFAULT_LATE_ANSWER_WAIT_SECONDS: u64 = 10 * 60;
 /// Default tolerance on the age of a `Stripe-Signature` timestamp, as Stripe's libraries use.
 pub const DEFAULT_SIGNATURE_TOLERANCE_SECONDS: u64 = 300;
 /// Default cap on a webhook body.
@@ -30,6 +33,7 @@ pub const DEFAULT_IDEMPOTENCY_CLIENT_HEADER: &str = "authorization";
 pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
 
 const MAX_LEASE_SECONDS: u64 = 24 * 60 * 60;
+const MAX_LATE_ANSWER_WAIT_SECONDS: u64 = MAX_LEASE_SECONDS;
 const MAX_RETENTION_HOURS: f64 = 366.0 * 24.0;
 const MAX_TOLERANCE_SECONDS: u64 = 24 * 60 * 60;
 const MAX_BODY_CAP_BYTES: u64 = 25 * 1024 * 1024;
@@ -67,8 +71,12 @@ pub struct Config {
     pub webhook_secrets: Vec<Secret>,
     /// Where verified, claimed events are forwarded (`ORIGIN_URL`).
     pub origin_url: String,
-    /// Time-out of a forward, always shorter than the lease (`FORWARD_TIMEOUT_MS`).
+    /// Time-out of a forward, always shorter than the lease (`FORWARD_TIMEOUT_MS`): the sender
+    /// is answered then, at the latest.
     pub forward_timeout_ms: u64,
+    /// How much longer the claim authority waits for a late answer after the time-out
+    /// (`LATE_ANSWER_WAIT_SECONDS`); the lease exceeds both with a margin.
+    pub late_answer_wait_ms: u64,
     /// Largest accepted age of a signature timestamp (`SIGNATURE_TOLERANCE_SECONDS`).
     pub signature_tolerance_seconds: u64,
     /// Largest accepted webhook body (`MAX_BODY_BYTES`).
@@ -226,10 +234,21 @@ impl Config {
             1,
             MAX_FORWARD_TIMEOUT_MS,
         );
-        if forward_timeout_ms >= lease_ms {
+        let late_answer_wait_ms = r.integer(
+            "LATE_ANSWER_WAIT_SECONDS",
+            DEFAULT_LATE_ANSWER_WAIT_SECONDS,
+            0,
+            MAX_LATE_ANSWER_WAIT_SECONDS,
+        ) * 1_000;
+        let margin_ms = settle_margin_ms(lease_ms);
+        if forward_timeout_ms + late_answer_wait_ms + margin_ms > lease_ms {
             r.problem(
-                "FORWARD_TIMEOUT_MS",
-                format!("{forward_timeout_ms} ms must be shorter than the lease ({lease_ms} ms)"),
+                "LATE_ANSWER_WAIT_SECONDS",
+                format!(
+                    "FORWARD_TIMEOUT_MS ({forward_timeout_ms} ms) plus LATE_ANSWER_WAIT_SECONDS \
+                     ({late_answer_wait_ms} ms) plus a settle margin ({margin_ms} ms) must fit \
+                     in LEASE_SECONDS ({lease_ms} ms): shorten the wait or lengthen the lease"
+                ),
             );
         }
         let signature_tolerance_seconds = match r.raw("SIGNATURE_TOLERANCE_SECONDS").as_deref() {
@@ -354,6 +373,7 @@ impl Config {
             webhook_secrets,
             origin_url,
             forward_timeout_ms,
+            late_answer_wait_ms,
             signature_tolerance_seconds,
             max_body_bytes,
             test_routes,
@@ -361,6 +381,13 @@ impl Config {
             admin_token,
         })
     }
+}
+
+/// The time a lease keeps beyond the forward time-out and the late-answer wait, so that an
+/// answer learned at the last moment can still be settled (with retries) before anyone may take
+/// the claim over: a tenth of the lease, at least one second.
+pub fn settle_margin_ms(lease_ms: u64) -> u64 {
+    (lease_ms / 10).max(1_000)
 }
 
 fn is_http_url(text: &str) -> bool {
@@ -396,6 +423,7 @@ mod tests {
         assert_eq!(config.webhook_claims.lease_ms, 900_000);
         assert_eq!(config.webhook_claims.retention_ms, 30 * 24 * 3_600_000);
         assert_eq!(config.forward_timeout_ms, 25_000);
+        assert_eq!(config.late_answer_wait_ms, 600_000);
         assert_eq!(config.signature_tolerance_seconds, 300);
         assert_eq!(config.max_body_bytes, 524_288);
         assert!(!config.test_routes);
@@ -481,18 +509,49 @@ mod tests {
             ("ALLOW_SHORT_RETENTION", "true"),
             ("LEASE_SECONDS", "2"),
             ("FORWARD_TIMEOUT_MS", "1000"),
+            ("LATE_ANSWER_WAIT_SECONDS", "0"),
         ])
         .unwrap();
         assert_eq!(config.webhook_claims.retention_ms, 36_000);
     }
 
     #[test]
-    fn forward_timeout_must_be_shorter_than_the_lease() {
+    fn the_lease_outlasts_the_time_out_the_late_answer_wait_and_a_margin() {
         assert_eq!(
-            keys(load(&[("LEASE_SECONDS", "20")]).unwrap_err()),
-            ["FORWARD_TIMEOUT_MS"]
+            keys(load(&[("LEASE_SECONDS", "600")]).unwrap_err()),
+            ["LATE_ANSWER_WAIT_SECONDS"],
+            "the default wait does not fit a 10-minute lease"
         );
-        assert!(load(&[("LEASE_SECONDS", "20"), ("FORWARD_TIMEOUT_MS", "19999")]).is_ok());
+        let fits = [
+            ("LEASE_SECONDS", "20"),
+            ("FORWARD_TIMEOUT_MS", "9000"),
+            ("LATE_ANSWER_WAIT_SECONDS", "9"),
+        ];
+        assert!(load(&fits).is_ok(), "9 s + 9 s + 2 s margin = 20 s");
+        assert_eq!(
+            keys(
+                load(&[
+                    ("LEASE_SECONDS", "20"),
+                    ("FORWARD_TIMEOUT_MS", "9001"),
+                    ("LATE_ANSWER_WAIT_SECONDS", "9"),
+                ])
+                .unwrap_err()
+            ),
+            ["LATE_ANSWER_WAIT_SECONDS"]
+        );
+        // Short values stay possible for tests: a lease of a few seconds, a sub-second time-out.
+        let short = load(&[
+            ("LEASE_SECONDS", "4"),
+            ("FORWARD_TIMEOUT_MS", "500"),
+            ("LATE_ANSWER_WAIT_SECONDS", "2"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (short.forward_timeout_ms, short.late_answer_wait_ms),
+            (500, 2_000)
+        );
+        assert_eq!(settle_margin_ms(900_000), 90_000);
+        assert_eq!(settle_margin_ms(4_000), 1_000);
     }
 
     #[test]

@@ -8,16 +8,20 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::authority::{AuthorityReply, Won};
+use crate::authority::{AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
+use crate::origin::OriginOutcome;
 use crate::webhook::retry_after_seconds;
 
 /// The request header carrying the key.
 pub const KEY_HEADER: &str = "idempotency-key";
 /// The header marking a replayed answer.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
-/// The header marking a replay whose body was too large to keep.
+/// The header marking a replay whose body was too large to keep (the first caller got it).
 pub const BODY_OMITTED_HEADER: &str = "idempotent-body-omitted";
+/// The header marking a replay whose body nobody received (it broke off, stalled, or came in a
+/// late answer too large to keep): only the status and headers are known.
+pub const BODY_LOST_HEADER: &str = "idempotent-body-lost";
 /// Longest key accepted (Stripe's limit).
 pub const MAX_KEY_LEN: usize = 255;
 /// Prefix of every problem `type`.
@@ -147,11 +151,6 @@ pub fn is_final(status: u16) -> bool {
         || ((400..500).contains(&status) && !matches!(status, 408 | 409 | 425 | 429))
 }
 
-/// Largest origin answer to a keyed request the worker reads (it holds it in memory to return
-/// it and to cache it). A larger one is answered 502 `origin-answer-too-large`; if it was
-/// final, the key is finalized with its status and headers only.
-pub const MAX_ANSWER_BYTES: u64 = 32 * 1024 * 1024;
-
 /// The safe headers of a response, lower-cased, in order.
 pub fn cached_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
     headers
@@ -161,25 +160,33 @@ pub fn cached_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The answer to keep for a final origin response: the safe headers, and the body unless it is
-/// larger than `max_body` bytes (then only status and headers are kept, `body_omitted`).
-pub fn to_cache(
-    status: u16,
-    headers: &[(String, String)],
-    body: &[u8],
-    max_body: u64,
-) -> CachedResponse {
+/// What was kept of an answer's body for replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BodyKept {
+    /// The whole body, within the cache limit.
+    Whole(Vec<u8>),
+    /// Larger than the cache limit: not kept, but the first caller received it whole.
+    TooLarge,
+    /// Nobody received it whole and it is not kept (broke off, stalled, or a late answer too
+    /// large to keep).
+    Lost,
+}
+
+/// The answer to keep for a final origin response: its safe headers and what was kept of its
+/// body.
+pub fn to_cache(status: u16, headers: &[(String, String)], body: BodyKept) -> CachedResponse {
     let headers = cached_headers(headers);
-    let body_omitted = body.len() as u64 > max_body;
+    let (body, body_omitted, body_lost) = match body {
+        BodyKept::Whole(bytes) => (bytes, false, false),
+        BodyKept::TooLarge => (Vec::new(), true, false),
+        BodyKept::Lost => (Vec::new(), false, true),
+    };
     CachedResponse {
         status,
         headers,
-        body: if body_omitted {
-            Vec::new()
-        } else {
-            body.to_vec()
-        },
+        body,
         body_omitted,
+        body_lost,
     }
 }
 
@@ -266,54 +273,93 @@ impl Problem {
     }
 }
 
-/// Why a keyed request is not run at the origin.
+/// What to answer a keyed request, from the claim authority's reply.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Declined {
-    /// Replay this answer, with the replay marker; the origin is not called.
+pub enum ApiAnswer {
+    /// The origin's answer, passed on: its status and headers, the body streaming beside.
+    Live(Head),
+    /// Replay this stored answer, with the replay marker; the origin was not called.
     Replay(CachedResponse),
     /// Answer with this problem.
     Refuse(Problem),
 }
 
-/// Decides from the claim reply: a won claim is run at the origin (`Ok`); otherwise replay,
-/// in flight (409), reused key (422), or a store failure (503 + Retry-After when retryable,
-/// else 500).
-pub fn after_claim(reply: AuthorityReply, now: Millis) -> Result<Won, Declined> {
-    if let Some(won) = reply.won() {
-        return Ok(won);
+/// Decides from the reply to a keyed delivery, at `now`: the origin's live answer, a replay, in
+/// flight (409 + Retry-After), reused key (422), no answer from the origin (504 on time-out,
+/// the key held while a late answer is awaited; 502 when unreachable), or a store failure
+/// (503 + Retry-After when retryable, else 500).
+pub fn after_delivery(reply: &AuthorityReply, now: Millis) -> ApiAnswer {
+    let report = match reply {
+        AuthorityReply::Delivery(Delivery::Forwarded(report)) => report,
+        AuthorityReply::Delivery(Delivery::Declined(declined)) => {
+            return match declined {
+                ClaimOutcome::DuplicateProcessed {
+                    response: Some(response),
+                    ..
+                } => ApiAnswer::Replay(response.clone()),
+                ClaimOutcome::DuplicateInflight { retry_at, .. } => ApiAnswer::Refuse(Problem {
+                    retry_after: Some(retry_after_seconds(*retry_at, now)),
+                    ..Problem::new(
+                        409,
+                        "request-in-flight",
+                        "Request in progress",
+                        "a request with this Idempotency-Key is still being processed; retry later",
+                    )
+                }),
+                ClaimOutcome::FingerprintMismatch => ApiAnswer::Refuse(Problem::new(
+                    422,
+                    "idempotency-key-reused",
+                    "Idempotency-Key reused",
+                    "this Idempotency-Key was used with a different request (method, path, query, content type or body)",
+                )),
+                _ => ApiAnswer::Refuse(Problem::new(
+                    500,
+                    "store-failed",
+                    "Idempotency store failure",
+                    "the request finished but its answer was not stored",
+                )),
+            }
+        }
+        other => return ApiAnswer::Refuse(store_problem(other)),
+    };
+    if let Some(head) = &report.head {
+        return ApiAnswer::Live(head.clone());
     }
-    Err(match reply {
-        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {
-            response: Some(response),
-            ..
-        }) => Declined::Replay(response),
-        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed { response: None, .. }) => {
-            Declined::Refuse(Problem::new(
-                500,
-                "store-failed",
-                "Idempotency store failure",
-                "the request finished but its answer was not stored",
-            ))
-        }
-        AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { lease_expires_at }) => {
-            Declined::Refuse(Problem {
-                retry_after: Some(retry_after_seconds(lease_expires_at, now)),
-                ..Problem::new(
-                    409,
-                    "request-in-flight",
-                    "Request in progress",
-                    "a request with this Idempotency-Key is still being processed; retry later",
-                )
-            })
-        }
-        AuthorityReply::Claim(ClaimOutcome::FingerprintMismatch) => Declined::Refuse(Problem::new(
-            422,
-            "idempotency-key-reused",
-            "Idempotency-Key reused",
-            "this Idempotency-Key was used with a different request (method, path, query, content type or body)",
-        )),
-        other => Declined::Refuse(store_problem(&other)),
-    })
+    ApiAnswer::Refuse(origin_problem(&report.outcome))
+}
+
+/// `status` when a response can carry it (200 to 599, what the runtime's `Response` accepts);
+/// `None` for anything else, which is answered with [`invalid_status_problem`] instead.
+pub fn passable_status(status: u16) -> Option<u16> {
+    (200..=599).contains(&status).then_some(status)
+}
+
+/// The problem for an origin answer whose status cannot be passed on (502).
+pub fn invalid_status_problem(status: u16) -> Problem {
+    Problem::new(
+        502,
+        "origin-answer-invalid",
+        "Origin answer invalid",
+        format!("the API origin answered status {status}, which cannot be passed on"),
+    )
+}
+
+/// The problem for a forward that brought no answer: 504 on time-out, 502 otherwise.
+pub fn origin_problem(outcome: &OriginOutcome) -> Problem {
+    match outcome {
+        OriginOutcome::TimedOut => Problem::new(
+            504,
+            "origin-timeout",
+            "Origin timed out",
+            "the API origin did not answer in time; retry with the same key to get its answer",
+        ),
+        _ => Problem::new(
+            502,
+            "origin-unreachable",
+            "Origin unreachable",
+            "the API origin could not be reached; the request may be retried with the same key",
+        ),
+    }
 }
 
 /// The problem for a store failure (503 + Retry-After when retryable, else 500).

@@ -1,31 +1,261 @@
-//! How a forward to an origin ended; shared by both front doors.
+//! How a forward to an origin ended, and what that means for the claim: shared by every front
+//! door and by both delivery modes.
+//!
+//! A time-out, or a connection that broke after the request may have been sent, does not mean
+//! the handler failed: the handler may be running, and may succeed. Such an outcome is
+//! *ambiguous*, and releasing the claim on it would let the next delivery run the handler a
+//! second time. Only a definite failure (the origin answered non-2xx, or nothing was sent)
+//! releases. The classification, in one table:
+//!
+//! | what the runtime reported | reason kept | verdict |
+//! | --- | --- | --- |
+//! | a 2xx status | | success: finalize |
+//! | Cloudflare 521 (origin refused the connection) | `connection refused` | definite: release |
+//! | Cloudflare 522, 523 (no connection, origin unreachable) | `unreachable` | definite: release |
+//! | Cloudflare 525, 526 (TLS handshake or certificate) | `tls` | definite: release |
+//! | Cloudflare 530 (origin's name did not resolve) | `dns` | definite: release |
+//! | Cloudflare 520 (connection reset after the request was sent) | `reset after send` | ambiguous, nothing more to learn: hold until the lease ends |
+//! | Cloudflare 524 (Cloudflare gave up waiting for the origin) | `time-out` | ambiguous, nothing more to learn: hold |
+//! | any other non-2xx status, a redirect included | `origin answered 503` | definite: release |
+//! | no status within the forward time-out | `time-out` | ambiguous: keep waiting for the late answer |
+//! | the runtime threw "Network connection lost" | `reset after send` | ambiguous, nothing more to learn: hold |
+//! | the runtime threw anything else | `network error` | ambiguous, nothing more to learn: hold |
+//! | the request could not be built (nothing sent) | `request not sent` | definite: release |
+//!
+//! The local runtime throws "Network connection lost" for a refused connection as well as for
+//! one reset after sending (the two cannot be told apart there), and a bare "internal error" for
+//! a name that does not resolve or a failed TLS handshake: in doubt, both are ambiguous. In
+//! production Cloudflare reports the definite cases as the 52x/530 answers above.
 
-/// How the forward to the origin ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OriginResult {
-    /// The origin answered with this status.
-    Responded {
-        /// The origin's HTTP status.
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How the forward ended, as the runtime reported it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "ended", rename_all = "snake_case")]
+pub enum OriginOutcome {
+    /// The origin's status line arrived.
+    Answered {
+        /// Its HTTP status.
         status: u16,
     },
-    /// No answer within `FORWARD_TIMEOUT_MS`.
+    /// No status within the time allowed.
     TimedOut,
-    /// The origin could not be reached (the text says why).
-    Unreachable(String),
+    /// The runtime reported an error instead of an answer.
+    Failed {
+        /// What kind of error, classified from the runtime's report (its text is never kept).
+        error: NetworkError,
+    },
+    /// The request could not even be built (e.g. a header value the runtime refuses): nothing
+    /// was sent.
+    NotSent,
 }
 
-impl OriginResult {
-    /// True for a 2xx answer: only then is the claim finalized.
-    pub fn succeeded(&self) -> bool {
-        matches!(self, OriginResult::Responded { status } if (200..300).contains(status))
+/// A runtime error on a forward, classified. Raw error text is never stored or logged: it can
+/// quote the origin's URL, credentials included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkError {
+    /// "Network connection lost": reset or closed, possibly after the request was sent.
+    ConnectionLost,
+    /// Any other error.
+    Other,
+}
+
+impl NetworkError {
+    /// Classifies the text of a runtime error.
+    pub fn classify(text: &str) -> NetworkError {
+        if text.contains("Network connection lost") {
+            NetworkError::ConnectionLost
+        } else {
+            NetworkError::Other
+        }
+    }
+}
+
+/// Why an attempt did not succeed: the classified reason kept in a record
+/// (`last_release_reason`), logged and shown by the admin API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The origin answered this non-2xx status.
+    Answered(u16),
+    /// The origin refused the connection (Cloudflare 521).
+    ConnectionRefused,
+    /// No connection could be made (Cloudflare 522, 523).
+    Unreachable,
+    /// The TLS handshake or certificate failed (Cloudflare 525, 526).
+    Tls,
+    /// The origin's name did not resolve (Cloudflare 530).
+    Dns,
+    /// The connection broke, possibly after the request was sent.
+    ResetAfterSend,
+    /// No answer in time.
+    TimedOut,
+    /// Another runtime error.
+    NetworkError,
+    /// The request could not be built; nothing was sent.
+    NotSent,
+    /// An operator released the claim with the admin API.
+    Operator,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Answered(status) => write!(f, "origin answered {status}"),
+            Reason::ConnectionRefused => f.write_str("connection refused"),
+            Reason::Unreachable => f.write_str("unreachable"),
+            Reason::Tls => f.write_str("tls"),
+            Reason::Dns => f.write_str("dns"),
+            Reason::ResetAfterSend => f.write_str("reset after send"),
+            Reason::TimedOut => f.write_str("time-out"),
+            Reason::NetworkError => f.write_str("network error"),
+            Reason::NotSent => f.write_str("request not sent"),
+            Reason::Operator => f.write_str("released by an operator"),
+        }
+    }
+}
+
+/// What an outcome means for the claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The handler succeeded (the front door decides which statuses count): finalize.
+    Succeeded,
+    /// The handler definitely did not succeed: release, so the next delivery runs it again.
+    Failed(Reason),
+    /// No answer yet; one may still come: keep the claim and wait for it.
+    Pending,
+    /// The handler may or may not have run, and nothing more will be learned: keep the claim
+    /// until its lease ends, then the next delivery takes it over.
+    Unknown(Reason),
+}
+
+impl Verdict {
+    /// The verdict on `outcome`, where `succeeded(status)` says which answered statuses count as
+    /// success for this front door (webhooks: 2xx; Idempotency-Key: every final answer).
+    pub fn of(outcome: &OriginOutcome, succeeded: impl Fn(u16) -> bool) -> Verdict {
+        match *outcome {
+            OriginOutcome::Answered { status } if succeeded(status) => Verdict::Succeeded,
+            OriginOutcome::Answered { status } => match status {
+                520 => Verdict::Unknown(Reason::ResetAfterSend),
+                524 => Verdict::Unknown(Reason::TimedOut),
+                521 => Verdict::Failed(Reason::ConnectionRefused),
+                522 | 523 => Verdict::Failed(Reason::Unreachable),
+                525 | 526 => Verdict::Failed(Reason::Tls),
+                530 => Verdict::Failed(Reason::Dns),
+                other => Verdict::Failed(Reason::Answered(other)),
+            },
+            OriginOutcome::TimedOut => Verdict::Pending,
+            OriginOutcome::Failed {
+                error: NetworkError::ConnectionLost,
+            } => Verdict::Unknown(Reason::ResetAfterSend),
+            OriginOutcome::Failed {
+                error: NetworkError::Other,
+            } => Verdict::Unknown(Reason::NetworkError),
+            OriginOutcome::NotSent => Verdict::Failed(Reason::NotSent),
+        }
     }
 
-    /// Why the claim is released, kept in the record: e.g. `origin answered 500`.
-    pub fn release_reason(&self) -> String {
+    /// The verdict once the wait for a late answer is over: still pending becomes unknown.
+    pub fn final_after_wait(self) -> Verdict {
         match self {
-            OriginResult::Responded { status } => format!("origin answered {status}"),
-            OriginResult::TimedOut => "origin timed out".to_owned(),
-            OriginResult::Unreachable(why) => format!("origin unreachable: {why}"),
+            Verdict::Pending => Verdict::Unknown(Reason::TimedOut),
+            other => other,
         }
+    }
+}
+
+/// True for a 2xx status: what a webhook sender counts as delivered.
+pub fn is_success(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn webhook(outcome: OriginOutcome) -> Verdict {
+        Verdict::of(&outcome, is_success)
+    }
+
+    #[test]
+    fn only_a_2xx_succeeds_and_only_definite_failures_release() {
+        assert_eq!(
+            webhook(OriginOutcome::Answered { status: 204 }),
+            Verdict::Succeeded
+        );
+        for (status, reason) in [
+            (500, Reason::Answered(500)),
+            (301, Reason::Answered(301)),
+            (404, Reason::Answered(404)),
+            (521, Reason::ConnectionRefused),
+            (522, Reason::Unreachable),
+            (523, Reason::Unreachable),
+            (525, Reason::Tls),
+            (526, Reason::Tls),
+            (530, Reason::Dns),
+        ] {
+            assert_eq!(
+                webhook(OriginOutcome::Answered { status }),
+                Verdict::Failed(reason),
+                "{status}"
+            );
+        }
+        assert_eq!(
+            webhook(OriginOutcome::NotSent),
+            Verdict::Failed(Reason::NotSent)
+        );
+    }
+
+    #[test]
+    fn ambiguous_outcomes_never_release() {
+        assert_eq!(webhook(OriginOutcome::TimedOut), Verdict::Pending);
+        assert_eq!(
+            webhook(OriginOutcome::Answered { status: 520 }),
+            Verdict::Unknown(Reason::ResetAfterSend)
+        );
+        assert_eq!(
+            webhook(OriginOutcome::Answered { status: 524 }),
+            Verdict::Unknown(Reason::TimedOut)
+        );
+        for text in [
+            "Error: Network connection lost.",
+            "Error: internal error; reference = 0123abcd",
+            "TypeError: anything at all",
+        ] {
+            let verdict = webhook(OriginOutcome::Failed {
+                error: NetworkError::classify(text),
+            });
+            assert!(
+                matches!(verdict, Verdict::Unknown(_)),
+                "{text}: {verdict:?}"
+            );
+        }
+        assert_eq!(
+            Verdict::Pending.final_after_wait(),
+            Verdict::Unknown(Reason::TimedOut)
+        );
+    }
+
+    #[test]
+    fn the_front_door_decides_which_answers_succeed() {
+        let any_final = |s: u16| (200..300).contains(&s) || s == 404;
+        assert_eq!(
+            Verdict::of(&OriginOutcome::Answered { status: 404 }, any_final),
+            Verdict::Succeeded
+        );
+    }
+
+    #[test]
+    fn reasons_are_short_classified_words() {
+        assert_eq!(Reason::Answered(503).to_string(), "origin answered 503");
+        assert_eq!(Reason::ConnectionRefused.to_string(), "connection refused");
+        assert_eq!(Reason::ResetAfterSend.to_string(), "reset after send");
+        assert_eq!(Reason::TimedOut.to_string(), "time-out");
+        assert_eq!(Reason::Dns.to_string(), "dns");
+        assert_eq!(Reason::Tls.to_string(), "tls");
     }
 }

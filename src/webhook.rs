@@ -8,10 +8,10 @@
 
 use serde_json::{json, Value};
 
-use crate::authority::{settle_word, AuthorityReply, Won};
+use crate::authority::{AuthorityReply, Delivery};
 use crate::claim::{ClaimOutcome, Millis};
 use crate::config::{self, ConfigProblem};
-use crate::origin::OriginResult;
+use crate::origin::{OriginOutcome, Verdict};
 use crate::stripe::envelope::EnvelopeError;
 use crate::stripe::signature::SignatureError;
 
@@ -91,31 +91,75 @@ pub fn retry_after_seconds(until: Millis, now: Millis) -> u64 {
     until.saturating_sub(now).div_ceil(1_000).max(1)
 }
 
-/// Decides from the claim reply: a won claim is forwarded (`Ok`); otherwise the answer is
-/// duplicate (200), in flight (409), or a store failure (503 + Retry-After when retryable, 500
-/// when not).
-pub fn after_claim(reply: AuthorityReply, now: Millis) -> Result<Won, Answer> {
-    if let Some(won) = reply.won() {
-        return Ok(won);
-    }
-    match reply {
-        AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed { .. }) => Err(Answer {
-            status: 200,
-            body: json!({ "status": "duplicate" }),
-            retry_after: None,
-            outcome: "duplicate",
-        }),
-        AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { lease_expires_at }) => {
-            Err(Answer {
-                retry_after: Some(retry_after_seconds(lease_expires_at, now)),
+/// The answer to a delivery the claim authority ran (or declined), at `now`:
+///
+/// - not forwarded: duplicate (200), in flight (409 + Retry-After to the end of the holder's
+///   wait for its answer, else its lease), or a store failure (503 + Retry-After / 500);
+/// - forwarded: 200 `processed` when the origin succeeded (also when the finalize was refused
+///   or failed: the work was done, and a retry would run it again); otherwise non-2xx, so the
+///   sender delivers again: 502 `origin_failed` (the origin answered non-2xx), 504
+///   `origin_timeout` (no answer in time: the claim is held while a late answer is awaited),
+///   502 `origin_unreachable` (no answer at all).
+pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> Answer {
+    let report = match reply {
+        AuthorityReply::Delivery(Delivery::Forwarded(report)) => report,
+        AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateProcessed {
+            ..
+        })) => {
+            return Answer {
+                status: 200,
+                body: json!({ "status": "duplicate" }),
+                retry_after: None,
+                outcome: "duplicate",
+            }
+        }
+        AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateInflight {
+            retry_at,
+            ..
+        })) => {
+            return Answer {
+                retry_after: Some(retry_after_seconds(*retry_at, now)),
                 ..Answer::error(
                     409,
                     "in_flight",
                     "another delivery of this event is being processed; retry later",
                 )
-            })
+            }
         }
-        other => Err(store_failure_answer(&other)),
+        other => return store_failure_answer(other),
+    };
+    let then = match report.verdict {
+        Verdict::Failed(_) => "the event will be processed again on retry",
+        Verdict::Pending => "its answer is still awaited; retry later",
+        Verdict::Succeeded | Verdict::Unknown(_) => {
+            "the outcome is unknown, so the claim is kept until its lease ends; retry later"
+        }
+    };
+    match report.outcome {
+        OriginOutcome::Answered { status } if report.verdict == Verdict::Succeeded => Answer {
+            status: 200,
+            body: json!({ "status": "processed", "event_id": event_id, "origin_status": status }),
+            retry_after: None,
+            outcome: "processed",
+        },
+        OriginOutcome::Answered { status } => Answer {
+            body: json!({
+                "error": "origin_failed",
+                "detail": format!("the origin answered {status}; {then}"),
+                "origin_status": status,
+            }),
+            ..Answer::error(502, "origin_failed", "")
+        },
+        OriginOutcome::TimedOut => Answer::error(
+            504,
+            "origin_timeout",
+            format!("the origin did not answer in time; {then}"),
+        ),
+        OriginOutcome::Failed { .. } | OriginOutcome::NotSent => Answer::error(
+            502,
+            "origin_unreachable",
+            format!("the origin could not be reached; {then}"),
+        ),
     }
 }
 
@@ -143,103 +187,125 @@ pub fn store_failure_answer(reply: &AuthorityReply) -> Answer {
     }
 }
 
-/// The answer after the origin's result and the settle reply (finalize or release), and a
-/// word for the log: `finalized`, `released`, `fence_conflict`, `settle_failed`.
-///
-/// An origin success is always answered 200, even when the finalize was refused (the lease ran
-/// out and another attempt took over) or failed: the work was done, and a retry would run it
-/// again. An origin failure is 502 (504 on time-out) whatever the release said, so Stripe
-/// delivers again.
-pub fn after_settle(
-    origin: &OriginResult,
-    event_id: &str,
-    settle: &AuthorityReply,
-) -> (Answer, &'static str) {
-    let settled = settle_word(settle);
-    let answer = match origin {
-        OriginResult::Responded { status } if origin.succeeded() => Answer {
-            status: 200,
-            body: json!({ "status": "processed", "event_id": event_id, "origin_status": status }),
-            retry_after: None,
-            outcome: "processed",
-        },
-        OriginResult::Responded { status } => Answer {
-            body: json!({
-                "error": "origin_failed",
-                "detail": format!("the origin answered {status}; the event will be processed again on retry"),
-                "origin_status": status,
-            }),
-            ..Answer::error(502, "origin_failed", "")
-        },
-        OriginResult::TimedOut => Answer::error(
-            504,
-            "origin_timeout",
-            "the origin did not answer in time; the event will be processed again on retry",
-        ),
-        OriginResult::Unreachable(_) => Answer::error(
-            502,
-            "origin_unreachable",
-            "the origin could not be reached; the event will be processed again on retry",
-        ),
-    };
-    (answer, settled)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::{Fence, FinalizeOutcome, ReleaseOutcome};
+    use crate::authority::{Report, SettleStep};
+    use crate::origin::{NetworkError, Reason};
+
+    fn forwarded(outcome: OriginOutcome, verdict: Verdict, settle: SettleStep) -> AuthorityReply {
+        AuthorityReply::Delivery(Delivery::Forwarded(Report {
+            attempt: 1,
+            takeover: false,
+            outcome,
+            verdict,
+            settle,
+            origin_ms: 5,
+            head: None,
+        }))
+    }
+
+    fn summary(reply: AuthorityReply) -> (u16, Option<u64>, &'static str) {
+        let answer = after_delivery(&reply, "evt_1", 1_000);
+        (answer.status, answer.retry_after, answer.outcome)
+    }
 
     #[test]
-    fn claim_outcomes_map_to_answers() {
-        let fence = Fence::new(1, [0; 16]);
+    fn declined_deliveries_map_to_answers() {
+        let declined = |outcome| AuthorityReply::Delivery(Delivery::Declined(outcome));
         assert_eq!(
-            after_claim(
-                AuthorityReply::Claim(ClaimOutcome::Claimed {
-                    fence: fence.clone(),
-                    attempt: 1,
-                    takeover: false,
-                    lease_expires_at: 5
-                }),
-                0
-            ),
-            Ok(Won {
-                fence,
-                attempt: 1,
-                takeover: false
-            })
-        );
-        let status = |reply| match after_claim(reply, 1_000) {
-            Err(a) => (a.status, a.retry_after, a.outcome),
-            Ok(_) => panic!("forwarded"),
-        };
-        assert_eq!(
-            status(AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {
+            summary(declined(ClaimOutcome::DuplicateProcessed {
                 finished_at: 1,
                 response: None
             })),
             (200, None, "duplicate")
         );
         assert_eq!(
-            status(AuthorityReply::Claim(ClaimOutcome::DuplicateInflight {
-                lease_expires_at: 61_001
+            summary(declined(ClaimOutcome::DuplicateInflight {
+                lease_expires_at: 901_000,
+                retry_at: 61_001
             })),
-            (409, Some(61), "in_flight")
+            (409, Some(61), "in_flight"),
+            "come back when the holder's wait for its answer ends, not at the lease end"
         );
         assert_eq!(
-            status(AuthorityReply::StoreFailed {
+            summary(AuthorityReply::StoreFailed {
                 retryable: true,
                 detail: String::new()
             }),
             (503, Some(10), "store_unavailable")
         );
         assert_eq!(
-            status(AuthorityReply::StoreFailed {
+            summary(AuthorityReply::StoreFailed {
                 retryable: false,
                 detail: String::new()
             }),
             (500, None, "store_failed")
         );
+        assert_eq!(
+            summary(declined(ClaimOutcome::FingerprintMismatch)),
+            (500, None, "store_failed")
+        );
+    }
+
+    #[test]
+    fn forwarded_deliveries_map_to_answers() {
+        let answer = after_delivery(
+            &forwarded(
+                OriginOutcome::Answered { status: 204 },
+                Verdict::Succeeded,
+                SettleStep::Finalized,
+            ),
+            "evt_1",
+            0,
+        );
+        assert_eq!((answer.status, answer.outcome), (200, "processed"));
+        assert_eq!(answer.body["origin_status"], 204);
+        assert_eq!(
+            summary(forwarded(
+                OriginOutcome::Answered { status: 204 },
+                Verdict::Succeeded,
+                SettleStep::FenceConflict
+            )),
+            (200, None, "processed"),
+            "the work was done even if the finalize was refused"
+        );
+        let failed = after_delivery(
+            &forwarded(
+                OriginOutcome::Answered { status: 500 },
+                Verdict::Failed(Reason::Answered(500)),
+                SettleStep::Released,
+            ),
+            "evt_1",
+            0,
+        );
+        assert_eq!((failed.status, failed.outcome), (502, "origin_failed"));
+        assert_eq!(failed.body["origin_status"], 500);
+        assert!(failed.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("again on retry"));
+        assert_eq!(
+            summary(forwarded(
+                OriginOutcome::TimedOut,
+                Verdict::Pending,
+                SettleStep::Waiting
+            )),
+            (504, None, "origin_timeout")
+        );
+        let held = after_delivery(
+            &forwarded(
+                OriginOutcome::Failed {
+                    error: NetworkError::ConnectionLost,
+                },
+                Verdict::Unknown(Reason::ResetAfterSend),
+                SettleStep::Held,
+            ),
+            "evt_1",
+            0,
+        );
+        assert_eq!((held.status, held.outcome), (502, "origin_unreachable"));
+        assert!(held.body["detail"].as_str().unwrap().contains("lease"));
     }
 
     #[test]
@@ -248,54 +314,6 @@ mod tests {
         assert_eq!(retry_after_seconds(500, 1_000), 1);
         assert_eq!(retry_after_seconds(2_001, 1_000), 2);
         assert_eq!(retry_after_seconds(901_000, 1_000), 900);
-    }
-
-    #[test]
-    fn origin_results_map_to_answers_and_settles() {
-        let finalized = AuthorityReply::Finalize(FinalizeOutcome::Finalized {
-            finished_at: 1,
-            already: false,
-        });
-        let refused = AuthorityReply::Finalize(FinalizeOutcome::NotOwner);
-        let released = AuthorityReply::Release(ReleaseOutcome::Released { already: false });
-        let ok = OriginResult::Responded { status: 204 };
-        assert!(ok.succeeded());
-        assert_eq!(after_settle(&ok, "evt_1", &finalized).0.status, 200);
-        assert_eq!(after_settle(&ok, "evt_1", &finalized).1, "finalized");
-        let (answer, word) = after_settle(&ok, "evt_1", &refused);
-        assert_eq!((answer.status, word), (200, "fence_conflict"));
-        let failed = OriginResult::Responded { status: 500 };
-        assert!(!failed.succeeded());
-        assert_eq!(failed.release_reason(), "origin answered 500");
-        let (answer, word) = after_settle(&failed, "evt_1", &released);
-        assert_eq!(
-            (answer.status, answer.outcome, word),
-            (502, "origin_failed", "released")
-        );
-        assert_eq!(answer.body["origin_status"], 500);
-        assert!(!OriginResult::Responded { status: 302 }.succeeded());
-        assert_eq!(
-            after_settle(&OriginResult::TimedOut, "evt_1", &released)
-                .0
-                .status,
-            504
-        );
-        assert_eq!(
-            after_settle(
-                &OriginResult::Unreachable("refused".into()),
-                "evt_1",
-                &released
-            )
-            .0
-            .status,
-            502
-        );
-        let store_down = AuthorityReply::StoreFailed {
-            retryable: true,
-            detail: String::new(),
-        };
-        let (answer, word) = after_settle(&ok, "evt_1", &store_down);
-        assert_eq!((answer.status, word), (200, "settle_failed"));
     }
 
     #[test]

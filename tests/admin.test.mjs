@@ -91,7 +91,10 @@ describe('admin API', () => {
     let record = (await call(`${worker.url}/admin/events/${id}`, { headers: auth() })).json.record;
     assert.equal(record.state, 'processing');
 
-    const release = await call(`${worker.url}/admin/events/${id}/release`, { method: 'POST', headers: auth() });
+    const refused = await call(`${worker.url}/admin/events/${id}/release`, { method: 'POST', headers: auth() });
+    assert.equal(refused.status, 409, 'its lease is live: it may still be running');
+    assert.equal(refused.json.error, 'lease_live');
+    const release = await call(`${worker.url}/admin/events/${id}/release?force=true`, { method: 'POST', headers: auth() });
     assert.equal(release.status, 200);
     assert.equal(release.json.status, 'released');
     record = (await call(`${worker.url}/admin/events/${id}`, { headers: auth() })).json.record;

@@ -55,7 +55,7 @@ test('50 keys x 20 concurrent claims: exactly one winner per key', async (t) => 
 
 test('a lease that runs out is taken over, and the late holder is fenced off', async (t) => {
   const worker = await startWorker({
-    vars: { ...BASE_VARS, LEASE_SECONDS: '2', FORWARD_TIMEOUT_MS: '1000' },
+    vars: { ...BASE_VARS, LEASE_SECONDS: '2', FORWARD_TIMEOUT_MS: '1000', LATE_ANSWER_WAIT_SECONDS: '0' },
   });
   t.after(() => worker.dispose());
   const url = `${worker.url}/_test/claims/evt_lease`;
@@ -112,8 +112,9 @@ test('the alarm deletes a record when its retention ends', async (t) => {
   const worker = await startWorker({
     vars: {
       ...BASE_VARS,
-      LEASE_SECONDS: '1',
+      LEASE_SECONDS: '2',
       FORWARD_TIMEOUT_MS: '500',
+      LATE_ANSWER_WAIT_SECONDS: '0',
       RETENTION_HOURS: '0.001', // 3.6 s
       ALLOW_SHORT_RETENTION: 'true',
     },

@@ -192,7 +192,8 @@ export async function startDirect({ kind = 'worker', vars = {} } = {}) {
 
 /**
  * A real HTTP origin on a free loopback port. `behave(request, n)` decides each answer:
- * `{ status, body, headers, delayMs, hang }`; `n` counts requests from 1. Every request and
+ * `{ status, body, headers, delayMs, hang, stallAfter }` (`stallAfter`: send the head and this
+ * much of the body, then stall); `n` counts requests from 1. Every request and
  * answer is recorded in `origin.requests`.
  */
 export async function startOrigin(behave = () => ({ status: 200, body: 'ok' })) {
@@ -215,8 +216,12 @@ export async function startOrigin(behave = () => ({ status: 200, body: 'ok' })) 
       if (answer.hang) return; // never answers; the socket is destroyed on close()
       if (answer.delayMs) await sleep(answer.delayMs);
       res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
-      res.end(answer.body);
       record.answeredAt = Date.now();
+      if (answer.stallAfter !== undefined) {
+        res.write(answer.stallAfter); // the head and part of the body, then nothing more
+        return;
+      }
+      res.end(answer.body);
     });
   });
   server.on('connection', (socket) => {

@@ -149,19 +149,19 @@ describe('keyed requests', () => {
     assert.equal(calls(path).length, 2);
   });
 
-  test('an origin time-out is 504 and releases the key: the retry executes', async () => {
+  test('an origin time-out is 504 and holds the key while its answer is awaited: the retry is 409, never run twice', async () => {
     const path = `/api/slow/${randomUUID()}`;
-    behaviour.set(path, () => (calls(path).length === 1 ? { hang: true } : { status: 201, body: 'made' }));
+    behaviour.set(path, () => ({ hang: true }));
     const key = randomUUID();
     const first = await post(path, { key });
     assert.equal(first.status, 504);
     assert.equal(first.headers.get('content-type'), 'application/problem+json');
     assert.equal(first.json.type, 'urn:webhook-dedup:problem:origin-timeout');
     const retry = await post(path, { key });
-    assert.equal(retry.status, 201);
-    assert.equal(retry.headers.get('idempotent-replayed'), null);
-    assert.equal((await post(path, { key })).headers.get('idempotent-replayed'), 'true');
-    assert.equal(calls(path).length, 2);
+    assert.equal(retry.status, 409);
+    assert.equal(retry.json.type, 'urn:webhook-dedup:problem:request-in-flight');
+    assert.ok(Number(retry.headers.get('retry-after')) >= 1);
+    assert.equal(calls(path).length, 1);
   });
 
   test('a 4xx answer is final and replayed; 429 is not', async () => {
@@ -286,7 +286,7 @@ test('IDEMPOTENCY_ALLOW_ANONYMOUS=true: clients without the header share one sco
 test('keys expire after IDEMPOTENCY_RETENTION_HOURS, deleted by the alarm', async (t) => {
   const origin = await startOrigin((req, n) => ({ status: 201, body: `run ${n}` }));
   const worker = await startWorker({
-    vars: baseVars(origin, { IDEMPOTENCY_RETENTION_HOURS: '0.001', LEASE_SECONDS: '1', FORWARD_TIMEOUT_MS: '500' }),
+    vars: baseVars(origin, { IDEMPOTENCY_RETENTION_HOURS: '0.001', LEASE_SECONDS: '2', FORWARD_TIMEOUT_MS: '500', LATE_ANSWER_WAIT_SECONDS: '0' }),
   });
   t.after(async () => {
     await worker.dispose();
@@ -301,7 +301,7 @@ test('keys expire after IDEMPOTENCY_RETENTION_HOURS, deleted by the alarm', asyn
   assert.equal(again.text, 'run 2', 'after expiry the key runs again');
 });
 
-test('an unreachable API origin: 502 for keyed and pass-through requests, the key released', async (t) => {
+test('an unreachable API origin: 502 for keyed and pass-through requests, the key held (a refusal cannot be told from a reset here)', async (t) => {
   const closed = await startOrigin();
   const url = closed.url;
   await closed.close();
@@ -314,7 +314,11 @@ test('an unreachable API origin: 502 for keyed and pass-through requests, the ke
   assert.equal(keyed.json.type, 'urn:webhook-dedup:problem:origin-unreachable');
   const line = await worker.waitForLog((l) => l.route === 'idempotency' && l.status === 502);
   const record = await call(`${worker.url}/admin/keys/${line.key}`, { headers: { authorization: 'Bearer admin-token-0123456789abcdef' } });
-  assert.equal(record.json.record.state, 'released');
+  assert.equal(record.json.record.state, 'processing');
+  const retry = await call(`${worker.url}/api/charges`, {
+    method: 'POST', headers: { 'idempotency-key': 'k-down', authorization: 'Bearer c' }, body: 'x',
+  });
+  assert.equal(retry.status, 409, 'held until its lease ends');
   const get = await call(`${worker.url}/api/charges`);
   assert.equal(get.status, 502);
   assert.equal(get.json.type, 'urn:webhook-dedup:problem:origin-unreachable');

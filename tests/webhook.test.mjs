@@ -28,7 +28,7 @@ describe('webhook deliveries', () => {
       const decide = behaviour.get(id);
       return decide ? decide(req, n) : { status: 200, body: 'ok' };
     });
-    worker = await startWorker({ vars: vars(origin, { FORWARD_TIMEOUT_MS: '1500' }) });
+    worker = await startWorker({ vars: vars(origin, { FORWARD_TIMEOUT_MS: '1500', LATE_ANSWER_WAIT_SECONDS: '3', LEASE_SECONDS: '60' }) });
   });
   after(async () => {
     await worker?.dispose();
@@ -106,13 +106,9 @@ describe('webhook deliveries', () => {
     assert.deepEqual(later.json, { status: 'duplicate' });
   });
 
-  test('an origin that never answers: 504, claim released, the next delivery is forwarded', async () => {
+  test('an origin that never answers: 504, the claim held while its answer is awaited', async () => {
     const id = eventId('hang');
-    let calls = 0;
-    behaviour.set(id, () => {
-      calls += 1;
-      return calls === 1 ? { hang: true } : { status: 200 };
-    });
+    behaviour.set(id, () => ({ hang: true }));
     const payload = eventPayload(id);
     const started = Date.now();
     const first = await deliver(worker, payload, { secret: SECRET });
@@ -120,29 +116,37 @@ describe('webhook deliveries', () => {
     assert.equal(first.json.error, 'origin_timeout');
     assert.ok(Date.now() - started >= 1_400, 'waited for the forward time-out');
     const stored = await record(worker, id);
-    assert.equal(stored.state, 'released');
-    assert.equal(stored.last_release_reason, 'origin timed out');
+    assert.equal(stored.state, 'processing', 'a time-out is ambiguous: the claim is kept');
+    assert.equal(stored.wait_ends_at - stored.claimed_at, 1_500 + 3_000, 'time-out plus the late-answer wait');
     const second = await deliver(worker, payload, { secret: SECRET });
-    assert.equal(second.status, 200);
-    assert.equal(seen(id).length, 2);
+    assert.equal(second.status, 409);
+    assert.ok(Number(second.headers.get('retry-after')) <= 5, 'come back when the wait ends, not at the lease end');
+    assert.equal(seen(id).length, 1, 'never forwarded twice');
   });
 
-  test('an origin that refuses connections: 502 and released', async () => {
+  test('an origin that refuses connections: 502, and the claim kept (the runtime cannot tell a refusal from a reset)', async () => {
     const closed = await startOrigin();
     const url = closed.url;
     await closed.close();
     const down = await startWorker({
-      vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: url, ENABLE_TEST_ROUTES: 'true' },
+      vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: url, ENABLE_TEST_ROUTES: 'true', LEASE_SECONDS: '3', FORWARD_TIMEOUT_MS: '1000', LATE_ANSWER_WAIT_SECONDS: '0' },
     });
     try {
       const id = eventId('down');
       const answer = await deliver(down, eventPayload(id), { secret: SECRET });
       assert.equal(answer.status, 502);
       assert.equal(answer.json.error, 'origin_unreachable');
-      assert.equal((await record(down, id)).state, 'released');
+      const held = await record(down, id);
+      assert.equal(held.state, 'processing', 'held until its lease ends: the request may have been sent');
       const line = await down.waitForLog((l) => l.key === id);
       assert.equal(line.outcome, 'origin_unreachable');
-      assert.equal(line.settle, 'released');
+      assert.equal(line.settle, 'held');
+      assert.equal(line.detail, 'reset after send', 'a classified reason, never the runtime text');
+      assert.ok(!down.output.includes('Network connection lost'), 'raw error text is not logged');
+      await sleep(held.lease_expires_at - Date.now() + 200);
+      const retried = await deliver(down, eventPayload(id), { secret: SECRET });
+      assert.equal(retried.status, 502, 'after the lease the next delivery runs it again');
+      assert.equal((await record(down, id)).attempts, 2);
     } finally {
       await down.dispose();
     }
@@ -300,7 +304,7 @@ test('a crashed attempt is taken over when its lease runs out, and its fence is 
     return { status: 200 };
   });
   const worker = await startWorker({
-    vars: vars(origin, { LEASE_SECONDS: '10', FORWARD_TIMEOUT_MS: '2500' }),
+    vars: vars(origin, { LEASE_SECONDS: '10', FORWARD_TIMEOUT_MS: '2500', LATE_ANSWER_WAIT_SECONDS: '5' }),
   });
   t.after(async () => {
     await worker.dispose();

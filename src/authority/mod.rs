@@ -1,17 +1,46 @@
 //! The messages between the worker and the claim authority (the Durable Object), and the pure
 //! dispatcher the object runs them through.
 //!
-//! Transport: the worker sends one JSON [`AuthorityRequest`] in a `POST` to the object's
-//! `fetch` and reads one JSON [`AuthorityReply`] back. Plain fetch with JSON is used rather than
-//! RPC because the Rust SDK's Durable Objects expose `fetch`, and JSON keeps the exchange
+//! Transport: the worker sends one `POST` to the object's `fetch` whose body is a frame (see
+//! [`frame_prefix`]): the JSON [`AuthorityRequest`], then the delivery's raw body, if any. It
+//! reads one JSON [`AuthorityReply`] back, in the body, or, when the origin's answer streams
+//! back with it, in the [`REPLY_HEADER`] header. Plain fetch with JSON is used rather than RPC
+//! because the Rust SDK's Durable Objects expose `fetch`, and JSON keeps the exchange
 //! inspectable in logs and host tests.
 
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{
-    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimStore, Fence,
+    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimStore, Fence,
     FinalizeOutcome, ForgetOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
 };
+
+mod delivery;
+
+pub use delivery::{
+    begin, settle, Begin, Deliver, Delivery, Door, Forward, Head, Report, Settle, SettleStep, Won,
+};
+
+/// The reply header that carries the JSON reply when the body carries the origin's answer.
+pub const REPLY_HEADER: &str = "x-authority-reply";
+
+/// The start of a request frame: the length of `json` (4 bytes, big-endian), then `json`; the
+/// delivery's raw body follows it.
+pub fn frame_prefix(json: &[u8]) -> Vec<u8> {
+    let mut prefix = Vec::with_capacity(4 + json.len());
+    prefix.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    prefix.extend_from_slice(json);
+    prefix
+}
+
+/// Where a frame's JSON lies: `(start, end)`; the body starts at `end`. `None` when `frame` is
+/// too short for the length it announces. `head` is the frame's first four bytes and `len` its
+/// whole length.
+pub fn frame_json_range(head: [u8; 4], len: usize) -> Option<(usize, usize)> {
+    let json_len = u32::from_be_bytes(head) as usize;
+    let end = 4usize.checked_add(json_len)?;
+    (end <= len).then_some((4, end))
+}
 
 /// One operation on one key's claim.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +93,9 @@ pub enum AuthorityRequest {
         /// The key.
         key: String,
     },
+    /// Claim, forward and settle a delivery in the object (see [`delivery`]); its body travels
+    /// beside the message.
+    Deliver(Deliver),
 }
 
 impl AuthorityRequest {
@@ -75,6 +107,7 @@ impl AuthorityRequest {
             | AuthorityRequest::Release { key, .. }
             | AuthorityRequest::Forget { key, .. }
             | AuthorityRequest::Inspect { key } => key,
+            AuthorityRequest::Deliver(deliver) => &deliver.key,
         }
     }
 
@@ -86,6 +119,7 @@ impl AuthorityRequest {
             AuthorityRequest::Release { .. } => "release",
             AuthorityRequest::Forget { .. } => "forget",
             AuthorityRequest::Inspect { .. } => "inspect",
+            AuthorityRequest::Deliver(_) => "deliver",
         }
     }
 }
@@ -107,6 +141,8 @@ pub enum AuthorityReply {
         /// The stored record, if any.
         record: Option<ClaimRecord>,
     },
+    /// The answer to `Deliver`.
+    Delivery(Delivery),
     /// The store failed; nothing was changed.
     StoreFailed {
         /// True when the same request may succeed later.
@@ -114,36 +150,6 @@ pub enum AuthorityReply {
         /// What failed.
         detail: String,
     },
-}
-
-/// A claim this request won: what it needs to forward and then settle.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Won {
-    /// The claim's fence, for the finalize or release.
-    pub fence: Fence,
-    /// Which attempt of the key this is (1 for the first).
-    pub attempt: u32,
-    /// True when an earlier claim's lease ran out.
-    pub takeover: bool,
-}
-
-impl AuthorityReply {
-    /// The won claim, if this reply is `Claimed`.
-    pub fn won(&self) -> Option<Won> {
-        match self {
-            AuthorityReply::Claim(ClaimOutcome::Claimed {
-                fence,
-                attempt,
-                takeover,
-                ..
-            }) => Some(Won {
-                fence: fence.clone(),
-                attempt: *attempt,
-                takeover: *takeover,
-            }),
-            _ => None,
-        }
-    }
 }
 
 impl From<StoreError> for AuthorityReply {
@@ -158,18 +164,6 @@ impl From<StoreError> for AuthorityReply {
                 detail,
             },
         }
-    }
-}
-
-/// The log word for the reply to a finalize or release: `finalized`, `released`,
-/// `fence_conflict` (refused: not the current claim, no record, or already done) or
-/// `settle_failed` (a store failure).
-pub fn settle_word(reply: &AuthorityReply) -> &'static str {
-    match reply {
-        AuthorityReply::Finalize(FinalizeOutcome::Finalized { .. }) => "finalized",
-        AuthorityReply::Release(ReleaseOutcome::Released { .. }) => "released",
-        AuthorityReply::Finalize(_) | AuthorityReply::Release(_) => "fence_conflict",
-        _ => "settle_failed",
     }
 }
 
@@ -209,10 +203,7 @@ pub fn handle<S: ClaimStore>(
     request: &AuthorityRequest,
     now: Millis,
 ) -> (AuthorityReply, WakeBy) {
-    let mut store = Watched {
-        inner: store,
-        saved_expiry: None,
-    };
+    let mut store = Watched::new(store);
     let store = &mut store;
     let result = match request {
         AuthorityRequest::Claim {
@@ -220,8 +211,18 @@ pub fn handle<S: ClaimStore>(
             policy,
             nonce,
             fingerprint,
-        } => claim::claim(store, key, now, *policy, nonce.0, fingerprint.as_deref())
-            .map(AuthorityReply::Claim),
+        } => claim::claim(
+            store,
+            &ClaimRequest {
+                key,
+                now,
+                policy: *policy,
+                nonce: *nonce,
+                fingerprint: fingerprint.as_deref(),
+                answer_within_ms: None,
+            },
+        )
+        .map(AuthorityReply::Claim),
         AuthorityRequest::Finalize {
             key,
             fence,
@@ -241,6 +242,10 @@ pub fn handle<S: ClaimStore>(
         AuthorityRequest::Inspect { key } => store
             .load(key)
             .map(|record| AuthorityReply::Record { record }),
+        // A delivery forwards, which only the object adapter can do (see `begin`).
+        AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
+            "a delivery is run by the object, not by handle".into(),
+        )),
     };
     match result {
         Ok(reply) => (reply, store.saved_expiry),
@@ -253,6 +258,15 @@ pub fn handle<S: ClaimStore>(
 struct Watched<'a, S> {
     inner: &'a mut S,
     saved_expiry: Option<Millis>,
+}
+
+impl<'a, S> Watched<'a, S> {
+    fn new(inner: &'a mut S) -> Self {
+        Watched {
+            inner,
+            saved_expiry: None,
+        }
+    }
 }
 
 impl<S: ClaimStore> ClaimStore for Watched<'_, S> {
@@ -305,16 +319,34 @@ mod tests {
 
         let reply = AuthorityReply::Claim(ClaimOutcome::DuplicateInflight {
             lease_expires_at: 5,
+            retry_at: 4,
         });
         let text = serde_json::to_string(&reply).unwrap();
         assert_eq!(
             text,
-            r#"{"reply":"claim","outcome":"duplicate_inflight","lease_expires_at":5}"#
+            r#"{"reply":"claim","outcome":"duplicate_inflight","lease_expires_at":5,"retry_at":4}"#
         );
         assert_eq!(
             serde_json::from_str::<AuthorityReply>(&text).unwrap(),
             reply
         );
+    }
+
+    #[test]
+    fn frames_carry_their_json_then_the_body() {
+        let json = br#"{"op":"inspect","key":"evt_1"}"#;
+        let mut frame = frame_prefix(json);
+        frame.extend_from_slice(b"raw body");
+        let head = [frame[0], frame[1], frame[2], frame[3]];
+        let (start, end) = frame_json_range(head, frame.len()).unwrap();
+        assert_eq!(&frame[start..end], json);
+        assert_eq!(&frame[end..], b"raw body");
+        assert_eq!(
+            frame_json_range([0, 0, 1, 0], 200),
+            None,
+            "announces more than it has"
+        );
+        assert_eq!(frame_json_range([255; 4], 10), None);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! | schema | written by | shape |
 //! | --- | --- | --- |
 //! | 1 | the first release | the record without `fingerprint` and `response` |
-//! | 2 | this build | the record with `fingerprint` and `response` (Idempotency-Key front door) |
+//! | 2 | the Idempotency-Key release | the record with `fingerprint` and `response` (Idempotency-Key front door) |
+//! | 3 | this build | adds `wait_ends_at` (how long the holder waits for a late answer) |
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +13,7 @@ use super::record::{ClaimRecord, ClaimState, Millis};
 use super::store::StoreError;
 
 /// The schema version this build writes. Every earlier version stays readable.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 struct Envelope<'a> {
@@ -60,6 +61,7 @@ impl From<RecordV1> for ClaimRecord {
             first_seen_at: v1.first_seen_at,
             claimed_at: v1.claimed_at,
             lease_expires_at: v1.lease_expires_at,
+            wait_ends_at: None,
             takeover: false,
             finished_at: v1.finished_at,
             released_at: v1.released_at,
@@ -94,7 +96,8 @@ pub fn decode_record(text: &str) -> Result<ClaimRecord, StoreError> {
         1 => serde_json::from_str::<Stored<RecordV1>>(text)
             .map(|stored| stored.record.into())
             .map_err(corrupt),
-        2 => serde_json::from_str::<Stored<ClaimRecord>>(text)
+        // Schema 2 lacks only fields that default (`wait_ends_at`).
+        2 | 3 => serde_json::from_str::<Stored<ClaimRecord>>(text)
             .map(|stored| stored.record)
             .map_err(corrupt),
         other => Err(StoreError::Fatal(format!(
@@ -128,7 +131,20 @@ mod tests {
     }
 
     #[test]
-    fn writes_schema_2_and_reads_it_back() {
+    fn reads_a_schema_2_record() {
+        let v2 = V1_DONE
+            .replace(r#""schema":1"#, r#""schema":2"#)
+            .replace(
+                r#""last_release_reason":"origin answered 500"}"#,
+                r#""last_release_reason":"origin answered 500","takeover":false,"fingerprint":null,"response":null}"#,
+            );
+        let record = decode_record(&v2).unwrap();
+        assert_eq!(record.state, ClaimState::Done);
+        assert_eq!(record.wait_ends_at, None);
+    }
+
+    #[test]
+    fn writes_schema_3_and_reads_it_back() {
         let mut record = decode_record(V1_DONE).unwrap();
         record.fingerprint = Some("ab".repeat(32));
         record.response = Some(CachedResponse {
@@ -136,9 +152,11 @@ mod tests {
             headers: vec![("content-type".into(), "application/json".into())],
             body: vec![0, 159, 146, 150, b'{'],
             body_omitted: false,
+            body_lost: false,
         });
+        record.wait_ends_at = Some(1_796_044_999_000);
         let text = encode_record(&record);
-        assert!(text.starts_with(r#"{"schema":2,"#), "{text}");
+        assert!(text.starts_with(r#"{"schema":3,"#), "{text}");
         assert!(
             text.contains(r#""body":"AJ+Slns=""#),
             "binary body as base64: {text}"

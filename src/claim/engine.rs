@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::fence::Fence;
+use super::fence::{Fence, Nonce};
 use super::record::{CachedResponse, ClaimRecord, ClaimState, Millis};
 use super::store::{ClaimStore, StoreError};
 
@@ -34,6 +34,10 @@ pub enum ClaimOutcome {
         takeover: bool,
         /// When this claim's lease runs out.
         lease_expires_at: Millis,
+        /// True when this is the same claim request again (same nonce): the claim was won
+        /// before, and its work may already be under way.
+        #[serde(default)]
+        repeated: bool,
     },
     /// The key's work already finished at `finished_at`: acknowledge, run nothing.
     DuplicateProcessed {
@@ -43,10 +47,13 @@ pub enum ClaimOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         response: Option<CachedResponse>,
     },
-    /// Another attempt holds a live claim until `lease_expires_at`: come back later.
+    /// Another attempt holds a live claim until `lease_expires_at`: come back at `retry_at`.
     DuplicateInflight {
         /// When the live claim's lease runs out.
         lease_expires_at: Millis,
+        /// When to come back: the end of the holder's wait for its handler's answer while that
+        /// lasts, else the end of the lease.
+        retry_at: Millis,
     },
     /// The key is bound to a request with another fingerprint: refused, nothing written.
     FingerprintMismatch,
@@ -141,25 +148,50 @@ fn load_current<S: ClaimStore>(
     Ok(record)
 }
 
-/// Tries to claim `key` at `now`.
+/// One claim request: who asks for which key, when, and on what terms.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimRequest<'a> {
+    /// The key (event id or Idempotency-Key scope).
+    pub key: &'a str,
+    /// The claim authority's clock.
+    pub now: Millis,
+    /// Lease and retention.
+    pub policy: ClaimPolicy,
+    /// The caller's random bytes for the fence; the same nonce again is the same request.
+    pub nonce: Nonce,
+    /// The request's fingerprint (Idempotency-Key front door only).
+    pub fingerprint: Option<&'a str>,
+    /// How long, from `now`, the winner will wait for its handler's answer (forward time-out
+    /// plus the late-answer wait); `None` when the caller does not say.
+    pub answer_within_ms: Option<u64>,
+}
+
+/// Tries to claim `request.key` at `request.now`.
 ///
 /// Exactly one caller wins while a claim is live: no record, a released record, or a claim whose
-/// lease ran out → `Claimed` with a new fence made from `nonce` (16 random bytes); a done record
-/// → `DuplicateProcessed`; a live claim → `DuplicateInflight`. Writes only when it claims.
+/// lease ran out → `Claimed` with a new fence made from the nonce; a done record →
+/// `DuplicateProcessed`; a live claim → `DuplicateInflight`, with the time to come back (the end
+/// of the holder's wait for its answer while that lasts, else the end of its lease). Writes
+/// only when it claims.
 ///
-/// A claim sent again with the same `nonce` while its claim stands (a retry after a lost
-/// answer) gets the same `Claimed` back, so retrying a claim never strands it.
+/// A claim sent again with the same nonce while its claim stands (a retry after a lost answer)
+/// gets the same `Claimed` back, marked `repeated`, so retrying a claim never strands it and
+/// the caller can tell that the work may already be under way.
 ///
-/// `fingerprint` binds the key to one request: while a record exists, a claim with another
+/// The fingerprint binds the key to one request: while a record exists, a claim with another
 /// fingerprint is `FingerprintMismatch` (the webhook front door passes none).
 pub fn claim<S: ClaimStore>(
     store: &mut S,
-    key: &str,
-    now: Millis,
-    policy: ClaimPolicy,
-    nonce: [u8; 16],
-    fingerprint: Option<&str>,
+    request: &ClaimRequest<'_>,
 ) -> Result<ClaimOutcome, StoreError> {
+    let ClaimRequest {
+        key,
+        now,
+        policy,
+        nonce,
+        fingerprint,
+        answer_within_ms,
+    } = *request;
     let current = load_current(store, key, now)?;
     if current
         .as_ref()
@@ -181,18 +213,20 @@ pub fn claim<S: ClaimStore>(
                     response: record.response,
                 })
             }
-            ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce) => {
+            ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce.0) => {
                 // The same request again (its answer was lost): the same claim, nothing written.
                 return Ok(ClaimOutcome::Claimed {
                     fence: record.fence,
                     attempt: record.attempts,
                     takeover: record.takeover,
                     lease_expires_at: record.lease_expires_at,
+                    repeated: true,
                 });
             }
             ClaimState::Processing if record.has_live_lease(now) => {
                 return Ok(ClaimOutcome::DuplicateInflight {
                     lease_expires_at: record.lease_expires_at,
+                    retry_at: record.retry_at(now),
                 })
             }
             ClaimState::Processing => (
@@ -209,7 +243,7 @@ pub fn claim<S: ClaimStore>(
             ),
         },
     };
-    let fence = Fence::new(attempt, nonce);
+    let fence = Fence::new(attempt, nonce.0);
     store.save(&ClaimRecord {
         key: key.to_owned(),
         state: ClaimState::Processing,
@@ -218,6 +252,7 @@ pub fn claim<S: ClaimStore>(
         first_seen_at,
         claimed_at: now,
         lease_expires_at,
+        wait_ends_at: answer_within_ms.map(|ms| now.saturating_add(ms).min(lease_expires_at)),
         takeover,
         finished_at: None,
         released_at: None,
@@ -231,6 +266,7 @@ pub fn claim<S: ClaimStore>(
         attempt,
         takeover,
         lease_expires_at,
+        repeated: false,
     })
 }
 

@@ -41,6 +41,11 @@ pub struct ClaimRecord {
     pub claimed_at: Millis,
     /// When the latest claim's lease runs out (a `Processing` record is taken over after it).
     pub lease_expires_at: Millis,
+    /// Until when the latest claim's holder waits for its handler's answer (the forward
+    /// time-out plus the late-answer wait); after it, nothing more will be learned and the
+    /// claim only waits for its lease to end. `None` for records written before schema 3.
+    #[serde(default)]
+    pub wait_ends_at: Option<Millis>,
     /// True when the latest claim took over one whose lease ran out.
     #[serde(default)]
     pub takeover: bool,
@@ -68,8 +73,13 @@ pub struct CachedResponse {
     /// The body, byte for byte (base64 in the stored JSON).
     #[serde(with = "base64_bytes")]
     pub body: Vec<u8>,
-    /// True when the body was larger than the cache limit and was not kept.
+    /// True when the body was larger than the cache limit and was not kept (the first caller
+    /// received it whole).
     pub body_omitted: bool,
+    /// True when nobody received the body and it is not kept: it broke off or stalled after the
+    /// status and headers arrived, or it came in a late answer too large to keep.
+    #[serde(default)]
+    pub body_lost: bool,
 }
 
 mod base64_bytes {
@@ -93,5 +103,15 @@ impl ClaimRecord {
     /// True while a `Processing` record's lease has not run out at `now`.
     pub fn has_live_lease(&self, now: Millis) -> bool {
         self.state == ClaimState::Processing && now < self.lease_expires_at
+    }
+
+    /// When a delivery that meets this live claim should come back: the end of the holder's
+    /// wait for its answer while that lies ahead (the claim is settled by then), else the end
+    /// of the lease.
+    pub fn retry_at(&self, now: Millis) -> Millis {
+        match self.wait_ends_at {
+            Some(at) if at > now => at.min(self.lease_expires_at),
+            _ => self.lease_expires_at,
+        }
     }
 }

@@ -14,6 +14,28 @@ fn nonce(n: u8) -> [u8; 16] {
     [n; 16]
 }
 
+/// The claim rule with positional arguments, as these tests read best (no answer wait).
+fn claim<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+    nonce: [u8; 16],
+    fingerprint: Option<&str>,
+) -> Result<ClaimOutcome, StoreError> {
+    super::claim(
+        store,
+        &ClaimRequest {
+            key,
+            now,
+            policy,
+            nonce: Nonce(nonce),
+            fingerprint,
+            answer_within_ms: None,
+        },
+    )
+}
+
 fn claimed(outcome: ClaimOutcome) -> (Fence, u32, bool) {
     match outcome {
         ClaimOutcome::Claimed {
@@ -47,7 +69,8 @@ fn live_claim_answers_inflight_with_its_lease_end() {
     assert_eq!(
         claim(&mut store, KEY, 1_009, POLICY, nonce(2), None).unwrap(),
         ClaimOutcome::DuplicateInflight {
-            lease_expires_at: 1_010
+            lease_expires_at: 1_010,
+            retry_at: 1_010
         }
     );
     assert_eq!(
@@ -62,9 +85,25 @@ fn the_same_claim_request_again_gets_the_same_claim() {
     let mut store = MemoryClaimStore::new();
     let first = claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap();
     let before = store.load(KEY).unwrap();
+    let ClaimOutcome::Claimed {
+        fence,
+        attempt,
+        lease_expires_at,
+        ..
+    } = first
+    else {
+        panic!("claimed")
+    };
     assert_eq!(
         claim(&mut store, KEY, 20, POLICY, nonce(1), None).unwrap(),
-        first
+        ClaimOutcome::Claimed {
+            fence,
+            attempt,
+            takeover: false,
+            lease_expires_at,
+            repeated: true
+        },
+        "the same claim, marked as a repeat"
     );
     assert_eq!(store.load(KEY).unwrap(), before);
     assert!(matches!(
@@ -80,12 +119,20 @@ fn the_same_takeover_request_again_is_still_a_takeover() {
     let takeover = claim(&mut store, KEY, 2_000, POLICY, nonce(2), None).unwrap();
     assert!(matches!(
         takeover,
-        ClaimOutcome::Claimed { takeover: true, .. }
+        ClaimOutcome::Claimed {
+            takeover: true,
+            repeated: false,
+            ..
+        }
     ));
-    assert_eq!(
+    assert!(matches!(
         claim(&mut store, KEY, 2_001, POLICY, nonce(2), None).unwrap(),
-        takeover
-    );
+        ClaimOutcome::Claimed {
+            takeover: true,
+            repeated: true,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -362,7 +409,7 @@ proptest! {
                     let outcome = claim(&mut store, KEY, now, policy, [nonce_counter; 16], None).unwrap();
                     match (&model, outcome) {
                         (Model::Done { .. }, ClaimOutcome::DuplicateProcessed { .. }) => {}
-                        (Model::Processing { lease_end, .. }, ClaimOutcome::DuplicateInflight { lease_expires_at })
+                        (Model::Processing { lease_end, .. }, ClaimOutcome::DuplicateInflight { lease_expires_at, .. })
                             if now < *lease_end => prop_assert_eq!(*lease_end, lease_expires_at),
                         (Model::Processing { lease_end, .. }, ClaimOutcome::Claimed { fence, takeover, .. })
                             if now >= *lease_end => {
@@ -476,6 +523,7 @@ fn a_key_stays_bound_to_its_fingerprint() {
         headers: vec![("location".into(), "/charges/1".into())],
         body: b"{\"id\":1}".to_vec(),
         body_omitted: false,
+        body_lost: false,
     };
     finalize(&mut store, KEY, &fence, 5, POLICY, Some(response.clone())).unwrap();
     // A repeat of the finalize cannot replace the first response.
@@ -519,4 +567,58 @@ fn forget_deletes_only_a_settled_record_with_the_fence_read() {
     );
     let (_, attempt, _) = claimed(claim(&mut store, KEY, 5, POLICY, nonce(2), None).unwrap());
     assert_eq!(attempt, 1, "a forgotten key starts over");
+}
+
+#[test]
+fn a_live_claim_sends_repeats_back_at_the_end_of_its_answer_wait() {
+    let mut store = MemoryClaimStore::new();
+    let policy = ClaimPolicy {
+        lease_ms: 10_000,
+        retention_ms: 100_000,
+    };
+    super::claim(
+        &mut store,
+        &ClaimRequest {
+            key: KEY,
+            now: 0,
+            policy,
+            nonce: Nonce(nonce(1)),
+            fingerprint: None,
+            answer_within_ms: Some(4_000),
+        },
+    )
+    .unwrap();
+    assert_eq!(store.load(KEY).unwrap().unwrap().wait_ends_at, Some(4_000));
+    let mut retry_at = |now| match claim(&mut store, KEY, now, policy, nonce(2), None).unwrap() {
+        ClaimOutcome::DuplicateInflight { retry_at, .. } => retry_at,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        retry_at(1_000),
+        4_000,
+        "while the holder waits for its answer"
+    );
+    assert_eq!(
+        retry_at(4_000),
+        10_000,
+        "once the wait is over, at the end of the lease"
+    );
+}
+
+#[test]
+fn the_answer_wait_never_outlasts_the_lease() {
+    let mut store = MemoryClaimStore::new();
+    super::claim(
+        &mut store,
+        &ClaimRequest {
+            key: KEY,
+            now: 100,
+            policy: POLICY,
+            nonce: Nonce(nonce(1)),
+            fingerprint: None,
+            answer_within_ms: Some(60_000),
+        },
+    )
+    .unwrap();
+    assert_eq!(store.load(KEY).unwrap().unwrap().wait_ends_at, Some(1_100));
 }

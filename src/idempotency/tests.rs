@@ -1,8 +1,9 @@
 //! Host tests of the Idempotency-Key rules.
 
 use super::*;
-use crate::authority::Won;
-use crate::claim::{Fence, FinalizeOutcome};
+use crate::authority::{Report, SettleStep};
+use crate::claim::FinalizeOutcome;
+use crate::origin::Verdict;
 
 #[test]
 fn keys_bare_and_quoted() {
@@ -129,7 +130,7 @@ fn only_safe_headers_are_cached_and_large_bodies_are_omitted() {
             "Mon, 30 Nov 2026 00:00:00 GMT".to_owned(),
         ),
     ];
-    let cached = to_cache(201, &headers, b"{\"id\":1}", 100);
+    let cached = to_cache(201, &headers, BodyKept::Whole(b"{\"id\":1}".to_vec()));
     assert_eq!(
         cached.headers,
         vec![
@@ -138,57 +139,77 @@ fn only_safe_headers_are_cached_and_large_bodies_are_omitted() {
             ("x-request-id".to_owned(), "req_1".to_owned()),
         ]
     );
-    assert_eq!((cached.status, cached.body_omitted), (201, false));
+    assert_eq!(
+        (cached.status, cached.body_omitted, cached.body_lost),
+        (201, false, false)
+    );
     assert_eq!(cached.body, b"{\"id\":1}");
-    let big = to_cache(200, &headers, &[7; 101], 100);
-    assert!(big.body_omitted);
+    let big = to_cache(200, &headers, BodyKept::TooLarge);
+    assert!(big.body_omitted && !big.body_lost);
     assert!(big.body.is_empty());
-    assert_eq!(to_cache(200, &headers, &[7; 100], 100).body.len(), 100);
+    let lost = to_cache(200, &headers, BodyKept::Lost);
+    assert!(lost.body_lost && !lost.body_omitted);
+    assert!(lost.body.is_empty());
 }
 
 #[test]
-fn claim_replies_map_to_actions() {
-    let fence = Fence::new(1, [3; 16]);
+fn delivery_replies_map_to_answers() {
+    let declined = |outcome| AuthorityReply::Delivery(Delivery::Declined(outcome));
+    let cached = to_cache(201, &[], BodyKept::Whole(b"x".to_vec()));
     assert_eq!(
-        after_claim(
-            AuthorityReply::Claim(ClaimOutcome::Claimed {
-                fence: fence.clone(),
-                attempt: 1,
-                takeover: false,
-                lease_expires_at: 9
-            }),
-            0
-        ),
-        Ok(Won {
-            fence,
-            attempt: 1,
-            takeover: false
-        })
-    );
-    let cached = to_cache(201, &[], b"x", 10);
-    assert_eq!(
-        after_claim(
-            AuthorityReply::Claim(ClaimOutcome::DuplicateProcessed {
+        after_delivery(
+            &declined(ClaimOutcome::DuplicateProcessed {
                 finished_at: 1,
                 response: Some(cached.clone())
             }),
             0
         ),
-        Err(Declined::Replay(cached))
+        ApiAnswer::Replay(cached)
     );
-    let refused = |reply| match after_claim(reply, 0) {
-        Err(Declined::Refuse(problem)) => (problem.status, problem.slug, problem.retry_after),
+    let head = Head {
+        status: 201,
+        headers: vec![("content-type".into(), "text/plain".into())],
+    };
+    let forwarded = |outcome, head| {
+        AuthorityReply::Delivery(Delivery::Forwarded(Report {
+            attempt: 1,
+            takeover: false,
+            outcome,
+            verdict: Verdict::Succeeded,
+            settle: SettleStep::Waiting,
+            origin_ms: 1,
+            head,
+        }))
+    };
+    assert_eq!(
+        after_delivery(
+            &forwarded(OriginOutcome::Answered { status: 201 }, Some(head.clone())),
+            0
+        ),
+        ApiAnswer::Live(head)
+    );
+    let refused = |reply| match after_delivery(&reply, 0) {
+        ApiAnswer::Refuse(problem) => (problem.status, problem.slug, problem.retry_after),
         other => panic!("{other:?}"),
     };
     assert_eq!(
-        refused(AuthorityReply::Claim(ClaimOutcome::DuplicateInflight {
-            lease_expires_at: 2_500
+        refused(declined(ClaimOutcome::DuplicateInflight {
+            lease_expires_at: 900_000,
+            retry_at: 2_500
         })),
         (409, "request-in-flight", Some(3))
     );
     assert_eq!(
-        refused(AuthorityReply::Claim(ClaimOutcome::FingerprintMismatch)),
+        refused(declined(ClaimOutcome::FingerprintMismatch)),
         (422, "idempotency-key-reused", None)
+    );
+    assert_eq!(
+        refused(forwarded(OriginOutcome::TimedOut, None)),
+        (504, "origin-timeout", None)
+    );
+    assert_eq!(
+        refused(forwarded(OriginOutcome::NotSent, None)),
+        (502, "origin-unreachable", None)
     );
     assert_eq!(
         refused(AuthorityReply::StoreFailed {
@@ -214,4 +235,13 @@ fn problems_are_rfc_9457_json() {
     assert_eq!(body["title"], "Idempotency-Key required");
     assert!(body["detail"].is_string());
     assert_eq!(Problem::invalid_key(KeyError::TooLong).status, 400);
+}
+
+#[test]
+fn only_statuses_a_response_can_carry_are_passed_on() {
+    assert_eq!(passable_status(200), Some(200));
+    assert_eq!(passable_status(599), Some(599));
+    assert_eq!(passable_status(101), None);
+    assert_eq!(passable_status(600), None);
+    assert_eq!(invalid_status_problem(600).status, 502);
 }

@@ -7,10 +7,11 @@ use super::authority_client::AuthorityClient;
 use super::env_config;
 use super::log;
 use super::respond;
-use crate::admin::{self, Action, Family, RouteError, OPERATOR_RELEASE_REASON};
+use crate::admin::{self, Action, Family, RouteError};
 use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{ClaimPolicy, ClaimState, ForgetOutcome, ReleaseOutcome};
 use crate::log_line::LogLine;
+use crate::origin::Reason;
 
 /// Serves one admin request; `rest` is the path after `/admin/`.
 pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
@@ -58,8 +59,12 @@ pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
             None => config.webhook_claims,
         },
     };
+    let force = req
+        .url()?
+        .query_pairs()
+        .any(|(name, value)| name == "force" && value == "true");
     let client = AuthorityClient::new(env)?;
-    let (status, body, outcome) = act(&client, &route.key, route.action, policy).await;
+    let (status, body, outcome) = act(&client, &route.key, route.action, policy, force).await;
     log::write(&LogLine {
         level: if status < 400 && route.action != Action::Inspect {
             "warn"
@@ -81,20 +86,19 @@ async fn act(
     key: &str,
     action: Action,
     policy: ClaimPolicy,
+    force: bool,
 ) -> (u16, serde_json::Value, &'static str) {
     let inspected = client
-        .send(
-            key,
-            &AuthorityRequest::Inspect {
-                key: key.to_owned(),
-            },
-        )
+        .send(&AuthorityRequest::Inspect {
+            key: key.to_owned(),
+        })
         .await;
+    let now = Date::now().as_millis();
     let record = match inspected {
         // A record past its expiry counts as absent, as it does for deliveries.
         AuthorityReply::Record {
             record: Some(record),
-        } if record.expires_at > Date::now().as_millis() => record,
+        } if record.expires_at > now => record,
         AuthorityReply::Record { .. } => {
             return (
                 404,
@@ -118,16 +122,24 @@ async fn act(
                     "admin_release_refused",
                 );
             }
+            if record.has_live_lease(now) && !force {
+                return (
+                    409,
+                    json!({
+                        "error": "lease_live",
+                        "lease_expires_at": record.lease_expires_at,
+                        "detail": "the claim's lease is live: its attempt may still be running or waiting for its answer; add ?force=true to release it anyway",
+                    }),
+                    "admin_release_refused",
+                );
+            }
             let reply = client
-                .send(
-                    key,
-                    &AuthorityRequest::Release {
-                        key: key.to_owned(),
-                        fence: record.fence,
-                        reason: OPERATOR_RELEASE_REASON.to_owned(),
-                        policy,
-                    },
-                )
+                .send(&AuthorityRequest::Release {
+                    key: key.to_owned(),
+                    fence: record.fence,
+                    reason: Reason::Operator.to_string(),
+                    policy,
+                })
                 .await;
             match reply {
                 AuthorityReply::Release(ReleaseOutcome::Released { .. }) => (
@@ -145,13 +157,10 @@ async fn act(
         }
         Action::Forget => {
             let reply = client
-                .send(
-                    key,
-                    &AuthorityRequest::Forget {
-                        key: key.to_owned(),
-                        fence: record.fence,
-                    },
-                )
+                .send(&AuthorityRequest::Forget {
+                    key: key.to_owned(),
+                    fence: record.fence,
+                })
                 .await;
             match reply {
                 AuthorityReply::Forget(ForgetOutcome::Forgotten) => (

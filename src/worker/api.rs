@@ -1,20 +1,22 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL`.
 
+use js_sys::Uint8Array;
+use worker::web_sys::{self, ReadableStream};
 use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
+use super::background;
 use super::body::{self, BodyError};
 use super::env_config;
-use super::forward::{self, Forwarded, OriginAnswer, Outgoing, Read, HOP_BY_HOP};
+use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
 use super::log;
 use super::metrics;
-use super::settle::{self, Settle};
-use crate::authority::{settle_word, AuthorityReply, AuthorityRequest};
-use crate::claim::{CachedResponse, Fence, Nonce};
-use crate::config::{self, ApiConfig, Config};
-use crate::idempotency::{self as idem, Declined, Problem};
+use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery, Door, Forward, Head};
+use crate::claim::{CachedResponse, Nonce};
+use crate::config;
+use crate::idempotency::{self as idem, ApiAnswer, Problem};
 use crate::log_line::LogLine;
-use crate::origin::OriginResult;
+use crate::origin::OriginOutcome;
 
 /// Serves one `/api/...` request and writes its log line.
 pub async fn serve(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
@@ -122,162 +124,72 @@ async fn handle(
 
     let client = AuthorityClient::new(env).map_err(internal)?;
     let nonce = Nonce::random().map_err(|e| internal(worker::Error::RustError(e.to_string())))?;
-    let reply = client
-        .send(
-            &scope,
-            &AuthorityRequest::Claim {
-                key: scope.clone(),
-                policy: api.claims,
-                nonce,
-                fingerprint: Some(fingerprint),
-            },
-        )
-        .await;
-    if let AuthorityReply::StoreFailed { detail, .. } = &reply {
-        line.detail = Some(detail.clone());
-    }
-    let won = match idem::after_claim(reply, Date::now().as_millis()) {
-        Ok(won) => won,
-        Err(Declined::Replay(cached)) => {
-            line.outcome = "replayed";
-            return replay(&cached).map_err(internal);
-        }
-        Err(Declined::Refuse(problem)) => return Err(problem),
-    };
-    line.attempt = Some(won.attempt);
-    line.takeover = Some(won.takeover);
-    let outgoing_headers = copy_request_headers(headers).map_err(internal)?;
-    let work = Keyed {
-        config,
-        api,
-        client,
-        scope,
-        fence: won.fence,
-        target,
-        method,
-        headers: outgoing_headers,
-        body,
-    };
-    let Some((forwarded, settle_reply)) = settle::to_completion(ctx, work.run()).await else {
-        return Err(idem::store_problem(&AuthorityReply::StoreFailed {
+    let deliver = AuthorityRequest::Deliver(Deliver {
+        key: scope,
+        policy: api.claims,
+        nonce,
+        fingerprint: Some(fingerprint),
+        forward: Forward {
+            url: target,
+            method: method.to_string(),
+            headers: request_headers(headers),
+            timeout_ms: config.forward_timeout_ms,
+            wait_ms: config.late_answer_wait_ms,
+        },
+        door: Door::Api {
+            max_cached_body: api.max_response_bytes,
+        },
+    });
+    let body = Uint8Array::from(body.as_slice());
+    let (reply, stream) = background::to_completion(ctx, async move {
+        client.send_with_body(&deliver, Some(&body)).await
+    })
+    .await
+    .unwrap_or((
+        AuthorityReply::StoreFailed {
             retryable: true,
-            detail: String::new(),
-        }));
-    };
-    line.origin_ms = Some(forwarded.ms);
-    line.settle = Some(settle_word(&settle_reply));
-    if line.settle != Some("finalized") && line.settle != Some("released") {
-        line.level = "warn";
-    }
-    match (forwarded.result, forwarded.answer) {
-        (OriginResult::Responded { status }, Some(answer)) if answer.too_large => {
-            line.origin_status = Some(status);
-            Err(Problem::new(
-                502,
-                "origin-answer-too-large",
-                "Origin answer too large",
-                format!(
-                    "the API origin's answer is larger than {} bytes; a final one is kept as status and headers only",
-                    idem::MAX_ANSWER_BYTES
-                ),
-            ))
+            detail: "the request was cut off".into(),
+        },
+        None,
+    ));
+    match &reply {
+        AuthorityReply::StoreFailed { detail, .. } => line.detail = Some(detail.clone()),
+        AuthorityReply::Delivery(Delivery::Forwarded(report)) => {
+            line.attempt = Some(report.attempt);
+            line.takeover = Some(report.takeover);
+            line.origin_ms = Some(report.origin_ms);
+            line.settle = Some(report.settle.word());
+            if let OriginOutcome::Answered { status } = report.outcome {
+                line.origin_status = Some(status);
+            }
+            if !report.settle.is_clean() {
+                line.level = "warn";
+            }
         }
-        (OriginResult::Responded { status }, Some(answer)) => {
-            line.origin_status = Some(status);
-            line.outcome = if idem::is_final(status) {
+        _ => {}
+    }
+    match idem::after_delivery(&reply, Date::now().as_millis()) {
+        ApiAnswer::Live(head) => {
+            line.outcome = if idem::is_final(head.status) {
                 "executed"
             } else {
                 "origin_failed"
             };
-            fresh_response(answer.status, &answer.headers, &answer.body).map_err(internal)
+            live_response(&head, stream.as_ref())
         }
-        (result, _) => Err(origin_problem(&result, line)),
-    }
-}
-
-/// The problem for a forward that got no answer: 504 on time-out, 502 otherwise.
-fn origin_problem(result: &OriginResult, line: &mut LogLine) -> Problem {
-    if *result == OriginResult::TimedOut {
-        return Problem::new(
-            504,
-            "origin-timeout",
-            "Origin timed out",
-            "the API origin did not answer in time; the request may be retried with the same key",
-        );
-    }
-    line.detail = Some(result.release_reason());
-    Problem::new(
-        502,
-        "origin-unreachable",
-        "Origin unreachable",
-        "the API origin could not be reached; the request may be retried with the same key",
-    )
-}
-
-/// A won claim for a keyed request, with everything needed to run it and settle.
-struct Keyed {
-    config: Config,
-    api: ApiConfig,
-    client: AuthorityClient,
-    scope: String,
-    fence: Fence,
-    target: String,
-    method: Method,
-    headers: Headers,
-    body: Vec<u8>,
-}
-
-impl Keyed {
-    async fn run(self) -> (Forwarded, AuthorityReply) {
-        let has_body = !matches!(self.method, Method::Get | Method::Head);
-        let forwarded = forward::send(
-            Outgoing {
-                url: &self.target,
-                method: self.method,
-                headers: self.headers,
-                body: has_body.then(|| forward::bytes_body(&self.body)),
-                timeout_ms: self.config.forward_timeout_ms,
-            },
-            Read::Whole {
-                cap: idem::MAX_ANSWER_BYTES,
-            },
-        )
-        .await;
-        let how = match (&forwarded.result, &forwarded.answer) {
-            (OriginResult::Responded { status }, Some(answer)) if idem::is_final(*status) => {
-                Settle::Finalize(Some(if answer.too_large {
-                    CachedResponse {
-                        status: answer.status,
-                        headers: idem::cached_headers(&answer.headers),
-                        body: Vec::new(),
-                        body_omitted: true,
-                    }
-                } else {
-                    idem::to_cache(
-                        answer.status,
-                        &answer.headers,
-                        &answer.body,
-                        self.api.max_response_bytes,
-                    )
-                }))
-            }
-            (result, _) => Settle::Release(result.release_reason()),
-        };
-        let reply =
-            settle::settle(&self.client, &self.scope, self.fence, self.api.claims, how).await;
-        (forwarded, reply)
+        ApiAnswer::Replay(cached) => {
+            line.outcome = "replayed";
+            replay(&cached)
+        }
+        ApiAnswer::Refuse(problem) => Err(problem),
     }
 }
 
 /// Client headers for the origin: all but hop-by-hop ones.
-fn copy_request_headers(from: &Headers) -> Result<Headers> {
-    let headers = Headers::new();
-    for (name, value) in from.entries() {
-        if !HOP_BY_HOP.contains(&name.as_str()) {
-            headers.append(&name, &value)?;
-        }
-    }
-    Ok(headers)
+fn request_headers(from: &Headers) -> Vec<(String, String)> {
+    from.entries()
+        .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
+        .collect()
 }
 
 /// Sends the request to the origin untouched (body streamed) and returns its answer as is,
@@ -288,59 +200,87 @@ async fn pass_through(
     timeout_ms: u64,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
-    let headers = copy_request_headers(req.headers()).map_err(internal)?;
-    let forwarded = forward::send(
-        Outgoing {
-            url: target,
-            method: req.method(),
-            headers,
-            body: req.inner().body().map(Into::into),
-            timeout_ms,
+    let headers = request_headers(req.headers());
+    let body = req.inner().body().map(Into::into);
+    let started = Date::now().as_millis();
+    let sent = Exchange::start(&Outgoing {
+        url: target,
+        method: req.inner().method().as_str(),
+        headers: &headers,
+        body: body.as_ref(),
+    });
+    let result = match sent {
+        Ok(exchange) => match forward::within(exchange, timeout_ms).await {
+            Ok(result) => result,
+            Err(exchange) => {
+                exchange.abort();
+                Err(OriginOutcome::TimedOut)
+            }
         },
-        Read::Stream,
-    )
-    .await;
-    line.origin_ms = Some(forwarded.ms);
-    match (forwarded.result, forwarded.answer) {
-        (
-            OriginResult::Responded { status },
-            Some(OriginAnswer {
-                response: Some(response),
-                ..
-            }),
-        ) => {
-            line.origin_status = Some(status);
-            Ok(response)
+        Err(outcome) => Err(outcome),
+    };
+    line.origin_ms = Some(Date::now().as_millis().saturating_sub(started));
+    match result {
+        Ok(response) => {
+            let head = Head {
+                status: response.status(),
+                headers: forward::answer_headers(&response),
+            };
+            line.origin_status = Some(head.status);
+            live_response(&head, response.body().as_ref())
         }
-        (result, _) => Err(origin_problem(&result, line)),
+        Err(outcome) => Err(idem::origin_problem(&outcome)),
     }
 }
 
-/// The origin's first answer, passed to the client (its body already read and decoded).
-fn fresh_response(status: u16, headers: &[(String, String)], body: &[u8]) -> Result<Response> {
-    let out = Headers::new();
-    for (name, value) in headers {
+/// The origin's answer, passed to the client as it streams (its body already decoded by the
+/// runtime, so `content-encoding` is dropped). A status the runtime cannot represent in a
+/// response (outside 200 to 599) is answered 502 instead.
+fn live_response(
+    head: &Head,
+    body: Option<&ReadableStream>,
+) -> std::result::Result<Response, Problem> {
+    let Some(status) = idem::passable_status(head.status) else {
+        return Err(idem::invalid_status_problem(head.status));
+    };
+    let headers = web_sys::Headers::new().map_err(js_internal)?;
+    for (name, value) in &head.headers {
         if name != "content-encoding" {
-            out.append(name, value)?;
+            headers.append(name, value).map_err(js_internal)?;
         }
     }
-    Ok(Response::from_bytes(body.to_vec())?
-        .with_status(status)
-        .with_headers(out))
+    let init = web_sys::ResponseInit::new();
+    init.set_status(status);
+    init.set_headers(&headers);
+    web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)
+        .map(Response::from)
+        .map_err(js_internal)
 }
 
-/// A cached answer replayed: the same status, kept headers and body, plus the replay marker.
-fn replay(cached: &CachedResponse) -> Result<Response> {
+/// A cached answer replayed: the same status, kept headers and body, plus the replay marker
+/// (and a marker when its body was not kept).
+fn replay(cached: &CachedResponse) -> std::result::Result<Response, Problem> {
+    let Some(status) = idem::passable_status(cached.status) else {
+        return Err(idem::invalid_status_problem(cached.status));
+    };
     let headers = Headers::new();
-    for (name, value) in &cached.headers {
-        headers.append(name, value)?;
-    }
-    headers.set(idem::REPLAYED_HEADER, "true")?;
-    if cached.body_omitted {
-        headers.set(idem::BODY_OMITTED_HEADER, "true")?;
-    }
-    Ok(Response::from_bytes(cached.body.clone())?
-        .with_status(cached.status)
+    let set = || -> Result<()> {
+        for (name, value) in &cached.headers {
+            headers.append(name, value)?;
+        }
+        headers.set(idem::REPLAYED_HEADER, "true")?;
+        if cached.body_omitted {
+            headers.set(idem::BODY_OMITTED_HEADER, "true")?;
+        }
+        if cached.body_lost {
+            headers.set(idem::BODY_LOST_HEADER, "true")?;
+        }
+        Ok(())
+    };
+    set().map_err(internal)?;
+    Ok(Response::from_bytes(cached.body.clone())
+        .map_err(internal)?
+        .with_status(status)
         .with_headers(headers))
 }
 
@@ -360,4 +300,13 @@ fn problem_response(problem: &Problem) -> Result<Response> {
 
 fn internal(error: worker::Error) -> Problem {
     Problem::new(500, "internal-error", "Internal error", error.to_string())
+}
+
+fn js_internal(_: wasm_bindgen::JsValue) -> Problem {
+    Problem::new(
+        500,
+        "internal-error",
+        "Internal error",
+        "the answer could not be built",
+    )
 }

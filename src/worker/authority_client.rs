@@ -1,7 +1,12 @@
 //! The worker's typed client of the claim authority (one Durable Object per key).
 
-use worker::{Env, Headers, Method, ObjectNamespace, Request, RequestInit};
+use js_sys::futures::JsFuture;
+use js_sys::Uint8Array;
+use wasm_bindgen::JsCast;
+use worker::web_sys::{self, ReadableStream};
+use worker::{Env, ObjectNamespace};
 
+use super::authority_wire;
 use super::kv_store::js_flag;
 use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
 
@@ -11,9 +16,9 @@ pub const BINDING: &str = "CLAIM_AUTHORITY";
 /// Sends [`AuthorityRequest`]s to the object named by their key and reads the replies.
 ///
 /// Failures never escape as errors: they come back as `AuthorityReply::StoreFailed`. A stub
-/// error flagged `retryable` is sent once more (a claim carries its nonce, so a repeat is the
-/// same claim); one flagged `overloaded` is not, and is reported as retryable so the sender
-/// backs off.
+/// error flagged `retryable` is sent once more (a claim or delivery carries its nonce, so a
+/// repeat is recognised as the same request); one flagged `overloaded` is not, and is reported
+/// as retryable so the sender backs off.
 pub struct AuthorityClient {
     namespace: ObjectNamespace,
 }
@@ -26,29 +31,36 @@ impl AuthorityClient {
         })
     }
 
-    /// Sends `request` to the object named `key` and returns its reply.
-    pub async fn send(&self, key: &str, request: &AuthorityRequest) -> AuthorityReply {
-        let body = match serde_json::to_string(request) {
-            Ok(body) => body,
-            Err(error) => return failed(false, format!("request not serialisable: {error}")),
-        };
-        let mut tries = 0;
+    /// Sends `request` to the object named by its key and returns its reply.
+    pub async fn send(&self, request: &AuthorityRequest) -> AuthorityReply {
+        self.send_with_body(request, None).await.0
+    }
+
+    /// Sends `request` with `body` (a delivery's raw bytes) beside it, and returns the reply and,
+    /// when the origin's answer streams back with it, that body.
+    pub async fn send_with_body(
+        &self,
+        request: &AuthorityRequest,
+        body: Option<&Uint8Array>,
+    ) -> (AuthorityReply, Option<ReadableStream>) {
+        let frame = authority_wire::encode_request(request, body);
+        let mut sends = 0;
         loop {
-            tries += 1;
-            match self.send_once(key, &body).await {
-                Ok(reply) => return reply,
+            sends += 1;
+            match self.send_once(request.key(), &frame).await {
+                Ok(Ok(read)) => return read,
+                Ok(Err(detail)) => return (failed(false, detail), None),
                 Err(error) => {
-                    let value = error.to_js_value();
                     match after_stub_failure(
-                        js_flag(&value, "retryable"),
-                        js_flag(&value, "overloaded"),
-                        tries,
+                        js_flag(&error, "retryable"),
+                        js_flag(&error, "overloaded"),
+                        sends,
                     ) {
                         StubFailure::SendAgain => continue,
                         StubFailure::GiveUp { retryable } => {
-                            return failed(
-                                retryable,
-                                format!("claim authority unreachable: {error}"),
+                            return (
+                                failed(retryable, "claim authority unreachable".into()),
+                                None,
                             )
                         }
                     }
@@ -57,30 +69,28 @@ impl AuthorityClient {
         }
     }
 
-    async fn send_once(&self, key: &str, body: &str) -> worker::Result<AuthorityReply> {
-        let stub = self.namespace.id_from_name(key)?.get_stub()?;
-        let headers = Headers::new();
-        headers.set("content-type", "application/json")?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(body.into()));
-        let request = Request::new_with_init("https://claim-authority/", &init)?;
-        let mut response = stub.fetch_with_request(request).await?;
-        if response.status_code() != 200 {
-            let text = response.text().await.unwrap_or_default();
-            return Ok(failed(
-                false,
-                format!(
-                    "claim authority answered {}: {text}",
-                    response.status_code()
-                ),
-            ));
-        }
-        let text = response.text().await?;
-        Ok(serde_json::from_str(&text).unwrap_or_else(|error| {
-            failed(false, format!("claim authority reply unreadable: {error}"))
-        }))
+    /// One send: `Err` is the stub's exception (to decide on a retry), `Ok(Err)` an answer that
+    /// is not a reply.
+    #[allow(clippy::type_complexity)]
+    async fn send_once(
+        &self,
+        key: &str,
+        frame: &Uint8Array,
+    ) -> Result<Result<(AuthorityReply, Option<ReadableStream>), String>, wasm_bindgen::JsValue>
+    {
+        let stub = self
+            .namespace
+            .id_from_name(key)
+            .and_then(|id| id.get_stub())
+            .map_err(|error| wasm_bindgen::JsValue::from_str(&error.to_string()))?;
+        let init = web_sys::RequestInit::new();
+        init.set_method("POST");
+        init.set_body(frame);
+        let request = web_sys::Request::new_with_str_and_init("https://claim-authority/", &init)?;
+        let stub: worker::worker_sys::DurableObject = stub.into_rpc();
+        let promise = stub.fetch_with_request(&request)?;
+        let response: web_sys::Response = JsFuture::from(promise).await?.dyn_into()?;
+        Ok(authority_wire::read_reply(response).await)
     }
 }
 

@@ -1,20 +1,26 @@
-//! Sending a request to an origin with a time-out; shared by both front doors.
+//! Sending a request to an origin and reading its answer; shared by the claim authority's
+//! deliveries and the Idempotency-Key door's pass-through.
 //!
 //! Redirects are never followed: an origin's 3xx is its answer. (Following one would turn a
 //! POST into a GET elsewhere, or send a signed event to another host, and its 200 would be
 //! taken for the origin's.)
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use futures_util::StreamExt;
-use wasm_bindgen::JsValue;
-use worker::{
-    AbortController, AbortSignal, Date, Delay, Fetch, Headers, Method, Request, RequestInit,
-    RequestRedirect, Response,
+use js_sys::futures::JsFuture;
+use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use worker::web_sys::{
+    self, AbortController, ReadableStreamDefaultReader, RequestInit, RequestRedirect,
+    WorkerGlobalScope,
 };
+use worker::Delay;
 
-use crate::origin::OriginResult;
+use crate::origin::{NetworkError, OriginOutcome};
 
 /// Request headers never copied from a client to the origin (hop-by-hop, or set by fetch).
 pub const HOP_BY_HOP: &[&str] = &[
@@ -35,135 +41,160 @@ pub struct Outgoing<'a> {
     /// Absolute URL.
     pub url: &'a str,
     /// HTTP method.
-    pub method: Method,
-    /// Headers to send.
-    pub headers: Headers,
-    /// The body: bytes (`Uint8Array`) or a stream, as a JS value.
-    pub body: Option<JsValue>,
-    /// Time-out for the exchange (the answer's head, and its body when read).
-    pub timeout_ms: u64,
+    pub method: &'a str,
+    /// Headers to send, in order.
+    pub headers: &'a [(String, String)],
+    /// The body (bytes or a stream, as a JS value), if any.
+    pub body: Option<&'a JsValue>,
 }
 
-/// How much of the origin's answer to take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Read {
-    /// Only its status and headers.
-    Head,
-    /// Its whole body, up to `cap` bytes (more is `too_large`, not read further).
-    Whole {
-        /// The most bytes read.
-        cap: u64,
-    },
-    /// The response itself, its body left to stream to the client.
-    Stream,
+/// A request on its way to an origin: a future of the answer's head, which can be aborted.
+pub struct Exchange {
+    controller: AbortController,
+    answer: JsFuture,
 }
 
-/// The origin's answer.
-pub struct OriginAnswer {
-    /// Its status.
-    pub status: u16,
-    /// Its headers, as received (hop-by-hop ones left out).
-    pub headers: Vec<(String, String)>,
-    /// Its body (`Read::Whole` only).
-    pub body: Vec<u8>,
-    /// True when the body was larger than the cap (`Read::Whole`); `body` is then empty.
-    pub too_large: bool,
-    /// The response itself (`Read::Stream` only).
-    pub response: Option<Response>,
+impl Exchange {
+    /// Sends `outgoing`. `Err(OriginOutcome::NotSent)` when the request cannot even be built
+    /// (a header or URL the runtime refuses): nothing was sent.
+    pub fn start(outgoing: &Outgoing<'_>) -> Result<Exchange, OriginOutcome> {
+        let not_sent = |_| OriginOutcome::NotSent;
+        let controller = AbortController::new().map_err(not_sent)?;
+        let headers = web_sys::Headers::new().map_err(not_sent)?;
+        for (name, value) in outgoing.headers {
+            headers.append(name, value).map_err(not_sent)?;
+        }
+        let init = RequestInit::new();
+        init.set_method(outgoing.method);
+        init.set_headers(&headers);
+        init.set_redirect(RequestRedirect::Manual);
+        init.set_signal(Some(&controller.signal()));
+        if let Some(body) = outgoing.body {
+            init.set_body(body);
+        }
+        let request =
+            web_sys::Request::new_with_str_and_init(outgoing.url, &init).map_err(not_sent)?;
+        let global: WorkerGlobalScope = js_sys::global().unchecked_into();
+        Ok(Exchange {
+            controller,
+            answer: JsFuture::from(global.fetch_with_request(&request)),
+        })
+    }
+
+    /// Stops the exchange (and any body still being read).
+    pub fn abort(&self) {
+        self.controller.abort();
+    }
 }
 
-/// How a forward ended and what the origin answered.
-pub struct Forwarded {
-    /// How it ended.
-    pub result: OriginResult,
-    /// The answer, when the origin answered.
-    pub answer: Option<OriginAnswer>,
-    /// How long it took, in milliseconds.
-    pub ms: u64,
+impl Future for Exchange {
+    type Output = Result<web_sys::Response, OriginOutcome>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.answer).poll(cx).map(|result| {
+            result
+                .and_then(|value| value.dyn_into::<web_sys::Response>())
+                .map_err(|error| OriginOutcome::Failed {
+                    error: NetworkError::classify(&error_text(&error)),
+                })
+        })
+    }
 }
 
-/// Bytes as a request body.
-pub fn bytes_body(bytes: &[u8]) -> JsValue {
-    js_sys::Uint8Array::from(bytes).into()
+/// How the exchange ended, from its result.
+pub fn outcome(result: &Result<web_sys::Response, OriginOutcome>) -> OriginOutcome {
+    match result {
+        Ok(response) => OriginOutcome::Answered {
+            status: response.status(),
+        },
+        Err(outcome) => outcome.clone(),
+    }
 }
 
-/// Sends `outgoing` and waits at most its time-out for the answer (and its body, per `read`).
-pub async fn send(outgoing: Outgoing<'_>, read: Read) -> Forwarded {
-    let started = Date::now().as_millis();
-    let timeout_ms = outgoing.timeout_ms;
-    let controller = AbortController::default();
-    let exchange = Box::pin(exchange(outgoing, controller.signal(), read));
-    let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
-    let finished = match select(exchange, timer).await {
-        Either::Left((finished, _)) => Some(finished),
-        Either::Right(((), _)) => None,
+/// Waits for `future` at most `ms` milliseconds: `Ok` with its output, or `Err` with the future
+/// itself, still running, so the caller can keep waiting for it.
+pub async fn within<F: Future + Unpin>(future: F, ms: u64) -> Result<F::Output, F> {
+    match select(future, Box::pin(Delay::from(Duration::from_millis(ms)))).await {
+        Either::Left((output, _)) => Ok(output),
+        Either::Right(((), future)) => Err(future),
+    }
+}
+
+/// The text of a thrown JS value, for classifying it; never stored or logged.
+fn error_text(error: &JsValue) -> String {
+    error
+        .as_string()
+        .or_else(|| {
+            Reflect::get(error, &JsValue::from_str("message"))
+                .ok()
+                .and_then(|m| m.as_string())
+        })
+        .unwrap_or_default()
+}
+
+/// The headers of an answer, lower-case, hop-by-hop ones left out, in order.
+pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Ok(Some(entries)) = js_sys::try_iter(&response.headers()) else {
+        return out;
     };
-    let ms = Date::now().as_millis().saturating_sub(started);
-    match finished {
-        Some(Ok(answer)) => Forwarded {
-            result: OriginResult::Responded {
-                status: answer.status,
-            },
-            answer: Some(answer),
-            ms,
-        },
-        Some(Err(error)) => Forwarded {
-            result: OriginResult::Unreachable(error.to_string()),
-            answer: None,
-            ms,
-        },
-        None => {
-            controller.abort();
-            Forwarded {
-                result: OriginResult::TimedOut,
-                answer: None,
-                ms,
+    for entry in entries.flatten() {
+        let pair: js_sys::Array = entry.unchecked_into();
+        if let (Some(name), Some(value)) = (pair.get(0).as_string(), pair.get(1).as_string()) {
+            if !HOP_BY_HOP.contains(&name.as_str()) {
+                out.push((name, value));
             }
+        }
+    }
+    out
+}
+
+/// Reads an answer's body chunk by chunk, each chunk left in JavaScript memory.
+pub struct BodyReader {
+    reader: Option<ReadableStreamDefaultReader>,
+}
+
+impl BodyReader {
+    /// The reader of `response`'s body (an answer without a body reads as empty).
+    pub fn new(response: &web_sys::Response) -> BodyReader {
+        BodyReader {
+            reader: response
+                .body()
+                .and_then(|body| body.get_reader().dyn_into().ok()),
+        }
+    }
+
+    /// The next chunk; `Ok(None)` at the end; `Err` when the body broke off.
+    pub async fn next(&mut self) -> Result<Option<Uint8Array>, ()> {
+        let Some(reader) = &self.reader else {
+            return Ok(None);
+        };
+        let result = JsFuture::from(reader.read()).await.map_err(|_| ())?;
+        let done = Reflect::get(&result, &JsValue::from_str("done"))
+            .map_err(|_| ())?
+            .as_bool()
+            .unwrap_or(true);
+        if done {
+            return Ok(None);
+        }
+        Reflect::get(&result, &JsValue::from_str("value"))
+            .map_err(|_| ())?
+            .dyn_into::<Uint8Array>()
+            .map(Some)
+            .map_err(|_| ())
+    }
+
+    /// Stops reading: the rest of the body is discarded.
+    pub fn cancel(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.cancel();
         }
     }
 }
 
-async fn exchange(
-    outgoing: Outgoing<'_>,
-    signal: AbortSignal,
-    read: Read,
-) -> worker::Result<OriginAnswer> {
-    let mut init = RequestInit::new();
-    init.with_method(outgoing.method)
-        .with_headers(outgoing.headers)
-        .with_redirect(RequestRedirect::Manual)
-        .with_body(outgoing.body);
-    let request = Request::new_with_init(outgoing.url, &init)?;
-    let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
-    let headers = response
-        .headers()
-        .entries()
-        .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
-        .collect();
-    let status = response.status_code();
-    let mut answer = OriginAnswer {
-        status,
-        headers,
-        body: Vec::new(),
-        too_large: false,
-        response: None,
-    };
-    match read {
-        Read::Head => {}
-        Read::Stream => answer.response = Some(response),
-        Read::Whole { cap } => {
-            if let Ok(mut stream) = response.stream() {
-                while let Some(chunk) = stream.next().await {
-                    let chunk = chunk?;
-                    if (answer.body.len() + chunk.len()) as u64 > cap {
-                        answer.body = Vec::new();
-                        answer.too_large = true;
-                        break;
-                    }
-                    answer.body.extend_from_slice(&chunk);
-                }
-            }
-        }
+/// Discards an answer's body (its status and headers are all a webhook forward needs).
+pub fn discard_body(response: &web_sys::Response) {
+    if let Some(body) = response.body() {
+        let _ = body.cancel();
     }
-    Ok(answer)
 }

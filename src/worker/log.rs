@@ -1,7 +1,12 @@
 //! Writing structured log lines to the Workers console (`wrangler tail`, `wrangler dev`).
 
+use worker::Env;
+
+use super::metrics;
+use crate::authority::SettleStep;
 use crate::claim::ClaimState;
 use crate::log_line::LogLine;
+use crate::origin::OriginOutcome;
 
 /// Writes `line` as one JSON line.
 pub fn write(line: &LogLine) {
@@ -47,4 +52,40 @@ pub fn alarm_failed(detail: &str) {
         detail: Some(detail.to_owned()),
         ..LogLine::default()
     });
+}
+
+/// Logs how a delivery ended after its sender had been answered (`outcome`: `late_answer`, the
+/// origin answered after the forward time-out; `answer_settled`, an answer's body ended after
+/// it was passed on; `answer_lost`, the wait ended without an answer), and counts it.
+#[allow(clippy::too_many_arguments)]
+pub fn settled_later(
+    env: &Env,
+    route: &'static str,
+    key: &str,
+    attempt: u32,
+    outcome: &'static str,
+    origin: &OriginOutcome,
+    origin_ms: u64,
+    step: SettleStep,
+) {
+    let line = LogLine {
+        level: if step.is_clean() && outcome != "answer_lost" {
+            "info"
+        } else {
+            "warn"
+        },
+        route,
+        key: Some(key.to_owned()),
+        outcome,
+        attempt: Some(attempt),
+        origin_status: match origin {
+            OriginOutcome::Answered { status } => Some(*status),
+            _ => None,
+        },
+        origin_ms: Some(origin_ms),
+        settle: Some(step.word()),
+        ..LogLine::default()
+    };
+    write(&line);
+    metrics::count(env, &line);
 }

@@ -4,15 +4,17 @@
 mod admin;
 mod api;
 mod authority_client;
+mod authority_wire;
+mod background;
 mod body;
 mod claim_object;
+mod delivery;
 mod env_config;
 mod forward;
 mod kv_store;
 mod log;
 mod metrics;
 mod respond;
-mod settle;
 mod test_routes;
 mod webhook;
 

@@ -93,7 +93,7 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
             )
         }
     };
-    let reply = AuthorityClient::new(env)?.send(&key, &request).await;
+    let reply = AuthorityClient::new(env)?.send(&request).await;
     let status = match reply {
         AuthorityReply::StoreFailed {
             retryable: true, ..

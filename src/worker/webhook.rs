@@ -1,27 +1,23 @@
-//! `POST /webhooks/stripe`: verify, claim, forward, finalize or release, answer.
+//! `POST /webhooks/stripe`: verify, then have the event's claim authority claim, forward and
+//! settle it; answer from its report.
 
-use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
+use js_sys::Uint8Array;
+use worker::{Context, Date, Env, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
+use super::background;
 use super::body::{self, BodyError};
 use super::env_config;
-use super::forward::{self, Outgoing, Read};
 use super::log;
 use super::metrics;
 use super::respond;
-use super::settle::{self, Settle};
-use crate::authority::{AuthorityReply, AuthorityRequest, Won};
+use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery, Door, Forward};
 use crate::claim::Nonce;
-use crate::config::{self, Config};
+use crate::config;
 use crate::log_line::LogLine;
-use crate::origin::OriginResult;
+use crate::origin::{OriginOutcome, Verdict};
 use crate::stripe::{envelope, signature};
 use crate::webhook::{self, Answer, Refusal};
-
-/// Headers added to the forwarded event.
-const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
-const ATTEMPT_HEADER: &str = "x-webhook-dedup-attempt";
-const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
 
 /// Serves one delivery and writes its log line.
 pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Response> {
@@ -108,147 +104,63 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
             });
         }
     };
-    let reply = client
-        .send(
-            &event.id,
-            &AuthorityRequest::Claim {
-                key: event.id.clone(),
-                policy: config.webhook_claims,
-                nonce,
-                fingerprint: None,
-            },
-        )
-        .await;
-    if let AuthorityReply::StoreFailed { detail, .. } = &reply {
-        line.detail = Some(detail.clone());
-    }
-    let won = match webhook::after_claim(reply, Date::now().as_millis()) {
-        Ok(won) => won,
-        Err(answer) => return answer,
-    };
-    line.attempt = Some(won.attempt);
-    line.takeover = Some(won.takeover);
-
-    // Forward and settle inside waitUntil, so the claim is finalized or released even if the
-    // sender hangs up; this request waits for the result to answer.
-    let work = Claimed {
-        config,
-        client,
-        event_id: event.id,
-        won,
-        body,
-        signature: signature_header.unwrap_or_default(),
-        content_type: headers
-            .get("content-type")
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| "application/json".into()),
-    };
-    match settle::to_completion(ctx, work.run()).await {
-        Some(Settled {
-            answer,
-            origin_status,
-            origin_ms,
-            settle,
-            detail,
-        }) => {
-            line.origin_status = origin_status;
-            line.origin_ms = Some(origin_ms);
-            line.settle = Some(settle);
-            line.detail = detail;
-            if settle != "finalized" && settle != "released" {
+    let content_type = headers
+        .get("content-type")
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "application/json".into());
+    let deliver = AuthorityRequest::Deliver(Deliver {
+        key: event.id.clone(),
+        policy: config.webhook_claims,
+        nonce,
+        fingerprint: None,
+        forward: Forward {
+            url: config.origin_url.clone(),
+            method: "POST".into(),
+            headers: vec![
+                ("content-type".into(), content_type),
+                (
+                    signature::HEADER.into(),
+                    signature_header.unwrap_or_default(),
+                ),
+            ],
+            timeout_ms: config.forward_timeout_ms,
+            wait_ms: config.late_answer_wait_ms,
+        },
+        door: Door::Webhook,
+    });
+    // The delivery runs in the event's object; the request to it runs inside waitUntil, so a
+    // sender that hangs up cannot cut it off between the claim and the forward.
+    let body = Uint8Array::from(body.as_slice());
+    let sent = background::to_completion(ctx, async move {
+        client.send_with_body(&deliver, Some(&body)).await.0
+    })
+    .await;
+    let reply = sent.unwrap_or(AuthorityReply::StoreFailed {
+        retryable: true,
+        detail: "the delivery was cut off".into(),
+    });
+    match &reply {
+        AuthorityReply::StoreFailed { detail, .. } => line.detail = Some(detail.clone()),
+        AuthorityReply::Delivery(Delivery::Forwarded(report)) => {
+            line.attempt = Some(report.attempt);
+            line.takeover = Some(report.takeover);
+            line.origin_status = match report.outcome {
+                OriginOutcome::Answered { status } => Some(status),
+                _ => None,
+            };
+            line.origin_ms = Some(report.origin_ms);
+            line.settle = Some(report.settle.word());
+            if !report.settle.is_clean() {
                 line.level = "warn";
             }
-            answer
-        }
-        None => webhook::store_failure_answer(&AuthorityReply::StoreFailed {
-            retryable: true,
-            detail: String::new(),
-        }),
-    }
-}
-
-/// A won claim, with everything needed to forward the event and settle the claim.
-struct Claimed {
-    config: Config,
-    client: AuthorityClient,
-    event_id: String,
-    won: Won,
-    body: Vec<u8>,
-    signature: String,
-    content_type: String,
-}
-
-struct Settled {
-    answer: Answer,
-    origin_status: Option<u16>,
-    origin_ms: u64,
-    settle: &'static str,
-    detail: Option<String>,
-}
-
-impl Claimed {
-    async fn run(self) -> Settled {
-        let (origin, origin_ms) = match self.forward_headers() {
-            Ok(headers) => {
-                let forwarded = forward::send(
-                    Outgoing {
-                        url: &self.config.origin_url,
-                        method: Method::Post,
-                        headers,
-                        body: Some(forward::bytes_body(&self.body)),
-                        timeout_ms: self.config.forward_timeout_ms,
-                    },
-                    Read::Head,
-                )
-                .await;
-                (forwarded.result, forwarded.ms)
+            if let Verdict::Failed(reason) | Verdict::Unknown(reason) = report.verdict {
+                line.detail = Some(reason.to_string());
             }
-            Err(error) => (OriginResult::Unreachable(error.to_string()), 0),
-        };
-        let how = if origin.succeeded() {
-            Settle::Finalize(None)
-        } else {
-            Settle::Release(origin.release_reason())
-        };
-        let settle_reply = settle::settle(
-            &self.client,
-            &self.event_id,
-            self.won.fence,
-            self.config.webhook_claims,
-            how,
-        )
-        .await;
-        let (answer, settle) = webhook::after_settle(&origin, &self.event_id, &settle_reply);
-        let detail = match (&origin, &settle_reply) {
-            (_, AuthorityReply::StoreFailed { detail, .. }) => Some(detail.clone()),
-            (OriginResult::Unreachable(why), _) => Some(why.clone()),
-            _ => None,
-        };
-        Settled {
-            answer,
-            origin_status: match origin {
-                OriginResult::Responded { status } => Some(status),
-                _ => None,
-            },
-            origin_ms,
-            settle,
-            detail,
         }
+        _ => {}
     }
-
-    fn forward_headers(&self) -> Result<Headers> {
-        let headers = Headers::new();
-        headers.set("content-type", &self.content_type)?;
-        headers.set(signature::HEADER, &self.signature)?;
-        headers.set(EVENT_ID_HEADER, &self.event_id)?;
-        headers.set(ATTEMPT_HEADER, &self.won.attempt.to_string())?;
-        headers.set(
-            TAKEOVER_HEADER,
-            if self.won.takeover { "true" } else { "false" },
-        )?;
-        Ok(headers)
-    }
+    webhook::after_delivery(&reply, &event.id, Date::now().as_millis())
 }
 
 fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {

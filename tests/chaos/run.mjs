@@ -21,8 +21,13 @@ export function random(seed) {
   };
 }
 
-/** The recording origin: fails `failureRate` of requests (500), stalls `slowRate` of them. */
-async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
+/**
+ * The recording origin: fails `failureRate` of requests (500); answers `slowRate` of them
+ * after a delay between the forward time-out and the end of the wait horizon, and
+ * `beyondRate` of them only after the horizon. Every answer it decides on is recorded as
+ * given (the handler ran), whether or not anyone was still listening.
+ */
+async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs }) {
   const records = [];
   let hold = null; // { resolve }: the next request is held (never answered) and reported
 
@@ -36,27 +41,30 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
         receivedAt: performance.now(),
         status: roll < failureRate ? 500 : 200,
-        slow: roll >= failureRate && roll < failureRate + slowRate,
-        delivered: false,
+        delayMs: 0,
       };
+      if (roll >= failureRate && roll < failureRate + slowRate) {
+        // Between the time-out and the horizon, with a margin on each side for timers.
+        record.delayMs = timeoutMs + 300 + rand() * (horizonMs - timeoutMs - 900);
+      } else if (roll >= failureRate + slowRate && roll < failureRate + slowRate + beyondRate) {
+        record.delayMs = horizonMs + 500 + rand() * 1_000;
+      }
       records.push(record);
       if (hold) {
         // Held for a restart: the worker dies while this claim waits on the origin.
         const { resolve } = hold;
         hold = null;
         record.held = true;
-        record.answered = true;
         record.status = undefined; // it never answers
         resolve(record);
         return;
       }
-      res.on('finish', () => { record.delivered = !res.socket || !res.socket.destroyed; });
       const answer = () => {
-        record.answered = true;
-        if (req.socket.destroyed) return; // the worker gave up (time-out) or died
+        record.answeredAt = performance.now(); // the handler finished, listened to or not
+        if (req.socket.destroyed) return; // the claim authority stopped waiting, or died
         res.writeHead(record.status).end(record.status === 200 ? 'ok' : 'failed');
       };
-      if (record.slow) setTimeout(answer, slowMs);
+      if (record.delayMs) setTimeout(answer, record.delayMs);
       else answer();
     });
   });
@@ -79,18 +87,22 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, slowMs }) {
 }
 
 /**
- * Runs one chaos run. Options: events, maxDuplicates, concurrency, failureRate, slowRate,
- * restarts, leaseSeconds, forwardTimeoutMs, maxSends (retry budget per delivery), seed.
+ * Runs one chaos run. Options: events, maxDuplicates, concurrency, failureRate, slowRate
+ * (answers between the time-out and the horizon), beyondRate (answers after the horizon),
+ * restarts, leaseSeconds, forwardTimeoutMs, lateWaitSeconds, maxSends (retry budget per
+ * delivery), seed.
  */
 export async function runChaos(options) {
   const o = {
-    events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05,
-    restarts: 2, leaseSeconds: 3, forwardTimeoutMs: 1000, maxSends: 25, seed: Date.now() % 2 ** 31,
+    events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05, beyondRate: 0,
+    restarts: 2, leaseSeconds: 6, forwardTimeoutMs: 1000, lateWaitSeconds: 3, maxSends: 25, seed: Date.now() % 2 ** 31,
     ...options,
   };
+  const horizonMs = o.forwardTimeoutMs + o.lateWaitSeconds * 1000;
   const rand = random(o.seed);
   const origin = await startRecordingOrigin({
-    rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, slowMs: o.forwardTimeoutMs * 2.5,
+    rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, beyondRate: o.beyondRate,
+    timeoutMs: o.forwardTimeoutMs, horizonMs,
   });
   const worker = await startWorker({
     vars: {
@@ -98,6 +110,7 @@ export async function runChaos(options) {
       ORIGIN_URL: `${origin.url}/stripe`,
       LEASE_SECONDS: String(o.leaseSeconds),
       FORWARD_TIMEOUT_MS: String(o.forwardTimeoutMs),
+      LATE_ANSWER_WAIT_SECONDS: String(o.lateWaitSeconds),
     },
   });
   const run = `${Date.now().toString(36)}${o.seed}`;
@@ -170,7 +183,7 @@ export async function runChaos(options) {
   };
 
   const restartAt = new Set(Array.from({ length: o.restarts }, (_, i) => Math.floor(((i + 1) * o.events) / (o.restarts + 1))));
-  let restarts = 0;
+  const restartsAt = [];
   const all = [];
   for (let i = 0; i < events.length; i += 1) {
     // Start events as earlier ones finish, so that the load stays near the concurrency.
@@ -180,7 +193,8 @@ export async function runChaos(options) {
       // and when it arrives the runtime is restarted on the same storage. Sends wait for it;
       // those in flight fail and are retried; the held claim is taken over when its lease ends.
       all.push(origin.holdNext().then(async () => {
-        restarting = worker.restart().then(() => { restarts += 1; });
+        const from = performance.now();
+        restarting = worker.restart().then(() => { restartsAt.push({ from, to: performance.now() }); });
         await restarting;
       }));
     }
@@ -200,6 +214,9 @@ export async function runChaos(options) {
   await origin.close();
   return {
     options: o,
-    history: { events, deliveries, chains, origin: origin.records, log, restarts, leaseMs: o.leaseSeconds * 1000 },
+    history: {
+      events, deliveries, chains, origin: origin.records, log, restartsAt,
+      leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: o.forwardTimeoutMs, horizonMs,
+    },
   };
 }

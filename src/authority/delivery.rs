@@ -1,0 +1,479 @@
+//! A delivery run by the claim authority itself: claim, forward, settle, in the object that owns
+//! the key. Pure: the object adapter does the I/O (the forward) and asks here what to claim,
+//! what the answer means, and how to settle.
+//!
+//! Why the object forwards (rather than the worker): the object can wait for a late answer
+//! after the sender has been told to come back (its pending work keeps it alive, see the
+//! README), it settles with a local write instead of a second round trip, and a repeat that
+//! arrives meanwhile meets the live claim in the same object.
+
+use serde::{Deserialize, Serialize};
+
+use super::{AuthorityReply, WakeBy, Watched};
+use crate::claim::{
+    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimStore, Fence,
+    FinalizeOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
+};
+use crate::origin::{OriginOutcome, Verdict};
+
+/// Where and how the object forwards the delivery, and how long it waits for the answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forward {
+    /// Absolute URL.
+    pub url: String,
+    /// HTTP method.
+    pub method: String,
+    /// Headers to send, in order.
+    pub headers: Vec<(String, String)>,
+    /// How long the sender waits for the answer (`FORWARD_TIMEOUT_MS`).
+    pub timeout_ms: u64,
+    /// How much longer the object keeps waiting for a late answer (`LATE_ANSWER_WAIT_SECONDS`).
+    pub wait_ms: u64,
+}
+
+/// Which front door the delivery came through: what counts as success, and what is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "door", rename_all = "snake_case")]
+pub enum Door {
+    /// A webhook: a 2xx is success; the answer's body is not kept.
+    Webhook,
+    /// An Idempotency-Key request: every final answer is kept for replay (its body up to
+    /// `max_cached_body` bytes), and the answer streams back to the caller.
+    Api {
+        /// Largest answer body kept for replay.
+        max_cached_body: u64,
+    },
+}
+
+/// Headers the webhook door adds to each forward: the event id, the attempt number, and whether
+/// it took over a claim whose lease ran out.
+pub const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
+/// See [`EVENT_ID_HEADER`].
+pub const ATTEMPT_HEADER: &str = "x-webhook-dedup-attempt";
+/// See [`EVENT_ID_HEADER`].
+pub const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
+
+impl Door {
+    /// The headers this door adds to the forward of attempt `won` of `key`: for webhooks the
+    /// event id, the attempt number and the takeover flag; none for the Idempotency-Key door.
+    pub fn attempt_headers(self, key: &str, won: &Won) -> Vec<(String, String)> {
+        match self {
+            Door::Webhook => vec![
+                (EVENT_ID_HEADER.into(), key.into()),
+                (ATTEMPT_HEADER.into(), won.attempt.to_string()),
+                (TAKEOVER_HEADER.into(), won.takeover.to_string()),
+            ],
+            Door::Api { .. } => Vec::new(),
+        }
+    }
+
+    /// True when an answered `status` settles the claim as done.
+    pub fn succeeded(self, status: u16) -> bool {
+        match self {
+            Door::Webhook => crate::origin::is_success(status),
+            Door::Api { .. } => crate::idempotency::is_final(status),
+        }
+    }
+
+    /// The word for this door in log lines (`route`).
+    pub fn route(self) -> &'static str {
+        match self {
+            Door::Webhook => "webhook",
+            Door::Api { .. } => "idempotency",
+        }
+    }
+}
+
+/// A delivery to run: the claim's terms and the forward. The body travels beside this message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deliver {
+    /// The key (event id or Idempotency-Key scope).
+    pub key: String,
+    /// Lease and retention.
+    pub policy: ClaimPolicy,
+    /// Random bytes for the fence; the same nonce again is the same delivery.
+    pub nonce: Nonce,
+    /// The request's fingerprint (Idempotency-Key front door only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// The forward.
+    pub forward: Forward,
+    /// The front door.
+    pub door: Door,
+}
+
+/// A claim won for a delivery: what the forward and the settle need.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Won {
+    /// The claim's fence.
+    pub fence: Fence,
+    /// Which attempt of the key this is (1 for the first).
+    pub attempt: u32,
+    /// True when an earlier claim's lease ran out.
+    pub takeover: bool,
+    /// When the claim's lease runs out: a settle after it is refused if the claim was taken
+    /// over, and the object stops trying to settle then.
+    pub lease_expires_at: Millis,
+}
+
+/// What to do first with a delivery.
+#[derive(Debug, PartialEq)]
+pub enum Begin {
+    /// The claim is won: forward, then settle.
+    Forward(Won),
+    /// Not forwarded: answer this (duplicate, in flight, another fingerprint, store failure).
+    Reply(AuthorityReply),
+}
+
+/// Claims the key of `deliver` at `now`. A won claim is forwarded; anything else is answered
+/// at once. The same delivery sent again (same nonce, after a lost answer) is answered as in
+/// flight: its first send already forwards it, and forwarding it twice could run it twice.
+pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (Begin, WakeBy) {
+    let mut watched = Watched::new(store);
+    let request = ClaimRequest {
+        key: &deliver.key,
+        now,
+        policy: deliver.policy,
+        nonce: deliver.nonce,
+        fingerprint: deliver.fingerprint.as_deref(),
+        answer_within_ms: Some(
+            deliver
+                .forward
+                .timeout_ms
+                .saturating_add(deliver.forward.wait_ms),
+        ),
+    };
+    let begin = match claim::claim(&mut watched, &request) {
+        Ok(ClaimOutcome::Claimed {
+            fence,
+            attempt,
+            takeover,
+            lease_expires_at,
+            repeated: false,
+        }) => Begin::Forward(Won {
+            fence,
+            attempt,
+            takeover,
+            lease_expires_at,
+        }),
+        Ok(ClaimOutcome::Claimed {
+            lease_expires_at, ..
+        }) => {
+            let retry_at = match watched.load(&deliver.key) {
+                Ok(Some(record)) => record.retry_at(now),
+                _ => lease_expires_at,
+            };
+            Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
+                ClaimOutcome::DuplicateInflight {
+                    lease_expires_at,
+                    retry_at,
+                },
+            )))
+        }
+        Ok(declined) => Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(declined))),
+        Err(error) => Begin::Reply(error.into()),
+    };
+    (begin, watched.saved_expiry)
+}
+
+/// How the delivery stands when its sender is answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "delivery", rename_all = "snake_case")]
+pub enum Delivery {
+    /// Not forwarded; the claim outcome says why.
+    Declined(ClaimOutcome),
+    /// Forwarded; the report says how it went so far.
+    Forwarded(Report),
+}
+
+/// What happened to a forwarded delivery, as far as known when the sender is answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// Which attempt of the key this was.
+    pub attempt: u32,
+    /// True when it took over a claim whose lease ran out.
+    pub takeover: bool,
+    /// How the forward ended (`timed_out` while a late answer is still awaited).
+    pub outcome: OriginOutcome,
+    /// What that means for the claim.
+    pub verdict: Verdict,
+    /// What the settle did (or `waiting`, when it comes later).
+    pub settle: SettleStep,
+    /// How long the origin took, in milliseconds.
+    pub origin_ms: u64,
+    /// The answer's safe-to-pass headers, when its body streams back with this reply
+    /// (Idempotency-Key door only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<Head>,
+}
+
+/// The status and headers of an origin answer passed back to the caller.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    /// The origin's status.
+    pub status: u16,
+    /// Its headers (hop-by-hop ones left out), in order.
+    pub headers: Vec<(String, String)>,
+}
+
+/// What a settle did. Serialised as the log's `settle` word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettleStep {
+    /// The claim is done.
+    Finalized,
+    /// The claim is given back: the next delivery runs the work again.
+    Released,
+    /// The outcome is unknown and nothing more will be learned: the claim is kept until its
+    /// lease ends, then the next delivery takes it over.
+    Held,
+    /// Not settled yet: the object is still waiting for the answer (or reading its body).
+    Waiting,
+    /// Refused: the claim is no longer this attempt's (taken over, or released by an operator).
+    FenceConflict,
+    /// The store failed on every try before the lease ended.
+    SettleFailed,
+}
+
+impl SettleStep {
+    /// The step's word, as serialised (log lines, metrics).
+    pub fn word(self) -> &'static str {
+        match self {
+            SettleStep::Finalized => "finalized",
+            SettleStep::Released => "released",
+            SettleStep::Held => "held",
+            SettleStep::Waiting => "waiting",
+            SettleStep::FenceConflict => "fence_conflict",
+            SettleStep::SettleFailed => "settle_failed",
+        }
+    }
+
+    /// True for the steps that leave the record as the rules intend (finalized, released,
+    /// held, or a settle still to come); false for a refused or failed settle.
+    pub fn is_clean(self) -> bool {
+        !matches!(self, SettleStep::FenceConflict | SettleStep::SettleFailed)
+    }
+}
+
+/// How to settle a claim after its forward.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// Finalize, keeping this response for replays (Idempotency-Key door).
+    Finalize(Option<CachedResponse>),
+    /// Release with this reason (as kept in the record).
+    Release(String),
+    /// Keep the claim until its lease ends (nothing is written).
+    Hold,
+}
+
+impl Settle {
+    /// The settle a final verdict calls for (`Pending` is not final: the caller waits first).
+    /// `response` is what the Idempotency-Key door keeps on success.
+    pub fn for_verdict(verdict: Verdict, response: Option<CachedResponse>) -> Settle {
+        match verdict {
+            Verdict::Succeeded => Settle::Finalize(response),
+            Verdict::Failed(reason) => Settle::Release(reason.to_string()),
+            Verdict::Pending | Verdict::Unknown(_) => Settle::Hold,
+        }
+    }
+}
+
+/// Settles the claim on `key` held with `won` at `now`, and says what happened. Fenced: only
+/// the attempt that holds the claim changes it, so repeating a settle is safe. A store failure
+/// is returned as an error so the caller can try again while the lease lasts.
+pub fn settle<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    policy: ClaimPolicy,
+    how: Settle,
+    now: Millis,
+) -> Result<(SettleStep, WakeBy), StoreError> {
+    let mut watched = Watched::new(store);
+    let step = match how {
+        Settle::Hold => SettleStep::Held,
+        Settle::Finalize(response) => {
+            match claim::finalize(&mut watched, key, fence, now, policy, response)? {
+                FinalizeOutcome::Finalized { .. } => SettleStep::Finalized,
+                FinalizeOutcome::NotOwner | FinalizeOutcome::NotFound => SettleStep::FenceConflict,
+            }
+        }
+        Settle::Release(reason) => {
+            match claim::release(&mut watched, key, fence, now, &reason, policy)? {
+                ReleaseOutcome::Released { .. } => SettleStep::Released,
+                ReleaseOutcome::AlreadyDone
+                | ReleaseOutcome::NotOwner
+                | ReleaseOutcome::NotFound => SettleStep::FenceConflict,
+            }
+        }
+    };
+    Ok((step, watched.saved_expiry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::{ClaimState, MemoryClaimStore};
+    use crate::origin::Reason;
+
+    const POLICY: ClaimPolicy = ClaimPolicy {
+        lease_ms: 10_000,
+        retention_ms: 100_000,
+    };
+
+    fn deliver(nonce: u8) -> Deliver {
+        Deliver {
+            key: "evt_1".into(),
+            policy: POLICY,
+            nonce: Nonce([nonce; 16]),
+            fingerprint: None,
+            forward: Forward {
+                url: "http://origin.test/".into(),
+                method: "POST".into(),
+                headers: vec![],
+                timeout_ms: 1_000,
+                wait_ms: 3_000,
+            },
+            door: Door::Webhook,
+        }
+    }
+
+    fn won(begin: Begin) -> Won {
+        match begin {
+            Begin::Forward(won) => won,
+            other => panic!("expected a won claim, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_won_claim_is_forwarded_and_records_its_answer_wait() {
+        let mut store = MemoryClaimStore::new();
+        let (begin, wake_by) = begin(&mut store, &deliver(1), 100);
+        let won = won(begin);
+        assert_eq!(
+            (won.attempt, won.takeover, won.lease_expires_at),
+            (1, false, 10_100)
+        );
+        assert_eq!(wake_by, Some(110_100));
+        let record = store.load("evt_1").unwrap().unwrap();
+        assert_eq!(record.wait_ends_at, Some(4_100));
+    }
+
+    #[test]
+    fn repeats_meet_the_live_claim_until_the_answer_wait_ends() {
+        let mut store = MemoryClaimStore::new();
+        begin(&mut store, &deliver(1), 0);
+        let (reply, wake_by) = begin(&mut store, &deliver(2), 500);
+        assert_eq!(
+            reply,
+            Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
+                ClaimOutcome::DuplicateInflight {
+                    lease_expires_at: 10_000,
+                    retry_at: 4_000
+                }
+            )))
+        );
+        assert_eq!(wake_by, None, "nothing written");
+    }
+
+    #[test]
+    fn the_same_delivery_sent_again_is_never_forwarded_twice() {
+        let mut store = MemoryClaimStore::new();
+        won(begin(&mut store, &deliver(1), 0).0);
+        assert!(matches!(
+            begin(&mut store, &deliver(1), 10).0,
+            Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
+                ClaimOutcome::DuplicateInflight {
+                    retry_at: 4_000,
+                    ..
+                }
+            )))
+        ));
+    }
+
+    #[test]
+    fn settles_follow_the_verdict_and_the_fence() {
+        let mut store = MemoryClaimStore::new();
+        let first = won(begin(&mut store, &deliver(1), 0).0);
+        let how = Settle::for_verdict(Verdict::Failed(Reason::Answered(500)), None);
+        let (step, _) = settle(&mut store, "evt_1", &first.fence, POLICY, how, 50).unwrap();
+        assert_eq!(step, SettleStep::Released);
+        let record = store.load("evt_1").unwrap().unwrap();
+        assert_eq!(
+            record.last_release_reason.as_deref(),
+            Some("origin answered 500")
+        );
+
+        let second = won(begin(&mut store, &deliver(2), 60).0);
+        let (step, _) = settle(
+            &mut store,
+            "evt_1",
+            &second.fence,
+            POLICY,
+            Settle::for_verdict(Verdict::Unknown(Reason::ResetAfterSend), None),
+            70,
+        )
+        .unwrap();
+        assert_eq!(step, SettleStep::Held);
+        assert_eq!(
+            store.load("evt_1").unwrap().unwrap().state,
+            ClaimState::Processing,
+            "an unknown outcome keeps the claim"
+        );
+        let (step, _) = settle(
+            &mut store,
+            "evt_1",
+            &first.fence,
+            POLICY,
+            Settle::for_verdict(Verdict::Succeeded, None),
+            80,
+        )
+        .unwrap();
+        assert_eq!(
+            step,
+            SettleStep::FenceConflict,
+            "an older attempt cannot settle"
+        );
+        let (step, wake_by) = settle(
+            &mut store,
+            "evt_1",
+            &second.fence,
+            POLICY,
+            Settle::for_verdict(Verdict::Succeeded, None),
+            90,
+        )
+        .unwrap();
+        assert_eq!((step, wake_by), (SettleStep::Finalized, Some(100_090)));
+        assert_eq!(Settle::for_verdict(Verdict::Pending, None), Settle::Hold);
+    }
+
+    #[test]
+    fn the_doors_decide_success() {
+        assert!(Door::Webhook.succeeded(200));
+        assert!(!Door::Webhook.succeeded(404));
+        let api = Door::Api { max_cached_body: 1 };
+        assert!(
+            api.succeeded(404),
+            "a final client error is kept for replay"
+        );
+        assert!(!api.succeeded(503));
+        assert!(!api.succeeded(429));
+    }
+
+    #[test]
+    fn steps_serialise_to_their_words() {
+        for step in [
+            SettleStep::Finalized,
+            SettleStep::Released,
+            SettleStep::Held,
+            SettleStep::Waiting,
+            SettleStep::FenceConflict,
+            SettleStep::SettleFailed,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&step).unwrap(),
+                format!("\"{}\"", step.word())
+            );
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The bytes between the worker and the claim authority: request frames and replies (the
+//! format is described in [`crate::authority`]). Both sides use this file.
+
+use js_sys::futures::JsFuture;
+use js_sys::Uint8Array;
+use worker::web_sys::{self, ReadableStream};
+use worker::{Request, Response, Result};
+
+use crate::authority::{
+    frame_json_range, frame_prefix, AuthorityReply, AuthorityRequest, REPLY_HEADER,
+};
+
+/// The frame for `request`, with `body` (bytes in JavaScript memory) after its JSON.
+pub fn encode_request(request: &AuthorityRequest, body: Option<&Uint8Array>) -> Uint8Array {
+    let json = serde_json::to_vec(request).expect("an authority request always serialises");
+    let prefix = frame_prefix(&json);
+    let body_len = body.map_or(0, Uint8Array::length);
+    let frame = Uint8Array::new_with_length(prefix.len() as u32 + body_len);
+    frame.subarray(0, prefix.len() as u32).copy_from(&prefix);
+    if let Some(body) = body {
+        frame.set(body, prefix.len() as u32);
+    }
+    frame
+}
+
+/// Reads a request frame (in the object): the request, and a view of the body after it.
+pub async fn read_request(
+    req: Request,
+) -> std::result::Result<(AuthorityRequest, Uint8Array), String> {
+    let buffer = JsFuture::from(
+        req.inner()
+            .array_buffer()
+            .map_err(|_| "the request body is unreadable".to_owned())?,
+    )
+    .await
+    .map_err(|_| "the request body is unreadable".to_owned())?;
+    let frame = Uint8Array::new(&buffer);
+    let len = frame.length() as usize;
+    if len < 4 {
+        return Err("not an authority request frame".into());
+    }
+    let mut head = [0u8; 4];
+    frame.subarray(0, 4).copy_to(&mut head);
+    let (start, end) = frame_json_range(head, len)
+        .ok_or_else(|| "the frame is shorter than it says".to_owned())?;
+    let json = frame.subarray(start as u32, end as u32).to_vec();
+    let request = serde_json::from_slice(&json)
+        .map_err(|error| format!("not an authority request: {error}"))?;
+    Ok((request, frame.subarray(end as u32, len as u32)))
+}
+
+/// A reply in a JSON body.
+pub fn reply(reply: &AuthorityReply) -> Result<Response> {
+    Response::from_json(reply)
+}
+
+/// A reply whose body is `stream` (the origin's answer), the JSON in [`REPLY_HEADER`].
+pub fn reply_with_stream(reply: &AuthorityReply, stream: &ReadableStream) -> Result<Response> {
+    let headers = web_sys::Headers::new()?;
+    headers.set(REPLY_HEADER, &serde_json::to_string(reply)?)?;
+    let init = web_sys::ResponseInit::new();
+    init.set_headers(&headers);
+    let response = web_sys::Response::new_with_opt_readable_stream_and_init(Some(stream), &init)?;
+    Ok(response.into())
+}
+
+/// Reads a reply (in the worker): the reply, and the body stream when the origin's answer came
+/// with it.
+pub async fn read_reply(
+    response: web_sys::Response,
+) -> std::result::Result<(AuthorityReply, Option<ReadableStream>), String> {
+    if let Ok(Some(json)) = response.headers().get(REPLY_HEADER) {
+        let reply = serde_json::from_str(&json)
+            .map_err(|error| format!("claim authority reply unreadable: {error}"))?;
+        return Ok((reply, response.body()));
+    }
+    let status = response.status();
+    let text = JsFuture::from(response.text().map_err(|_| "reply unreadable".to_owned())?)
+        .await
+        .map_err(|_| "reply unreadable".to_owned())?
+        .as_string()
+        .unwrap_or_default();
+    if status != 200 {
+        return Err(format!("claim authority answered {status}: {text}"));
+    }
+    serde_json::from_str(&text)
+        .map(|reply| (reply, None))
+        .map_err(|error| format!("claim authority reply unreadable: {error}"))
+}
