@@ -43,3 +43,18 @@ test('healthz names missing and invalid keys, never a secret value', async (t) =
   assert.ok(!health.text.includes(SECRET), 'the secret value never appears');
   assert.ok(!worker.output.includes(SECRET), 'nor in the logs');
 });
+
+test('a lease too short for the time-out and the late-answer wait is a configuration problem', async (t) => {
+  const worker = await startWorker({
+    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x', LEASE_SECONDS: '600' },
+  });
+  t.after(() => worker.dispose());
+  const health = await call(`${worker.url}/healthz`);
+  assert.equal(health.status, 503);
+  assert.deepEqual(health.json.problems.map((p) => p.key), ['LATE_ANSWER_WAIT_SECONDS']);
+  assert.match(health.json.problems[0].problem, /LEASE_SECONDS/);
+  const delivery = await call(`${worker.url}/webhooks/stripe`, { method: 'POST', body: '{}' });
+  assert.equal(delivery.status, 500);
+  assert.equal(delivery.json.error, 'misconfigured');
+  assert.match(delivery.json.detail, /LATE_ANSWER_WAIT_SECONDS/);
+});
