@@ -362,6 +362,12 @@ impl Config {
                 format!("shorter than {MIN_ADMIN_TOKEN_LEN} characters; use a long random token"),
             );
         }
+        if test_routes && admin_token.is_none() {
+            r.problem(
+                "ENABLE_TEST_ROUTES",
+                "the test routes reach every record and need ADMIN_TOKEN to guard them",
+            );
+        }
         if !r.problems.is_empty() {
             return Err(r.problems);
         }
@@ -599,6 +605,20 @@ mod tests {
         let api = config.api.unwrap();
         assert_eq!(api.client_header, "x-api-key");
         assert!(api.key_required);
+    }
+
+    #[test]
+    fn test_routes_need_the_admin_token() {
+        assert_eq!(
+            keys(load(&[("ENABLE_TEST_ROUTES", "true")]).unwrap_err()),
+            ["ENABLE_TEST_ROUTES"]
+        );
+        let config = load(&[
+            ("ENABLE_TEST_ROUTES", "true"),
+            ("ADMIN_TOKEN", "0123456789abcdef"),
+        ])
+        .unwrap();
+        assert!(config.test_routes);
     }
 
     #[test]

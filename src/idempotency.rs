@@ -109,6 +109,34 @@ fn hash_fields(fields: &[&[u8]]) -> [u8; 32] {
     hash.finalize().into()
 }
 
+/// The client identity a header value gives: `None` for a missing, empty or blank value, so a
+/// bare `Authorization:` is no identity at all (it would otherwise let every such client share
+/// one scope).
+pub fn client_identity(value: Option<&str>) -> Option<&str> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+/// The key under which a client's requests are rate-limited: a hash of its identity (never the
+/// identity itself), or `anonymous`.
+pub fn rate_limit_client_key(client: Option<&str>) -> String {
+    match client {
+        Some(value) => format!(
+            "client:{}",
+            hex::encode(&hash_fields(&[b"rate limit", value.as_bytes()])[..16])
+        ),
+        None => "client:anonymous".to_owned(),
+    }
+}
+
+/// The key under which a caller's address is rate-limited (`CF-Connecting-IP`).
+pub fn rate_limit_address_key(address: Option<&str>) -> String {
+    format!("ip:{}", address.unwrap_or("unknown"))
+}
+
+/// Seconds a rate-limited client is asked to wait: the longest period the runtime's rate
+/// limiter supports (the configured period is not visible to the worker).
+pub const RATE_LIMITED_RETRY_AFTER_SECONDS: u64 = 60;
+
 /// The claim authority name for `key` sent by the client identified by `client` (the value of
 /// the client header, `None` when absent): a hash of both, so two clients' keys never meet in
 /// one record and no client can read another's cached answer.
@@ -260,6 +288,19 @@ impl Problem {
                 "a request with an Idempotency-Key must carry the {header} header, which scopes the key to its client"
             ),
         )
+    }
+
+    /// The problem for a keyed request over the rate limit (429 + Retry-After).
+    pub fn rate_limited() -> Problem {
+        Problem {
+            retry_after: Some(RATE_LIMITED_RETRY_AFTER_SECONDS),
+            ..Problem::new(
+                429,
+                "rate-limited",
+                "Too many requests",
+                "too many keyed requests from this client or address; retry later",
+            )
+        }
     }
 
     /// The problem for a missing key where one is required.

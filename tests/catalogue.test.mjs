@@ -1,13 +1,12 @@
 // The bad-input catalogue: hostile and malformed requests against both front doors and the
-// admin API. Each states its expected status; after each, the Durable Object storage on disk is
-// byte-for-byte as before (nothing written) and the origin saw nothing.
+// admin API. Each states its expected status; after each, every key and value the Durable
+// Objects store (and every alarm) is as before (nothing written) and the origin saw nothing.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { call, postChunked, startDirect, startOrigin, startWorker } from './harness.mjs';
+import { call, postChunked, startDirect, startOrigin, startWorker, storageDump } from './harness.mjs';
 import { deliver, eventId, eventPayload, signatureFor } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_catalogue';
@@ -16,21 +15,6 @@ const MAX = 8192;
 const now = () => Math.floor(Date.now() / 1000);
 const sign = (payload, opts = {}) => signatureFor(payload, opts.secret ?? SECRET, opts.timestamp);
 const v1Of = (header) => header.split(',').find((p) => p.startsWith('v1='));
-
-/** Every file under the objects' storage folder with its size: what "nothing written" means. */
-function storageSnapshot(dir) {
-  if (!existsSync(dir)) return '';
-  const files = [];
-  const walk = (d) => {
-    for (const name of readdirSync(d)) {
-      const full = path.join(d, name);
-      if (statSync(full).isDirectory()) walk(full);
-      else files.push(`${path.relative(dir, full)}:${statSync(full).size}`);
-    }
-  };
-  walk(dir);
-  return files.sort().join('\n');
-}
 
 /** Sends raw bytes over TCP (for requests fetch will not make) and returns the status. */
 function raw(url, text) {
@@ -89,7 +73,9 @@ function cases() {
     ['no t', webhook(payload, v1Of(good)), 400, 'malformed_signature'],
     ['non-numeric t', webhook(payload, `t=yesterday,${v1Of(good)}`), 400, 'malformed_signature'],
     ['negative t', webhook(payload, `t=-1,${v1Of(good)}`), 400, 'malformed_signature'],
-    ['part without =', webhook(payload, `${good},junk`), 400, 'malformed_signature'],
+    ['part without = and no v1', webhook(payload, `${t},junk`), 400, 'no_v1_signature'],
+    ['only malformed v1 entries', webhook(payload, `${t},v1=zz,v1=${hex(31)}`), 400, 'malformed_signature'],
+    ['a valid v1 for another timestamp', webhook(payload, `t=${now() - 1},${v1Of(good)}`), 400, 'signature_mismatch'],
     ['huge header', webhook(payload, `${good},x=${'y'.repeat(6000)}`), 400, 'malformed_signature'],
     ['too many v1', webhook(payload, `${t},${Array(17).fill(`v1=${hex(32)}`).join(',')}`), 400, 'malformed_signature'],
     ['expired timestamp', signed(payload, { timestamp: now() - 301 }), 400, 'timestamp_too_old'],
@@ -109,6 +95,8 @@ function cases() {
     ['type missing', signed(JSON.stringify({ id: eventId('notype') })), 400, 'invalid_envelope'],
     ['livemode is a string', signed(JSON.stringify({ id: eventId('lm'), type: 'x', livemode: 'yes' })), 400, 'invalid_envelope'],
     ['object is not an event', signed(JSON.stringify({ id: eventId('obj'), type: 'x', object: 'charge' })), 400, 'invalid_envelope'],
+    ['object only looks like an event', signed(JSON.stringify({ id: eventId('obj2'), type: 'x', object: 'v2.core.event_destination' })), 400, 'invalid_envelope'],
+    ['created is not a timestamp', signed(JSON.stringify({ id: eventId('cr'), type: 'x', created: 'yesterday' })), 400, 'invalid_envelope'],
     ['duplicated id field', signed(`{"id":"${eventId('d1')}","id":"${eventId('d2')}","type":"x"}`), 400, 'invalid_envelope'],
     ['very long id', signed(JSON.stringify({ id: `evt_${'a'.repeat(300)}`, type: 'x' })), 400, 'invalid_event_id'],
     ['unicode id', signed(JSON.stringify({ id: 'evt_caf\u00e9', type: 'x' })), 400, 'invalid_event_id'],
@@ -133,6 +121,8 @@ function cases() {
     ['required key missing', api(undefined), 400, 'urn:webhook-dedup:problem:idempotency-key-missing'],
     ['keyed body over the cap', api('big-key', 'b'.repeat(MAX + 1)), 413, 'urn:webhook-dedup:problem:body-too-large'],
     ['keyed request without a client identity', api('anon-key', '{}', { authorization: undefined }), 400, 'urn:webhook-dedup:problem:client-identity-missing'],
+    ['keyed request with an empty client identity', api('anon-key', '{}', { authorization: '' }), 400, 'urn:webhook-dedup:problem:client-identity-missing'],
+    ['keyed request with a blank client identity', api('anon-key', '{}', { authorization: '   ' }), 400, 'urn:webhook-dedup:problem:client-identity-missing'],
     // Admin API
     ['admin without a token', admin('GET', `events/${id}`), 401, 'unauthorized'],
     ['admin with a wrong token', admin('GET', `events/${id}`, 'Bearer wrong-token-wrong-token'), 401, 'unauthorized'],
@@ -143,6 +133,9 @@ function cases() {
     ['admin with a bad event id', admin('GET', 'events/ch_1', `Bearer ${TOKEN}`), 400, 'invalid_event_id'],
     ['admin with a bad scope', admin('DELETE', 'keys/idem_zz', `Bearer ${TOKEN}`), 400, 'invalid_scope'],
     ['admin unknown route', admin('GET', 'everything', `Bearer ${TOKEN}`), 404, 'not_found'],
+    // Test routes (on here): guarded by the admin token too
+    ['test route claim without a token', { path: `/_test/claims/${eventId('tr')}/claim`, method: 'POST', headers: {} }, 401, 'unauthorized'],
+    ['test route read with a wrong token', { path: `/_test/claims/${id}`, method: 'GET', headers: { authorization: 'Bearer wrong-token-wrong-token' } }, 401, 'unauthorized'],
   ];
 }
 
@@ -160,10 +153,11 @@ describe('bad-input catalogue', () => {
         API_ORIGIN_URL: origin.url,
         IDEMPOTENCY_KEY_REQUIRED: 'true',
         ADMIN_TOKEN: TOKEN,
+        ENABLE_TEST_ROUTES: 'true',
         MAX_BODY_BYTES: String(MAX),
       },
     });
-    objects = path.join(worker.persistDir, 'v3', 'do');
+    objects = worker.persistDir;
     // One real record, so that admin refusals have something to reveal and must not.
     known = eventId('known');
     assert.equal((await deliver(worker, eventPayload(known), { secret: SECRET })).status, 200);
@@ -180,8 +174,8 @@ describe('bad-input catalogue', () => {
     test(name, async () => {
       // Made now, not when the file loaded: signatures carry the current time.
       const [, request] = cases()[index];
-      const before = storageSnapshot(objects);
-      assert.match(before, /\.sqlite:/, 'the snapshot sees the objects\' storage');
+      const before = storageDump(objects);
+      assert.match(before, /_cf_KV evt_/, 'the dump sees the stored records');
       const seen = origin.requests.length;
       const logged = worker.logLines().length;
       const answer = await call(`${worker.url}${request.path}`, {
@@ -192,7 +186,7 @@ describe('bad-input catalogue', () => {
       assert.equal(got, code, answer.text);
       assert.ok(!answer.text.includes(known), 'no record revealed');
       assert.equal(origin.requests.length, seen, 'nothing reached the origin');
-      assert.equal(storageSnapshot(objects), before, 'nothing written');
+      assert.equal(storageDump(objects), before, 'nothing written');
       // Its log line (lines of earlier requests may still be arriving, so look for this one).
       const mine = (l) => l.status === status && (l.outcome === code || code.endsWith(`:${l.outcome}`));
       const deadline = Date.now() + 3_000;
@@ -204,12 +198,12 @@ describe('bad-input catalogue', () => {
   });
 
   test('a chunked body over the cap (no Content-Length) is refused', async () => {
-    const before = storageSnapshot(objects);
+    const before = storageDump(objects);
     const answer = { status: await postChunked(`${worker.url}/webhooks/stripe`, Array(10).fill('x'.repeat(1000)), {
       'stripe-signature': `t=${now()},v1=${'ab'.repeat(32)}`,
     }) };
     assert.equal(answer.status, 413);
-    assert.equal(storageSnapshot(objects), before);
+    assert.equal(storageDump(objects), before);
   });
 
   test('the known record is still there and unchanged', async () => {
@@ -225,9 +219,9 @@ test('a lying Content-Length over the cap is refused before the body is read', a
   const runtime = await startDirect({ vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x', MAX_BODY_BYTES: String(MAX) } });
   t.after(() => runtime.dispose());
   const objects = path.join(runtime.persistDir);
-  const before = storageSnapshot(objects);
+  const before = storageDump(objects);
   const body = eventPayload(eventId('liar'));
   const status = await raw(runtime.url, `POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nStripe-Signature: ${sign(body)}\r\nContent-Length: 999999\r\n\r\n${body}`);
   assert.equal(status, 413);
-  assert.equal(storageSnapshot(objects), before, 'nothing written');
+  assert.equal(storageDump(objects), before, 'nothing written');
 });

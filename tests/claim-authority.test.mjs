@@ -8,17 +8,21 @@ import { test } from 'node:test';
 
 import { call, sleep, startWorker } from './harness.mjs';
 
+const TOKEN = 'claims-admin-token-0123456789abcdef';
 const BASE_VARS = {
   STRIPE_WEBHOOK_SECRET: 'whsec_claims',
   ORIGIN_URL: 'http://127.0.0.1:9/origin',
   ENABLE_TEST_ROUTES: 'true',
+  ADMIN_TOKEN: TOKEN,
 };
+const auth = { authorization: `Bearer ${TOKEN}` };
 
 const post = (url, body) => call(url, {
   method: 'POST',
-  headers: { 'content-type': 'application/json' },
+  headers: { 'content-type': 'application/json', ...auth },
   body: body === undefined ? undefined : JSON.stringify(body),
 });
+const get = (url) => call(url, { headers: auth });
 
 test('200 concurrent claims of one key: exactly one wins', async (t) => {
   const worker = await startWorker({ vars: BASE_VARS });
@@ -29,7 +33,7 @@ test('200 concurrent claims of one key: exactly one wins', async (t) => {
   const outcomes = answers.map((a) => `${a.status} ${a.json?.outcome}`);
   assert.equal(outcomes.filter((o) => o === '200 claimed').length, 1, outcomes.join(', '));
   assert.equal(outcomes.filter((o) => o === '200 duplicate_inflight').length, 199);
-  const record = (await call(`${worker.url}/_test/claims/evt_race`)).json.record;
+  const record = (await get(`${worker.url}/_test/claims/evt_race`)).json.record;
   assert.equal(record.state, 'processing');
   assert.equal(record.attempts, 1);
 });
@@ -76,7 +80,7 @@ test('a lease that runs out is taken over, and the late holder is fenced off', a
   assert.equal(lateFinalize.json.outcome, 'not_owner');
   const lateRelease = await post(`${url}/release`, { fence: first.fence, reason: 'late' });
   assert.equal(lateRelease.json.outcome, 'not_owner');
-  let record = (await call(url)).json.record;
+  let record = (await get(url)).json.record;
   assert.equal(record.state, 'processing', 'the late attempt changed nothing');
   assert.equal(record.fence, second.fence);
 
@@ -88,7 +92,7 @@ test('a lease that runs out is taken over, and the late holder is fenced off', a
   assert.equal((await post(`${url}/claim`)).json.outcome, 'duplicate_processed');
   const releaseDone = await post(`${url}/release`, { fence: second.fence, reason: 'x' });
   assert.equal(releaseDone.json.outcome, 'already_done');
-  record = (await call(url)).json.record;
+  record = (await get(url)).json.record;
   assert.equal(record.state, 'done');
 });
 
@@ -103,7 +107,7 @@ test('a released claim is claimed again at once and keeps its history', async (t
   assert.equal(second.outcome, 'claimed');
   assert.equal(second.takeover, false);
   assert.equal(second.attempt, 2);
-  const record = (await call(url)).json.record;
+  const record = (await get(url)).json.record;
   assert.equal(record.last_release_reason, 'origin answered 500');
   assert.equal(record.attempts, 2);
 });
@@ -124,14 +128,14 @@ test('the alarm deletes a record when its retention ends', async (t) => {
   const claim = (await post(`${url}/claim`)).json;
   const finalize = (await post(`${url}/finalize`, { fence: claim.fence })).json;
   assert.equal(finalize.outcome, 'finalized');
-  const record = (await call(url)).json.record;
+  const record = (await get(url)).json.record;
   assert.equal(record.expires_at, finalize.finished_at + 3_600);
   // The alarm was set at claim time; it fires, finds the record extended, re-arms, then deletes.
   const deadline = Date.now() + 20_000;
   let stored = record;
   while (stored && Date.now() < deadline) {
     await sleep(500);
-    stored = (await call(url)).json.record;
+    stored = (await get(url)).json.record;
   }
   assert.equal(stored, null, `the record is gone\n${worker.output}`);
   assert.ok(Date.now() >= record.expires_at, 'not before its retention ended');
@@ -155,7 +159,7 @@ test('a claim survives a restart of the runtime (persisted storage)', async (t) 
   const claim = (await post(`${url}/claim`)).json;
   assert.equal(claim.outcome, 'claimed');
   await worker.restart();
-  const record = (await call(url)).json.record;
+  const record = (await get(url)).json.record;
   assert.equal(record.state, 'processing');
   assert.equal(record.fence, claim.fence);
   assert.equal((await post(`${url}/claim`)).json.outcome, 'duplicate_inflight');

@@ -1,10 +1,11 @@
 // Test harness: the real worker under `wrangler dev` (workerd with local Durable Object
 // storage) on a free loopback port, and a real HTTP origin that records what it receives.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -43,15 +44,27 @@ export async function freePort() {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * The admin token a test worker gets when it turns the test routes on without naming one (the
+ * test routes need ADMIN_TOKEN), and the headers that present a worker's token.
+ */
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+function withTestToken(vars) {
+  return vars.ENABLE_TEST_ROUTES === 'true' && !vars.ADMIN_TOKEN ? { ...vars, ADMIN_TOKEN: TEST_ADMIN_TOKEN } : vars;
+}
+export const adminHeaders = (worker) => ({ authorization: `Bearer ${worker.adminToken}` });
+
+/**
  * Starts the built worker with `wrangler dev`, exactly as on the command line, with `vars`
  * given as --var flags and its own persistence folder. Resolves once /healthz answers.
  * `worker.restart()` stops and starts the runtime on the same port and storage.
  */
-export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG } = {}) {
+export async function startWorker({ vars: given = {}, persistDir, config = TEST_CONFIG } = {}) {
+  const vars = withTestToken(given);
   const port = await freePort();
   const dir = persistDir ?? mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-state-'));
   const worker = {
     url: `http://127.0.0.1:${port}`,
+    adminToken: vars.ADMIN_TOKEN,
     port,
     persistDir: dir,
     output: '',
@@ -158,7 +171,8 @@ export async function startWorker({ vars = {}, persistDir, config = TEST_CONFIG 
  * proxy: the built worker (`kind: 'worker'`, with `vars`) or the benchmark's floor
  * (`kind: 'floor'`). Durable Objects are SQLite-backed and persisted in a temporary folder.
  */
-export async function startDirect({ kind = 'worker', vars = {} } = {}) {
+export async function startDirect({ kind = 'worker', vars: given = {} } = {}) {
+  const vars = withTestToken(given);
   const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-direct-'));
   const common = { compatibilityDate: COMPATIBILITY_DATE, host: '127.0.0.1', port: 0, resourcePersistencePath: persist };
@@ -182,6 +196,7 @@ export async function startDirect({ kind = 'worker', vars = {} } = {}) {
   const url = (await mf.ready).toString().replace(/\/$/, '');
   return {
     url,
+    adminToken: vars.ADMIN_TOKEN,
     persistDir: persist,
     async dispose() {
       await mf.dispose();
@@ -267,6 +282,44 @@ export function postChunked(url, chunks, headers = {}) {
       req.end();
     })();
   });
+}
+
+/**
+ * Everything the Durable Objects under a runtime's persistence folder store, read logically: for
+ * every SQLite database in its `do` folders (each object's, and the runtime's alarm table), every
+ * row of every table,
+ * values as hex, in order. Comparing two dumps tells whether anything was written, whatever
+ * the files' sizes do.
+ */
+export function storageDump(dir) {
+  if (!existsSync(dir)) return '';
+  const files = [];
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const full = path.join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else if (name.endsWith('.sqlite') && full.split(path.sep).includes('do')) files.push(full);
+    }
+  };
+  walk(dir);
+  const show = (value) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : String(value));
+  const dump = [];
+  for (const file of files.sort()) {
+    const db = new DatabaseSync(file, { readOnly: true });
+    try {
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
+      for (const { name } of tables) {
+        const rows = db.prepare(`SELECT * FROM "${name}" ORDER BY 1`);
+        rows.setReadBigInts(true);
+        for (const row of rows.all()) {
+          dump.push(`${path.relative(dir, file)} ${name} ${Object.values(row).map(show).join(' ')}`);
+        }
+      }
+    } finally {
+      db.close();
+    }
+  }
+  return dump.join('\n');
 }
 
 /** fetch that returns { status, headers, text, json }. */

@@ -1,7 +1,7 @@
 // Signed Stripe deliveries, made by the real `stripe` npm package.
 import Stripe from 'stripe';
 
-import { call } from './harness.mjs';
+import { adminHeaders, call } from './harness.mjs';
 
 export const stripe = new Stripe('sk_test_unused_by_the_tests');
 
@@ -52,7 +52,7 @@ export function deliver(worker, payload, { secret, timestamp, signature, headers
 
 /** The claim record of `key` through the test routes (null when none). */
 export async function record(worker, key) {
-  const answer = await call(`${worker.url}/_test/claims/${encodeURIComponent(key)}`);
+  const answer = await call(`${worker.url}/_test/claims/${encodeURIComponent(key)}`, { headers: adminHeaders(worker) });
   if (answer.status !== 200) throw new Error(`inspect failed: ${answer.status} ${answer.text}`);
   return answer.json.record;
 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { call, postChunked, sleep, startDirect, startOrigin, startWorker } from './harness.mjs';
+import { adminHeaders, call, postChunked, sleep, startDirect, startOrigin, startWorker } from './harness.mjs';
 import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_webhook_tests_secret';
@@ -336,11 +336,11 @@ test('a crashed attempt is taken over when its lease runs out, and its fence is 
 
   // The dead attempt's fence can neither finalize nor release the new record.
   const late = await call(`${worker.url}/_test/claims/${id}/finalize`, {
-    method: 'POST', body: JSON.stringify({ fence: held.fence }),
+    method: 'POST', headers: adminHeaders(worker), body: JSON.stringify({ fence: held.fence }),
   });
   assert.equal(late.json.outcome, 'not_owner');
   const lateRelease = await call(`${worker.url}/_test/claims/${id}/release`, {
-    method: 'POST', body: JSON.stringify({ fence: held.fence, reason: 'late' }),
+    method: 'POST', headers: adminHeaders(worker), body: JSON.stringify({ fence: held.fence, reason: 'late' }),
   });
   assert.equal(lateRelease.json.outcome, 'not_owner');
   assert.equal((await record(worker, id)).state, 'done');
@@ -389,7 +389,7 @@ test('forward and settle finish even when the sender hangs up mid-forward', asyn
   assert.ok((await sent) instanceof Error);
   let stored = null;
   while (Date.now() < deadline) {
-    stored = (await call(`${runtime.url}/_test/claims/${id}`)).json.record;
+    stored = (await call(`${runtime.url}/_test/claims/${id}`, { headers: adminHeaders(runtime) })).json.record;
     if (stored?.state === 'done') break;
     await sleep(200);
   }

@@ -245,3 +245,28 @@ fn only_statuses_a_response_can_carry_are_passed_on() {
     assert_eq!(passable_status(600), None);
     assert_eq!(invalid_status_problem(600).status, 502);
 }
+
+#[test]
+fn a_blank_client_header_is_no_identity() {
+    assert_eq!(client_identity(Some("Bearer alice")), Some("Bearer alice"));
+    assert_eq!(client_identity(Some("")), None);
+    assert_eq!(client_identity(Some("  \t ")), None);
+    assert_eq!(client_identity(None), None);
+}
+
+#[test]
+fn rate_limit_keys_hash_the_client_and_name_the_address() {
+    let alice = rate_limit_client_key(Some("Bearer alice"));
+    assert!(alice.starts_with("client:") && !alice.contains("alice"));
+    assert_ne!(alice, rate_limit_client_key(Some("Bearer bob")));
+    assert_eq!(rate_limit_client_key(None), "client:anonymous");
+    assert_eq!(
+        rate_limit_address_key(Some("203.0.113.9")),
+        "ip:203.0.113.9"
+    );
+    let problem = Problem::rate_limited();
+    assert_eq!(
+        (problem.status, problem.slug, problem.retry_after),
+        (429, "rate-limited", Some(60))
+    );
+}

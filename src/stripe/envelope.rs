@@ -1,7 +1,14 @@
 //! The few fields of a Stripe event that the worker reads; the rest is forwarded untouched.
+//!
+//! Both kinds of event Stripe sends are accepted: snapshot events (`"object": "event"`,
+//! `created` in Unix seconds) and thin events from event destinations (`"object":
+//! "v2.core.event"`, `created` as an RFC 3339 string), and any later event object named
+//! `….event`.
 
+use std::borrow::Cow;
 use std::fmt;
 
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 /// Longest event id accepted.
@@ -16,17 +23,34 @@ pub struct Envelope {
     pub event_type: String,
     /// Whether the event comes from live mode, when given.
     pub livemode: Option<bool>,
-    /// When Stripe created the event (Unix seconds), when given.
-    pub created: Option<i64>,
+    /// When Stripe created the event, when given.
+    pub created: Option<Created>,
 }
 
-/// Why a body is not a usable event.
+/// When Stripe created an event, as it said it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Created {
+    /// Unix seconds (snapshot events).
+    Unix(i64),
+    /// An RFC 3339 timestamp (thin events), as sent.
+    Rfc3339(String),
+}
+
+/// Why a body is not a usable event. Each maps to one code; none quotes the body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EnvelopeError {
-    /// The body is not a JSON object (the text says why).
+    /// The body is not JSON (the text says where it stopped making sense).
     NotJson(String),
-    /// The JSON has a missing or wrongly typed field, or a duplicated one (the text says which).
-    InvalidEnvelope(String),
+    /// JSON, but not an object.
+    NotAnObject,
+    /// A required field is missing.
+    MissingField(&'static str),
+    /// A field has the wrong type (or, for `created`, a string that is not RFC 3339).
+    WrongType(&'static str),
+    /// A field appears twice.
+    DuplicateField,
+    /// `object` names something other than an event.
+    NotAnEvent,
     /// The id does not look like a Stripe event id.
     InvalidEventId,
 }
@@ -36,8 +60,8 @@ impl EnvelopeError {
     pub fn code(&self) -> &'static str {
         match self {
             EnvelopeError::NotJson(_) => "invalid_json",
-            EnvelopeError::InvalidEnvelope(_) => "invalid_envelope",
             EnvelopeError::InvalidEventId => "invalid_event_id",
+            _ => "invalid_envelope",
         }
     }
 }
@@ -46,7 +70,17 @@ impl fmt::Display for EnvelopeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EnvelopeError::NotJson(why) => write!(f, "body is not JSON: {why}"),
-            EnvelopeError::InvalidEnvelope(why) => write!(f, "not a Stripe event: {why}"),
+            EnvelopeError::NotAnObject => f.write_str("not a Stripe event: not a JSON object"),
+            EnvelopeError::MissingField(field) => {
+                write!(f, "not a Stripe event: missing field `{field}`")
+            }
+            EnvelopeError::WrongType(field) => {
+                write!(f, "not a Stripe event: field `{field}` has the wrong type")
+            }
+            EnvelopeError::DuplicateField => f.write_str("not a Stripe event: a field appears twice"),
+            EnvelopeError::NotAnEvent => {
+                f.write_str("not a Stripe event: `object` is not an event object")
+            }
             EnvelopeError::InvalidEventId => write!(
                 f,
                 "id must be evt_ followed by letters, digits or _, at most {MAX_EVENT_ID_LEN} characters"
@@ -57,17 +91,73 @@ impl fmt::Display for EnvelopeError {
 
 impl std::error::Error for EnvelopeError {}
 
+/// A field's value, whatever its JSON type, so a wrong type is told apart by matching on this
+/// rather than by reading a parser's error text.
+enum Field<'a> {
+    Text(Cow<'a, str>),
+    Integer(i64),
+    Bool(bool),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldVisitor;
+        impl<'de> Visitor<'de> for FieldVisitor {
+            type Value = Field<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Field::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Field::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Field::Text(Cow::Owned(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Field::Integer(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(i64::try_from(v).map_or(Field::Other, Field::Integer))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Field::Other)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Field::Bool(v))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Field::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Field::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Field::Other)
+            }
+        }
+        deserializer.deserialize_any(FieldVisitor)
+    }
+}
+
+/// The top-level fields read; any other field is skipped. serde refuses a field given twice.
 #[derive(Deserialize)]
-struct Raw {
-    id: String,
-    #[serde(rename = "type")]
-    event_type: String,
-    #[serde(default)]
-    livemode: Option<bool>,
-    #[serde(default)]
-    created: Option<i64>,
-    #[serde(default)]
-    object: Option<String>,
+struct Raw<'a> {
+    #[serde(borrow)]
+    id: Option<Field<'a>>,
+    #[serde(rename = "type", borrow)]
+    event_type: Option<Field<'a>>,
+    #[serde(borrow)]
+    livemode: Option<Field<'a>>,
+    #[serde(borrow)]
+    created: Option<Field<'a>>,
+    #[serde(borrow)]
+    object: Option<Field<'a>>,
 }
 
 /// True for `evt_` followed by 1 or more ASCII letters, digits or `_`, in all at most
@@ -79,44 +169,108 @@ pub fn is_event_id(id: &str) -> bool {
         })
 }
 
-/// Turns a JSON error into a refusal whose text never quotes the body: serde's own messages
-/// can repeat a value ("invalid type: string \"…\""), so only field names and positions are
-/// kept.
-fn describe(error: serde_json::Error) -> EnvelopeError {
+/// True for an `object` that names an event: `event` (snapshot events) or `….event`
+/// (`v2.core.event` for thin events, and later versions).
+pub fn is_event_object(object: &str) -> bool {
+    object == "event" || object.ends_with(".event")
+}
+
+/// True for an RFC 3339 date-time as Stripe writes it: `YYYY-MM-DDTHH:MM:SS`, optional
+/// fraction, then `Z` or an offset `±HH:MM`. A shape check on ASCII digits and separators;
+/// the value is passed on, never interpreted.
+pub fn is_rfc3339(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        b.get(range)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    let shape = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && matches!(b[10], b'T' | b't')
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    if !shape {
+        return false;
+    }
+    let mut rest = &b[19..];
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let n = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 {
+            return false;
+        }
+        rest = &fraction[n..];
+    }
+    match rest {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()),
+        _ => false,
+    }
+}
+
+/// Turns a JSON error into a refusal. Classified by the error's category and position only:
+/// the text is never read, and never quoted (it can repeat a value from the body).
+fn from_json_error(error: serde_json::Error) -> EnvelopeError {
     let at = format!("line {} column {}", error.line(), error.column());
     match error.classify() {
-        serde_json::error::Category::Data => {
-            let message = error.to_string();
-            let named = ["missing field `", "duplicate field `"]
-                .iter()
-                .any(|prefix| message.starts_with(prefix));
-            match message.split(" at line ").next() {
-                Some(field) if named => EnvelopeError::InvalidEnvelope(format!("{field} at {at}")),
-                _ => EnvelopeError::InvalidEnvelope(format!("a field has the wrong type at {at}")),
-            }
-        }
+        // Every field type is accepted by `Field`, so a data error is a duplicated field.
+        serde_json::error::Category::Data => EnvelopeError::DuplicateField,
         serde_json::error::Category::Eof => EnvelopeError::NotJson(format!("ends early at {at}")),
         _ => EnvelopeError::NotJson(format!("not valid JSON at {at}")),
     }
 }
 
 /// Reads the envelope of `body` (the raw, verified bytes). The whole body must be one JSON
-/// object; `id` and `type` are required strings, `livemode` a boolean and `created` an integer
-/// when present, `object` must be `"event"` when present; a duplicated field is refused.
+/// object; `id` and `type` are required strings, `livemode` a boolean when present, `created`
+/// an integer or an RFC 3339 string when present, `object` an event object when present
+/// ([`is_event_object`]); a duplicated field is refused.
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let value: Raw = serde_json::from_slice(body).map_err(describe)?;
-    if value.object.as_deref().is_some_and(|o| o != "event") {
-        return Err(EnvelopeError::InvalidEnvelope(
-            "object is not \"event\"".into(),
-        ));
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        // Still JSON? Then it is JSON that is not an object.
+        return Err(match serde_json::from_slice::<IgnoredAny>(body) {
+            Ok(_) => EnvelopeError::NotAnObject,
+            Err(error) => from_json_error(error),
+        });
     }
-    if !is_event_id(&value.id) {
+    let raw: Raw<'_> = serde_json::from_slice(body).map_err(from_json_error)?;
+    let text = |field: Option<Field<'_>>, name: &'static str| match field {
+        Some(Field::Text(text)) => Ok(text.into_owned()),
+        Some(_) => Err(EnvelopeError::WrongType(name)),
+        None => Err(EnvelopeError::MissingField(name)),
+    };
+    let id = text(raw.id, "id")?;
+    let event_type = text(raw.event_type, "type")?;
+    let livemode = match raw.livemode {
+        None => None,
+        Some(Field::Bool(value)) => Some(value),
+        Some(_) => return Err(EnvelopeError::WrongType("livemode")),
+    };
+    let created = match raw.created {
+        None => None,
+        Some(Field::Integer(seconds)) => Some(Created::Unix(seconds)),
+        Some(Field::Text(text)) if is_rfc3339(&text) => Some(Created::Rfc3339(text.into_owned())),
+        Some(_) => return Err(EnvelopeError::WrongType("created")),
+    };
+    match raw.object {
+        None => {}
+        Some(Field::Text(object)) if is_event_object(&object) => {}
+        Some(Field::Text(_)) => return Err(EnvelopeError::NotAnEvent),
+        Some(_) => return Err(EnvelopeError::WrongType("object")),
+    }
+    if !is_event_id(&id) {
         return Err(EnvelopeError::InvalidEventId);
     }
     Ok(Envelope {
-        id: value.id,
-        event_type: value.event_type,
-        livemode: value.livemode,
-        created: value.created,
+        id,
+        event_type,
+        livemode,
+        created,
     })
 }

@@ -90,9 +90,13 @@ pub struct SignatureHeader {
     pub v1: Vec<[u8; 32]>,
 }
 
-/// Parses a `Stripe-Signature` header. Refuses a missing or duplicated `t`, a non-numeric `t`,
-/// a part without `=`, an empty part, a `v1` that is not 64 hex digits, and oversized headers.
-/// Ignores `v0` and unknown schemes.
+/// Parses a `Stripe-Signature` header as Stripe's own libraries read it, where that cannot
+/// weaken the check: empty parts, parts without `=`, unknown keys and schemes other than `v1`
+/// (such as `v0`) are ignored, and a `v1` that is not 64 hex digits is skipped while the others
+/// are verified. Refused: no `t`, a `t` that is not a Unix timestamp, `t` given twice (which
+/// of two timestamps was signed is ambiguous), no `v1` at all ([`SignatureError::NoV1Signature`]),
+/// only malformed `v1` entries, more than [`MAX_SIGNATURES`] of them, and headers over
+/// [`MAX_HEADER_BYTES`].
 pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
     if header.trim().is_empty() {
         return Err(SignatureError::Missing);
@@ -102,11 +106,11 @@ pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
     }
     let mut timestamp = None;
     let mut v1 = Vec::new();
+    let mut malformed_v1 = false;
     for part in header.split(',') {
-        let (scheme, value) = part
-            .trim()
-            .split_once('=')
-            .ok_or(SignatureError::Malformed("a part is not scheme=value"))?;
+        let Some((scheme, value)) = part.trim().split_once('=') else {
+            continue; // an empty part, or one without `=`: ignored, as Stripe's libraries do
+        };
         match scheme {
             "t" => {
                 if timestamp.is_some() {
@@ -126,20 +130,25 @@ pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
             }
             "v1" => {
                 let mut bytes = [0u8; 32];
-                hex::decode_to_slice(value, &mut bytes)
-                    .map_err(|_| SignatureError::Malformed("v1 is not 64 hex digits"))?;
+                if hex::decode_to_slice(value, &mut bytes).is_err() {
+                    malformed_v1 = true; // skipped; the others are verified
+                    continue;
+                }
                 if v1.len() == MAX_SIGNATURES {
                     return Err(SignatureError::Malformed("too many v1 signatures"));
                 }
                 v1.push(bytes);
             }
-            "" => return Err(SignatureError::Malformed("a part has no scheme")),
-            _ => {} // v0 and unknown schemes do not count
+            _ => {} // v0, unknown schemes and keys do not count
         }
     }
     let timestamp = timestamp.ok_or(SignatureError::Malformed("no t timestamp"))?;
     if v1.is_empty() {
-        return Err(SignatureError::NoV1Signature);
+        return Err(if malformed_v1 {
+            SignatureError::Malformed("no v1 is 64 hex digits")
+        } else {
+            SignatureError::NoV1Signature
+        });
     }
     Ok(SignatureHeader { timestamp, v1 })
 }

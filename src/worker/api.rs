@@ -91,6 +91,15 @@ async fn handle(
         }
     };
     let key = idem::parse_key(&raw_key).map_err(Problem::invalid_key)?;
+    let client_value = req.headers().get(&api.client_header).map_err(internal)?;
+    let client = idem::client_identity(client_value.as_deref());
+    if client.is_none() && !api.allow_anonymous {
+        return Err(Problem::anonymous(&api.client_header));
+    }
+    let address = req.headers().get("cf-connecting-ip").map_err(internal)?;
+    if !within_rate_limit(env, client, address.as_deref()).await {
+        return Err(Problem::rate_limited());
+    }
     let body = body::read_capped(&mut req, config.max_body_bytes)
         .await
         .map_err(|error| match error {
@@ -108,11 +117,7 @@ async fn handle(
             ),
         })?;
     let headers = req.headers();
-    let client = headers.get(&api.client_header).map_err(internal)?;
-    if client.is_none() && !api.allow_anonymous {
-        return Err(Problem::anonymous(&api.client_header));
-    }
-    let scope = idem::scope(client.as_deref(), &key);
+    let scope = idem::scope(client, &key);
     let content_type = headers.get("content-type").map_err(internal)?;
     let fingerprint = idem::fingerprint(
         method.as_ref(),
@@ -183,6 +188,29 @@ async fn handle(
         }
         ApiAnswer::Refuse(problem) => Err(problem),
     }
+}
+
+/// The binding name of the optional rate limiter of keyed requests (`[[ratelimits]]`).
+const RATE_LIMITER: &str = "IDEMPOTENCY_RATE_LIMITER";
+
+/// True when the keyed request may go on: without the binding always; with it, only when both
+/// its client (hashed) and its address (`CF-Connecting-IP`) are within the limit, so a client
+/// that makes up a new identity per request is still bounded by its address. A limiter that
+/// fails lets the request through: the limit bounds cost, it does not guard correctness.
+async fn within_rate_limit(env: &Env, client: Option<&str>, address: Option<&str>) -> bool {
+    let Ok(limiter) = env.rate_limiter(RATE_LIMITER) else {
+        return true;
+    };
+    let mut allowed = true;
+    for key in [
+        idem::rate_limit_client_key(client),
+        idem::rate_limit_address_key(address),
+    ] {
+        if let Ok(outcome) = limiter.limit(key).await {
+            allowed &= outcome.success;
+        }
+    }
+    allowed
 }
 
 /// Client headers for the origin: all but hop-by-hop ones.

@@ -1,5 +1,6 @@
 //! `/_test/claims/{key}[/claim|/finalize|/release]`: the claim authority reached directly, for
-//! the end-to-end tests of its rules. Served only with `ENABLE_TEST_ROUTES=true`; 404 otherwise.
+//! the end-to-end tests of its rules. Served only with `ENABLE_TEST_ROUTES=true` (404
+//! otherwise), and only to callers with the admin bearer token (401 otherwise).
 
 use serde::Deserialize;
 use worker::{Env, Method, Request, Response, Result};
@@ -7,6 +8,7 @@ use worker::{Env, Method, Request, Response, Result};
 use super::authority_client::AuthorityClient;
 use super::env_config;
 use super::respond;
+use crate::admin;
 use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{Fence, Nonce};
 
@@ -31,6 +33,19 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
             )
         }
     };
+    let authorization = req.headers().get("authorization")?;
+    let token = config.admin_token.as_ref().map(|t| t.expose_str());
+    if !token.is_some_and(|token| admin::authorized(authorization.as_deref(), token)) {
+        let response = respond::error(
+            "test",
+            &req.method(),
+            401,
+            "unauthorized",
+            "the test routes need the admin bearer token",
+        )?;
+        response.headers().set("www-authenticate", "Bearer")?;
+        return Ok(response);
+    }
     let Some(rest) = rest.strip_prefix("claims/") else {
         return respond::error(
             "test",

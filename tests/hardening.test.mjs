@@ -1,0 +1,166 @@
+// Every genuine Stripe delivery accepted, every hostile one refused cheaply: thin events,
+// header variants Stripe's own libraries accept, and the Idempotency-Key door's limits (rate
+// limit, streamed answers of any size, statuses a response cannot carry).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { ROOT, call, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
+
+const SECRET = 'whsec_hardening_tests';
+
+describe('genuine deliveries accepted', () => {
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin();
+    worker = await startWorker({
+      vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe`, ENABLE_TEST_ROUTES: 'true' },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+
+  test('a thin event (event destinations, API v2) is forwarded once, its repeat is a duplicate', async () => {
+    const id = `evt_test_${Date.now().toString(36)}thin${process.pid}`;
+    const payload = JSON.stringify({
+      id,
+      object: 'v2.core.event',
+      type: 'v1.billing.meter.error_report_triggered',
+      livemode: false,
+      created: new Date().toISOString(),
+      related_object: { id: 'mtr_test_61R9IjHIgdOAD7IUw41HUJ6bsfGRFHZD', type: 'billing.meter', url: '/v1/billing/meters/mtr_test_61R9IjHIgdOAD7IUw41HUJ6bsfGRFHZD' },
+    });
+    const first = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.json.status, 'processed');
+    const repeat = await deliver(worker, payload, { secret: SECRET });
+    assert.deepEqual(repeat.json, { status: 'duplicate' });
+    assert.equal(seen(id).length, 1);
+    const [forwarded] = seen(id);
+    assert.ok(forwarded.body.equals(Buffer.from(payload)), 'forwarded byte for byte');
+    const parsed = stripe.parseEventNotification(forwarded.body, forwarded.headers['stripe-signature'], SECRET);
+    assert.equal(parsed.id, id, 'the handler verifies it with stripe-node as it would from Stripe');
+  });
+
+  const now = () => Math.floor(Date.now() / 1000);
+  const v1 = (header) => header.split(',').find((p) => p.startsWith('v1='));
+  for (const [name, make] of [
+    ['a trailing comma', (good) => `${good},`],
+    ['an empty part', (good) => `t=${now()},,${v1(good)}`.replace(/^t=\d+/, good.split(',')[0])],
+    ['a part without =', (good) => `${good},junk`],
+    ['an unknown key', (good) => `${good},x9=whatever`],
+    ['v0 and v2 schemes', (good) => `${good},v0=${'00'.repeat(32)},v2=${'11'.repeat(32)}`],
+    ['a junk v1 beside a valid one', (good) => `${good.split(',')[0]},v1=not-hex-at-all,${v1(good)}`],
+    ['a short v1 beside a valid one', (good) => `${good.split(',')[0]},v1=${'ab'.repeat(20)},${v1(good)}`],
+  ]) {
+    test(`a header with ${name} is accepted, as Stripe's libraries accept it`, async () => {
+      const id = eventId('variant');
+      const payload = eventPayload(id);
+      const header = make(signatureFor(payload, SECRET));
+      stripe.webhooks.constructEvent(payload, header, SECRET); // stripe-node accepts it too
+      const answer = await deliver(worker, payload, { signature: header });
+      assert.equal(answer.status, 200, `${header}\n${answer.text}`);
+      assert.equal(seen(id).length, 1);
+    });
+  }
+
+  for (const [name, make, code] of [
+    ['no t', (good) => v1(good), 'malformed_signature'],
+    ['only malformed v1 entries', (good) => `${good.split(',')[0]},v1=zz,v1=${'ab'.repeat(31)}`, 'malformed_signature'],
+    ['no v1 at all', (good) => `${good.split(',')[0]},v0=${'00'.repeat(32)}`, 'no_v1_signature'],
+    ['a repeated t', (good) => `${good},t=${now()}`, 'malformed_signature'],
+  ]) {
+    test(`a header with ${name} is still refused, nothing stored`, async () => {
+      const id = eventId('refused');
+      const payload = eventPayload(id);
+      const answer = await deliver(worker, payload, { signature: make(signatureFor(payload, SECRET)) });
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.error, code);
+      assert.equal(await record(worker, id), null);
+      assert.equal(seen(id).length, 0);
+    });
+  }
+});
+
+describe('the Idempotency-Key door', () => {
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req) => (behaviour.get(req.url) ?? (() => ({ status: 201, body: 'made' })))(req));
+    worker = await startWorker({
+      config: path.join(ROOT, 'tests', 'wrangler.ratelimit.test.toml'),
+      vars: {
+        STRIPE_WEBHOOK_SECRET: SECRET,
+        ORIGIN_URL: `${origin.url}/stripe`,
+        API_ORIGIN_URL: origin.url,
+        IDEMPOTENCY_MAX_RESPONSE_BYTES: '1000',
+        FORWARD_TIMEOUT_MS: '10000',
+      },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const post = (p, key, authorization = 'Bearer big-client') => call(`${worker.url}/api${p}`, {
+    method: 'POST', headers: { 'idempotency-key': key, authorization }, body: 'x',
+  });
+
+  test('a 64 MiB answer reaches the client whole; a repeat gets status and headers, body omitted', async () => {
+    const body = Buffer.alloc(64 * 1024 * 1024, 'abcdefghij');
+    const digest = createHash('sha256').update(body).digest('hex');
+    behaviour.set('/api/export', () => ({ status: 200, body, headers: { 'content-type': 'application/octet-stream', etag: '"v1"' } }));
+    const response = await fetch(`${worker.url}/api/export`, {
+      method: 'POST', headers: { 'idempotency-key': 'export-1', authorization: 'Bearer big-client' }, body: 'x',
+    });
+    assert.equal(response.status, 200);
+    const received = Buffer.from(await response.arrayBuffer());
+    assert.equal(received.length, body.length);
+    assert.equal(createHash('sha256').update(received).digest('hex'), digest, 'byte for byte');
+    let replay;
+    for (let i = 0; i < 50; i += 1) {
+      replay = await post('/export', 'export-1');
+      if (replay.status !== 409) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(replay.status, 200);
+    assert.equal(replay.text, '');
+    assert.equal(replay.headers.get('idempotent-body-omitted'), 'true');
+    assert.equal(replay.headers.get('etag'), '"v1"');
+  });
+
+  test('an origin status a response cannot carry is 502, never a crash', async () => {
+    behaviour.set('/api/odd', () => ({ status: 600, body: 'odd' }));
+    const answer = await post('/odd', 'odd-1');
+    assert.equal(answer.status, 502);
+    assert.equal(answer.json.type, 'urn:webhook-dedup:problem:origin-answer-invalid');
+    const health = await call(`${worker.url}/healthz`);
+    assert.equal(health.status, 200, 'the worker still serves');
+  });
+
+  test('keyed requests are rate-limited per client and per address: 429, nothing written', async () => {
+    // The test config allows 5 per minute; the requests above used some of the address's.
+    let status;
+    let n = 0;
+    for (; n < 10; n += 1) {
+      status = (await post(`/limited/${n}`, `limited-${n}`, `Bearer made-up-${n}`)).status;
+      if (status === 429) break;
+    }
+    assert.equal(status, 429, 'refused although each request carried a new made-up identity');
+    assert.ok(n <= 5, `refused by the sixth request at the latest (was request ${n + 1})`);
+    const before = storageDump(worker.persistDir);
+    const refused = await post('/limited/again', 'limited-again', 'Bearer yet-another');
+    assert.equal(refused.status, 429);
+    assert.equal(refused.json.type, 'urn:webhook-dedup:problem:rate-limited');
+    assert.equal(refused.headers.get('retry-after'), '60');
+    assert.equal(storageDump(worker.persistDir), before, 'nothing written');
+    assert.equal(origin.requests.filter((r) => r.url === '/api/limited/again').length, 0);
+  });
+});
