@@ -1,11 +1,18 @@
-//! The admin API's rules: who may call it, which routes exist, and how records are shown.
-//! Pure; `src/worker/admin.rs` carries the requests.
+//! The admin API's rules: who may call it, which routes exist, how records are shown, and one
+//! answer table from what the claim authority said to what the operator is told. Pure;
+//! `src/worker/admin.rs` carries the requests.
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::claim::ClaimRecord;
+use crate::answer::StoreFailure;
+use crate::authority::AuthorityReply;
+use crate::claim::{
+    ClaimPolicy, ClaimRecord, ClaimState, Fence, ForgetOutcome, Millis, ReleaseOutcome,
+};
+use crate::log_line::Outcome;
+use crate::origin::Reason;
 use crate::stripe::envelope::is_event_id;
 
 /// True when `authorization` is `Bearer <token>` with the configured token. Compares SHA-256
@@ -130,6 +137,223 @@ pub fn record_view(record: &ClaimRecord) -> Value {
     })
 }
 
+/// What the admin API answers: a status, a JSON body, and the log's outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdminAnswer {
+    /// HTTP status.
+    pub status: u16,
+    /// The JSON body.
+    pub body: Value,
+    /// What happened, for the log line.
+    pub outcome: Outcome,
+    /// The allowed methods, for a 405.
+    pub allow: Option<&'static str>,
+}
+
+impl AdminAnswer {
+    fn new(status: u16, body: Value, outcome: &'static str) -> AdminAnswer {
+        AdminAnswer {
+            status,
+            body,
+            outcome: Outcome::Code(outcome),
+            allow: None,
+        }
+    }
+
+    fn refused(status: u16, error: &'static str, detail: &str, outcome: &'static str) -> Self {
+        AdminAnswer::new(status, json!({ "error": error, "detail": detail }), outcome)
+    }
+
+    /// 401 for a missing or wrong token, whatever the path: it reveals neither routes nor
+    /// records.
+    pub fn unauthorized() -> AdminAnswer {
+        AdminAnswer::refused(
+            401,
+            "unauthorized",
+            "a valid admin bearer token is required",
+            "unauthorized",
+        )
+    }
+
+    /// 404 for every path while the admin API is off (no `ADMIN_TOKEN`).
+    pub fn off() -> AdminAnswer {
+        AdminAnswer::refused(
+            404,
+            "not_found",
+            "the admin API is off (no ADMIN_TOKEN)",
+            "not_found",
+        )
+    }
+
+    /// 500 while the configuration is invalid.
+    pub fn misconfigured() -> AdminAnswer {
+        AdminAnswer::refused(500, "misconfigured", "see /healthz", "misconfigured")
+    }
+
+    /// The answer to a path that is not a usable route.
+    pub fn for_route_error(error: RouteError) -> AdminAnswer {
+        match error {
+            RouteError::NotFound => {
+                AdminAnswer::refused(404, "not_found", "no such admin route", "not_found")
+            }
+            RouteError::MethodNotAllowed(allow) => AdminAnswer {
+                allow: Some(allow),
+                ..AdminAnswer::refused(
+                    405,
+                    "method_not_allowed",
+                    &format!("this route accepts {allow}"),
+                    "method_not_allowed",
+                )
+            },
+            RouteError::InvalidKey(Family::Events) => AdminAnswer::refused(
+                400,
+                "invalid_event_id",
+                "not a Stripe event id",
+                "invalid_event_id",
+            ),
+            RouteError::InvalidKey(Family::Keys) => AdminAnswer::refused(
+                400,
+                "invalid_scope",
+                "not an idempotency scope (idem_ + 64 hex)",
+                "invalid_scope",
+            ),
+        }
+    }
+
+    fn store_failed(failure: StoreFailure) -> AdminAnswer {
+        let status = match failure {
+            StoreFailure::Unavailable => 503,
+            StoreFailure::Failed => 500,
+        };
+        AdminAnswer::refused(
+            status,
+            "store_failed",
+            "the claim store failed",
+            "admin_store_failed",
+        )
+    }
+
+    fn not_found() -> AdminAnswer {
+        AdminAnswer::refused(
+            404,
+            "not_found",
+            "no record for this key",
+            "admin_not_found",
+        )
+    }
+}
+
+/// What to do after reading the record of an admin route's key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// Answer this; nothing more to ask.
+    Answer(AdminAnswer),
+    /// Release the claim held with this fence, with the operator's reason.
+    Release {
+        /// The fence read, so a claim that changed meanwhile is left alone.
+        fence: Fence,
+        /// The reason kept in the record.
+        reason: String,
+    },
+    /// Forget the record read with this fence.
+    Forget {
+        /// The fence read.
+        fence: Fence,
+    },
+}
+
+/// Decides from the record the claim authority holds for the route's key (a record past its
+/// expiry already reads as absent), at `now`:
+///
+/// - inspect: 200 with the record's view; 404 without a record;
+/// - release: 409 `not_processing` for a done or released record; 409 `lease_live` while the
+///   claim's lease is live (its attempt may still run or await its answer) unless `force`;
+///   else release with the fence read;
+/// - forget: forget with the fence read (the claim authority refuses a processing record).
+pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force: bool) -> Next {
+    let record = match reply {
+        AuthorityReply::Record {
+            record: Some(record),
+        } => record,
+        AuthorityReply::Record { record: None } => return Next::Answer(AdminAnswer::not_found()),
+        other => return Next::Answer(AdminAnswer::store_failed(StoreFailure::of(other))),
+    };
+    match action {
+        Action::Inspect => Next::Answer(AdminAnswer::new(
+            200,
+            json!({ "record": record_view(record) }),
+            "admin_inspect",
+        )),
+        Action::Release if record.state != ClaimState::Processing => {
+            Next::Answer(AdminAnswer::new(
+                409,
+                json!({ "error": "not_processing", "state": record.state, "detail": "only a processing claim can be released" }),
+                "admin_release_refused",
+            ))
+        }
+        Action::Release if record.has_live_lease(now) && !force => Next::Answer(AdminAnswer::new(
+            409,
+            json!({
+                "error": "lease_live",
+                "lease_expires_at": record.lease_expires_at,
+                "detail": "the claim's lease is live: its attempt may still be running or waiting for its answer; add ?force=true to release it anyway",
+            }),
+            "admin_release_refused",
+        )),
+        Action::Release => Next::Release {
+            fence: record.fence.clone(),
+            reason: Reason::Operator.to_string(),
+        },
+        Action::Forget => Next::Forget {
+            fence: record.fence.clone(),
+        },
+    }
+}
+
+/// The answer to the claim authority's reply to a release or a forget.
+pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
+    match reply {
+        AuthorityReply::Release(ReleaseOutcome::Released { .. }) => AdminAnswer::new(
+            200,
+            json!({ "status": "released", "detail": "the next delivery runs the work again" }),
+            "admin_released",
+        ),
+        AuthorityReply::Release(_) => AdminAnswer::refused(
+            409,
+            "changed",
+            "the claim changed while releasing; look again",
+            "admin_release_refused",
+        ),
+        AuthorityReply::Forget(ForgetOutcome::Forgotten) => AdminAnswer::new(
+            200,
+            json!({ "status": "forgotten", "detail": "the next delivery is processed as new" }),
+            "admin_forgotten",
+        ),
+        AuthorityReply::Forget(ForgetOutcome::StillProcessing) => AdminAnswer::refused(
+            409,
+            "processing",
+            "a claim is held; release it first",
+            "admin_forget_refused",
+        ),
+        AuthorityReply::Forget(ForgetOutcome::NotFound) => AdminAnswer::not_found(),
+        AuthorityReply::Forget(ForgetOutcome::NotOwner) => AdminAnswer::refused(
+            409,
+            "changed",
+            "the record changed; look again",
+            "admin_forget_refused",
+        ),
+        other => AdminAnswer::store_failed(StoreFailure::of(other)),
+    }
+}
+
+/// The claim policy a change to `family`'s records is made with.
+pub fn policy_for(family: Family, events: ClaimPolicy, keys: Option<ClaimPolicy>) -> ClaimPolicy {
+    match family {
+        Family::Events => events,
+        Family::Keys => keys.unwrap_or(events),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +368,121 @@ mod tests {
         assert!(!authorized(Some(&format!("Bearer {token}x")), token));
         assert!(!authorized(Some("Bearer "), token));
         assert!(!authorized(Some(&format!("Basic {token}")), token));
+    }
+
+    fn record(state: ClaimState, lease_expires_at: Millis) -> ClaimRecord {
+        ClaimRecord {
+            key: "evt_1".into(),
+            state,
+            fence: Fence::new(1, [7; 16]),
+            attempts: 1,
+            first_seen_at: 0,
+            claimed_at: 0,
+            lease_expires_at,
+            wait_ends_at: None,
+            takeover: false,
+            finished_at: None,
+            released_at: None,
+            expires_at: 1_000_000,
+            last_release_reason: None,
+            fingerprint: None,
+            response: None,
+        }
+    }
+
+    fn read(record: ClaimRecord) -> AuthorityReply {
+        AuthorityReply::Record {
+            record: Some(record),
+        }
+    }
+
+    fn answered(next: Next) -> (u16, Value) {
+        match next {
+            Next::Answer(answer) => (answer.status, answer.body),
+            other => panic!("expected an answer, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_answer_table() {
+        let processing = || read(record(ClaimState::Processing, 5_000));
+        let (status, body) = answered(after_inspect(Action::Inspect, &processing(), 0, false));
+        assert_eq!(status, 200);
+        assert_eq!(body["record"]["state"], "processing");
+        assert!(
+            body["record"].get("fence").is_none(),
+            "the fence is never shown"
+        );
+        let (status, body) = answered(after_inspect(Action::Release, &processing(), 4_999, false));
+        assert_eq!((status, body["error"].as_str()), (409, Some("lease_live")));
+        assert!(matches!(
+            after_inspect(Action::Release, &processing(), 4_999, true),
+            Next::Release { .. }
+        ));
+        assert!(matches!(
+            after_inspect(Action::Release, &processing(), 5_000, false),
+            Next::Release { reason, .. } if reason == "released by an operator"
+        ));
+        let done = read(record(ClaimState::Done, 5_000));
+        let (status, body) = answered(after_inspect(Action::Release, &done, 0, true));
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (409, Some("not_processing"))
+        );
+        assert!(matches!(
+            after_inspect(Action::Forget, &done, 0, false),
+            Next::Forget { .. }
+        ));
+        let (status, _) = answered(after_inspect(
+            Action::Inspect,
+            &AuthorityReply::Record { record: None },
+            0,
+            false,
+        ));
+        assert_eq!(status, 404);
+        let busy = AuthorityReply::StoreFailed {
+            retryable: true,
+            detail: String::new(),
+        };
+        assert_eq!(
+            answered(after_inspect(Action::Inspect, &busy, 0, false)).0,
+            503
+        );
+
+        let change = |reply: AuthorityReply| {
+            let answer = after_change(&reply);
+            (answer.status, answer.outcome.word())
+        };
+        assert_eq!(
+            change(AuthorityReply::Release(ReleaseOutcome::Released {
+                already: false
+            })),
+            (200, "admin_released")
+        );
+        assert_eq!(
+            change(AuthorityReply::Release(ReleaseOutcome::NotOwner)),
+            (409, "admin_release_refused")
+        );
+        assert_eq!(
+            change(AuthorityReply::Forget(ForgetOutcome::Forgotten)),
+            (200, "admin_forgotten")
+        );
+        assert_eq!(
+            change(AuthorityReply::Forget(ForgetOutcome::StillProcessing)),
+            (409, "admin_forget_refused")
+        );
+        assert_eq!(
+            change(AuthorityReply::Forget(ForgetOutcome::NotFound)),
+            (404, "admin_not_found")
+        );
+        assert_eq!(
+            AdminAnswer::for_route_error(RouteError::MethodNotAllowed("POST")).allow,
+            Some("POST")
+        );
+        assert_eq!(
+            AdminAnswer::for_route_error(RouteError::InvalidKey(Family::Keys)).status,
+            400
+        );
     }
 
     #[test]

@@ -8,10 +8,12 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::answer::{retry_after_seconds, StoreFailure, STORE_RETRY_AFTER_SECONDS};
 use crate::authority::{AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
+use crate::config::{self, ConfigProblem};
+use crate::log_line::Outcome;
 use crate::origin::OriginOutcome;
-use crate::webhook::retry_after_seconds;
 
 /// The request header carrying the key.
 pub const KEY_HEADER: &str = "idempotency-key";
@@ -26,8 +28,6 @@ pub const BODY_LOST_HEADER: &str = "idempotent-body-lost";
 pub const MAX_KEY_LEN: usize = 255;
 /// Prefix of every problem `type`.
 pub const PROBLEM_TYPE_PREFIX: &str = "urn:webhook-dedup:problem:";
-/// Seconds a client is asked to wait after a retryable store failure.
-pub const STORE_RETRY_AFTER_SECONDS: u64 = 10;
 /// Response headers kept with a cached answer and replayed (lower case). Everything else,
 /// `set-cookie` above all, is dropped.
 pub const CACHED_HEADERS: &[&str] = &[
@@ -303,6 +303,54 @@ impl Problem {
         }
     }
 
+    /// The problem while the configuration is invalid (500, naming the keys, never values).
+    pub fn misconfigured(problems: &[ConfigProblem]) -> Problem {
+        Problem::new(
+            500,
+            "misconfigured",
+            "Not configured",
+            format!(
+                "the service is not configured: {}; see /healthz",
+                config::keys(problems)
+            ),
+        )
+    }
+
+    /// The problem for every `/api/` request while the door is off (no `API_ORIGIN_URL`).
+    pub fn door_off() -> Problem {
+        Problem::new(
+            404,
+            "not-found",
+            "Not found",
+            "the Idempotency-Key front door is off (no API_ORIGIN_URL)",
+        )
+    }
+
+    /// The problem for a body over `limit` bytes.
+    pub fn body_too_large(limit: u64) -> Problem {
+        Problem::new(
+            413,
+            "body-too-large",
+            "Request body too large",
+            format!("the body is larger than {limit} bytes"),
+        )
+    }
+
+    /// The problem for a body that could not be read to its end.
+    pub fn body_unreadable() -> Problem {
+        Problem::new(
+            400,
+            "body-unreadable",
+            "Request body unreadable",
+            "the body could not be read to its end",
+        )
+    }
+
+    /// The log's outcome for this problem: its slug.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::Code(self.slug)
+    }
+
     /// The problem for a missing key where one is required.
     pub fn missing_key() -> Problem {
         Problem::new(
@@ -311,6 +359,47 @@ impl Problem {
             "Idempotency-Key required",
             "this endpoint requires an Idempotency-Key header on POST, PUT, PATCH and DELETE",
         )
+    }
+}
+
+/// How a request under `/api/` is handled, decided before any I/O.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Handling {
+    /// Sent to the origin untouched (a safe method, or no key where none is required).
+    PassThrough,
+    /// Run through the claim authority under this key (already validated).
+    Keyed(String),
+}
+
+/// True for the methods that go through the claim authority when they carry a key.
+pub fn is_keyed_method(method: &str) -> bool {
+    matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
+}
+
+/// Decides how a request with `method` and the `Idempotency-Key` value `raw_key` is handled:
+/// keyed methods with a valid key are claimed; without a key they pass through, or are refused
+/// when `key_required`; an invalid key is refused; other methods pass through.
+pub fn handling(
+    method: &str,
+    raw_key: Option<&str>,
+    key_required: bool,
+) -> Result<Handling, Problem> {
+    match (is_keyed_method(method), raw_key) {
+        (true, Some(raw)) => parse_key(raw)
+            .map(Handling::Keyed)
+            .map_err(Problem::invalid_key),
+        (true, None) if key_required => Err(Problem::missing_key()),
+        _ => Ok(Handling::PassThrough),
+    }
+}
+
+/// The log's outcome for an origin answer passed on: `executed` when it is final (kept for
+/// replay), else `origin_failed`.
+pub fn live_outcome(status: u16) -> Outcome {
+    if is_final(status) {
+        Outcome::Executed
+    } else {
+        Outcome::OriginFailed
     }
 }
 
@@ -361,7 +450,7 @@ pub fn after_delivery(reply: &AuthorityReply, now: Millis) -> ApiAnswer {
                 )),
             }
         }
-        other => return ApiAnswer::Refuse(store_problem(other)),
+        other => return ApiAnswer::Refuse(store_problem(StoreFailure::of(other))),
     };
     if let Some(head) = &report.head {
         return ApiAnswer::Live(head.clone());
@@ -404,11 +493,9 @@ pub fn origin_problem(outcome: &OriginOutcome) -> Problem {
 }
 
 /// The problem for a store failure (503 + Retry-After when retryable, else 500).
-pub fn store_problem(reply: &AuthorityReply) -> Problem {
-    match reply {
-        AuthorityReply::StoreFailed {
-            retryable: true, ..
-        } => Problem {
+pub fn store_problem(failure: StoreFailure) -> Problem {
+    match failure {
+        StoreFailure::Unavailable => Problem {
             retry_after: Some(STORE_RETRY_AFTER_SECONDS),
             ..Problem::new(
                 503,
@@ -417,7 +504,7 @@ pub fn store_problem(reply: &AuthorityReply) -> Problem {
                 "the idempotency store is busy or unavailable; retry later",
             )
         },
-        _ => Problem::new(
+        StoreFailure::Failed => Problem::new(
             500,
             "store-failed",
             "Idempotency store failure",

@@ -1,18 +1,35 @@
 //! webhook-dedup: a Stripe webhook de-duplication and Idempotency-Key layer for Cloudflare
 //! Workers.
 //!
-//! The pure modules hold every rule and build and test on the host with `cargo test`:
-//! [`claim`] (the claim record and its transitions), [`authority`] (the messages to the claim
-//! authority), [`config`] and [`log_line`]. The `worker` module, built for WebAssembly only, is
-//! the thin adapter to the Workers runtime: the fetch entry point and the Durable Object.
+//! Every rule lives in a pure module that builds and tests on the host (`cargo test`); the
+//! `worker` module, built for WebAssembly only, is the thin adapter to the Workers runtime.
+//!
+//! | module | what it decides |
+//! | --- | --- |
+//! | [`claim`] | the claim record and its transitions: claim, finalize, release, forget, expire |
+//! | [`authority`] | the messages to the claim authority (one Durable Object per key), and a delivery's rules: what to claim, how to settle |
+//! | [`origin`] | what an origin's answer (or its absence) means for a claim |
+//! | [`webhook`] | the Stripe webhook door's answer table |
+//! | [`idempotency`] | the Idempotency-Key door's rules and answer table |
+//! | [`admin`] | the admin API's routes, token check and answer table |
+//! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
+//! | [`stripe`] | `Stripe-Signature` verification and the event envelope |
+//! | [`config`] | every configuration key, in sections, with its default and check |
+//! | [`secret`] | secret values that never show in logs |
+//! | [`log_line`] | the structured log line, its typed words |
+//!
+//! A front door is a pure module (its decisions and one answer table) and a thin adapter in
+//! `worker/` over one shared skeleton (`worker/door.rs`).
 
 pub mod admin;
+pub mod answer;
 pub mod authority;
 pub mod claim;
 pub mod config;
 pub mod idempotency;
 pub mod log_line;
 pub mod origin;
+pub mod secret;
 pub mod stripe;
 pub mod webhook;
 

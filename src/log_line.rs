@@ -1,16 +1,156 @@
-//! The one structured log line written per request, with a stable schema.
+//! The one structured log line written per request (and per event of the claim authority),
+//! with a stable schema. Its words are typed values serialised to fixed words, so no code
+//! compares log text.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
+use crate::authority::SettleStep;
 use crate::claim::ClaimState;
+
+/// How much a line matters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// The normal course of things.
+    #[default]
+    Info,
+    /// A refusal, a fence conflict, an admin change, an abandoned claim.
+    Warn,
+    /// A 5xx of the service's own.
+    Error,
+}
+
+impl Level {
+    /// The level a request's own answer calls for: 5xx → error, 4xx → warn, else info.
+    pub fn for_status(status: u16) -> Level {
+        match status {
+            500.. => Level::Error,
+            400..=499 => Level::Warn,
+            _ => Level::Info,
+        }
+    }
+}
+
+/// Which front door or job wrote the line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// `POST /webhooks/stripe`.
+    #[default]
+    Webhook,
+    /// `/api/...`, the Idempotency-Key door.
+    Idempotency,
+    /// `/admin/...`.
+    Admin,
+    /// `/_test/...`.
+    Test,
+    /// `/healthz`.
+    Health,
+    /// A path no route serves.
+    Unknown,
+    /// The claim authority's alarm.
+    Alarm,
+    /// The claim authority itself (storage usage, alarm failures).
+    Authority,
+}
+
+impl Route {
+    /// The route's word, as serialised (log lines, metrics).
+    pub fn word(self) -> &'static str {
+        match self {
+            Route::Webhook => "webhook",
+            Route::Idempotency => "idempotency",
+            Route::Admin => "admin",
+            Route::Test => "test",
+            Route::Health => "health",
+            Route::Unknown => "unknown",
+            Route::Alarm => "alarm",
+            Route::Authority => "authority",
+        }
+    }
+}
+
+/// What happened: a typed value written as one stable word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not known (a line written before the outcome was decided).
+    #[default]
+    Unknown,
+    /// Forwarded, and the origin succeeded.
+    Processed,
+    /// Already processed: acknowledged without running anything.
+    Duplicate,
+    /// Another delivery holds a live claim.
+    InFlight,
+    /// The origin answered non-2xx (webhook), or a non-final answer (Idempotency-Key).
+    OriginFailed,
+    /// No answer within the forward time-out.
+    OriginTimeout,
+    /// No answer at all.
+    OriginUnreachable,
+    /// A keyed request ran at the origin and its final answer was passed on.
+    Executed,
+    /// A keyed request's stored answer was replayed.
+    Replayed,
+    /// A request without a key passed through untouched.
+    PassedThrough,
+    /// The origin answered after the sender was answered; the claim was settled on it.
+    LateAnswer,
+    /// An answer's body ended after it was passed on; the claim was settled.
+    AnswerSettled,
+    /// The wait for an answer ended without one; the claim is kept until its lease ends.
+    AnswerLost,
+    /// A record's retention ended and the alarm deleted it.
+    Expired,
+    /// A claim nobody finished was deleted at the end of its retention.
+    ExpiredAbandonedClaim,
+    /// Setting the alarm after a write failed.
+    AlarmNotSet,
+    /// One claim authority operation, for the storage usage log (`claim`, `deliver`, …).
+    Operation(&'static str),
+    /// A refusal or a failure, by the stable code of the typed error or problem behind it
+    /// (`signature_mismatch`, `store_unavailable`, `rate-limited`, `admin_released`, …).
+    Code(&'static str),
+}
+
+impl Outcome {
+    /// The word written in the log line.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Unknown => "unknown",
+            Outcome::Processed => "processed",
+            Outcome::Duplicate => "duplicate",
+            Outcome::InFlight => "in_flight",
+            Outcome::OriginFailed => "origin_failed",
+            Outcome::OriginTimeout => "origin_timeout",
+            Outcome::OriginUnreachable => "origin_unreachable",
+            Outcome::Executed => "executed",
+            Outcome::Replayed => "replayed",
+            Outcome::PassedThrough => "passed_through",
+            Outcome::LateAnswer => "late_answer",
+            Outcome::AnswerSettled => "answer_settled",
+            Outcome::AnswerLost => "answer_lost",
+            Outcome::Expired => "expired",
+            Outcome::ExpiredAbandonedClaim => "expired_abandoned_claim",
+            Outcome::AlarmNotSet => "alarm_not_set",
+            Outcome::Operation(word) | Outcome::Code(word) => word,
+        }
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.word())
+    }
+}
 
 /// One log line. Fields that do not apply are left out. Never holds a payload or a secret.
 #[derive(Debug, Default, Serialize)]
 pub struct LogLine {
-    /// `info`, `warn` or `error`.
-    pub level: &'static str,
-    /// Which front door or job: `webhook`, `idempotency`, `alarm`, `test`, `health`.
-    pub route: &'static str,
+    /// How much it matters.
+    pub level: Level,
+    /// Which front door or job.
+    pub route: Route,
     /// The HTTP method of the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
@@ -20,8 +160,8 @@ pub struct LogLine {
     /// The Stripe event type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,
-    /// A stable word for what happened (e.g. `forwarded`, `duplicate`, `bad_signature`).
-    pub outcome: &'static str,
+    /// What happened.
+    pub outcome: Outcome,
     /// The status answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -43,9 +183,9 @@ pub struct LogLine {
     /// The record's state, for alarm lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<ClaimState>,
-    /// The settle step's result: `finalized`, `released`, `fence_conflict`, ...
+    /// What the settle did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub settle: Option<&'static str>,
+    pub settle: Option<SettleStep>,
     /// SQLite rows read by one claim authority operation (`LOG_STORAGE_USAGE=true` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows_read: Option<u64>,
@@ -55,9 +195,36 @@ pub struct LogLine {
     /// A short human explanation (never a payload or secret).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The answer's status was the origin's, passed on: it says nothing about this service's
+    /// health, so it does not raise the level. Not written.
+    #[serde(skip)]
+    pub status_from_origin: bool,
 }
 
 impl LogLine {
+    /// A line for `route`, at `info`, with nothing else known yet.
+    pub fn new(route: Route) -> LogLine {
+        LogLine {
+            route,
+            ..LogLine::default()
+        }
+    }
+
+    /// Records the status answered, raising the level for this service's own 4xx (warn) and
+    /// 5xx (error), never lowering one raised before; an origin's status passed on raises
+    /// nothing.
+    pub fn answered(&mut self, status: u16) {
+        self.status = Some(status);
+        if !self.status_from_origin {
+            self.level = self.level.max(Level::for_status(status));
+        }
+    }
+
+    /// Raises the level to at least `level`.
+    pub fn raise(&mut self, level: Level) {
+        self.level = self.level.max(level);
+    }
+
     /// The line as compact JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a log line always serialises")
@@ -71,16 +238,50 @@ mod tests {
     #[test]
     fn fields_that_do_not_apply_are_left_out() {
         let line = LogLine {
-            level: "info",
-            route: "webhook",
             key: Some("evt_1".into()),
-            outcome: "duplicate",
+            outcome: Outcome::Duplicate,
             status: Some(200),
-            ..LogLine::default()
+            ..LogLine::new(Route::Webhook)
         };
         assert_eq!(
             line.to_json(),
             r#"{"level":"info","route":"webhook","key":"evt_1","outcome":"duplicate","status":200}"#
         );
+    }
+
+    #[test]
+    fn the_level_follows_the_answer_unless_it_is_the_origin_s() {
+        let mut line = LogLine::new(Route::Idempotency);
+        line.answered(409);
+        assert_eq!(line.level, Level::Warn);
+        line.answered(503);
+        assert_eq!(line.level, Level::Error);
+        let mut passed = LogLine::new(Route::Idempotency);
+        passed.status_from_origin = true;
+        passed.answered(500);
+        assert_eq!(passed.level, Level::Info);
+        let mut raised = LogLine::new(Route::Webhook);
+        raised.raise(Level::Warn);
+        raised.answered(200);
+        assert_eq!(raised.level, Level::Warn, "never lowered");
+    }
+
+    #[test]
+    fn typed_words_serialise_to_the_documented_words() {
+        let line = LogLine {
+            outcome: Outcome::Code("signature_mismatch"),
+            settle: Some(SettleStep::FenceConflict),
+            level: Level::Error,
+            ..LogLine::new(Route::Alarm)
+        };
+        assert_eq!(
+            line.to_json(),
+            r#"{"level":"error","route":"alarm","outcome":"signature_mismatch","settle":"fence_conflict"}"#
+        );
+        assert_eq!(
+            Outcome::ExpiredAbandonedClaim.word(),
+            "expired_abandoned_claim"
+        );
+        assert_eq!(Outcome::InFlight.word(), "in_flight");
     }
 }

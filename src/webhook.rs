@@ -8,17 +8,17 @@
 
 use serde_json::{json, Value};
 
+use crate::answer::{retry_after_seconds, StoreFailure, STORE_RETRY_AFTER_SECONDS};
 use crate::authority::{AuthorityReply, Delivery};
 use crate::claim::{ClaimOutcome, Millis};
 use crate::config::{self, ConfigProblem};
+use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
 use crate::stripe::envelope::EnvelopeError;
 use crate::stripe::signature::SignatureError;
 
-/// Seconds a sender is asked to wait after a retryable store failure.
-pub const STORE_RETRY_AFTER_SECONDS: u64 = 10;
-
-/// The answer to send: status, JSON body, optional `Retry-After`, and the log word.
+/// The answer to send: status, JSON body, optional `Retry-After` and `Allow`, and the log's
+/// outcome.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     /// HTTP status.
@@ -27,8 +27,10 @@ pub struct Answer {
     pub body: Value,
     /// `Retry-After` in seconds, when the sender should come back later.
     pub retry_after: Option<u64>,
-    /// A stable word for the log line.
-    pub outcome: &'static str,
+    /// The methods the route accepts, for a 405.
+    pub allow: Option<&'static str>,
+    /// What happened, for the log line.
+    pub outcome: Outcome,
 }
 
 impl Answer {
@@ -37,14 +39,22 @@ impl Answer {
             status,
             body: json!({ "error": code, "detail": detail.into() }),
             retry_after: None,
-            outcome: code,
+            allow: None,
+            outcome: Outcome::Code(code),
         }
+    }
+
+    /// The `detail` text of an error answer, for the log line.
+    pub fn detail(&self) -> Option<String> {
+        self.body["detail"].as_str().map(str::to_owned)
     }
 }
 
 /// A delivery refused before anything was stored.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Refusal {
+    /// Not a `POST` (405, `Allow: POST`).
+    MethodNotAllowed,
     /// The worker's configuration is incomplete or invalid (500; names the keys only).
     Misconfigured(Vec<ConfigProblem>),
     /// The body is larger than `MAX_BODY_BYTES` (413).
@@ -63,6 +73,10 @@ pub enum Refusal {
 /// The answer to a refused delivery.
 pub fn refusal_answer(refusal: &Refusal) -> Answer {
     match refusal {
+        Refusal::MethodNotAllowed => Answer {
+            allow: Some("POST"),
+            ..Answer::error(405, "method_not_allowed", "this route accepts POST")
+        },
         Refusal::Misconfigured(problems) => Answer::error(
             500,
             "misconfigured",
@@ -86,11 +100,6 @@ pub fn refusal_answer(refusal: &Refusal) -> Answer {
     }
 }
 
-/// Whole seconds from `now` until `until`, at least 1: a `Retry-After` value.
-pub fn retry_after_seconds(until: Millis, now: Millis) -> u64 {
-    until.saturating_sub(now).div_ceil(1_000).max(1)
-}
-
 /// The answer to a delivery the claim authority ran (or declined), at `now`:
 ///
 /// - not forwarded: duplicate (200), in flight (409 + Retry-After to the end of the holder's
@@ -110,7 +119,8 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
                 status: 200,
                 body: json!({ "status": "duplicate" }),
                 retry_after: None,
-                outcome: "duplicate",
+                allow: None,
+                outcome: Outcome::Duplicate,
             }
         }
         AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateInflight {
@@ -119,6 +129,7 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
         })) => {
             return Answer {
                 retry_after: Some(retry_after_seconds(*retry_at, now)),
+                outcome: Outcome::InFlight,
                 ..Answer::error(
                     409,
                     "in_flight",
@@ -126,7 +137,7 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
                 )
             }
         }
-        other => return store_failure_answer(other),
+        other => return store_failure_answer(StoreFailure::of(other)),
     };
     let then = match report.verdict {
         Verdict::Failed(_) => "the event will be processed again on retry",
@@ -140,7 +151,8 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
             status: 200,
             body: json!({ "status": "processed", "event_id": event_id, "origin_status": status }),
             retry_after: None,
-            outcome: "processed",
+            allow: None,
+            outcome: Outcome::Processed,
         },
         OriginOutcome::Answered { status } => Answer {
             body: json!({
@@ -148,27 +160,32 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
                 "detail": format!("the origin answered {status}; {then}"),
                 "origin_status": status,
             }),
+            outcome: Outcome::OriginFailed,
             ..Answer::error(502, "origin_failed", "")
         },
-        OriginOutcome::TimedOut => Answer::error(
-            504,
-            "origin_timeout",
-            format!("the origin did not answer in time; {then}"),
-        ),
-        OriginOutcome::Failed { .. } | OriginOutcome::NotSent => Answer::error(
-            502,
-            "origin_unreachable",
-            format!("the origin could not be reached; {then}"),
-        ),
+        OriginOutcome::TimedOut => Answer {
+            outcome: Outcome::OriginTimeout,
+            ..Answer::error(
+                504,
+                "origin_timeout",
+                format!("the origin did not answer in time; {then}"),
+            )
+        },
+        OriginOutcome::Failed { .. } | OriginOutcome::NotSent => Answer {
+            outcome: Outcome::OriginUnreachable,
+            ..Answer::error(
+                502,
+                "origin_unreachable",
+                format!("the origin could not be reached; {then}"),
+            )
+        },
     }
 }
 
-/// The answer to a store failure, or to a reply that does not fit the request (500).
-pub fn store_failure_answer(reply: &AuthorityReply) -> Answer {
-    match reply {
-        AuthorityReply::StoreFailed {
-            retryable: true, ..
-        } => Answer {
+/// The answer to a store failure (503 + Retry-After when retryable, else 500).
+pub fn store_failure_answer(failure: StoreFailure) -> Answer {
+    match failure {
+        StoreFailure::Unavailable => Answer {
             retry_after: Some(STORE_RETRY_AFTER_SECONDS),
             ..Answer::error(
                 503,
@@ -176,14 +193,7 @@ pub fn store_failure_answer(reply: &AuthorityReply) -> Answer {
                 "the claim store is busy or unavailable; retry later",
             )
         },
-        AuthorityReply::StoreFailed { .. } => {
-            Answer::error(500, "store_failed", "the claim store failed")
-        }
-        _ => Answer::error(
-            500,
-            "store_failed",
-            "the claim store gave an unexpected reply",
-        ),
+        StoreFailure::Failed => Answer::error(500, "store_failed", "the claim store failed"),
     }
 }
 
@@ -207,7 +217,7 @@ mod tests {
 
     fn summary(reply: AuthorityReply) -> (u16, Option<u64>, &'static str) {
         let answer = after_delivery(&reply, "evt_1", 1_000);
-        (answer.status, answer.retry_after, answer.outcome)
+        (answer.status, answer.retry_after, answer.outcome.word())
     }
 
     #[test]
@@ -259,7 +269,7 @@ mod tests {
             "evt_1",
             0,
         );
-        assert_eq!((answer.status, answer.outcome), (200, "processed"));
+        assert_eq!((answer.status, answer.outcome), (200, Outcome::Processed));
         assert_eq!(answer.body["origin_status"], 204);
         assert_eq!(
             summary(forwarded(
@@ -279,7 +289,10 @@ mod tests {
             "evt_1",
             0,
         );
-        assert_eq!((failed.status, failed.outcome), (502, "origin_failed"));
+        assert_eq!(
+            (failed.status, failed.outcome),
+            (502, Outcome::OriginFailed)
+        );
         assert_eq!(failed.body["origin_status"], 500);
         assert!(failed.body["detail"]
             .as_str()
@@ -304,16 +317,11 @@ mod tests {
             "evt_1",
             0,
         );
-        assert_eq!((held.status, held.outcome), (502, "origin_unreachable"));
+        assert_eq!(
+            (held.status, held.outcome),
+            (502, Outcome::OriginUnreachable)
+        );
         assert!(held.body["detail"].as_str().unwrap().contains("lease"));
-    }
-
-    #[test]
-    fn retry_after_rounds_up_and_is_at_least_one_second() {
-        assert_eq!(retry_after_seconds(1_000, 1_000), 1);
-        assert_eq!(retry_after_seconds(500, 1_000), 1);
-        assert_eq!(retry_after_seconds(2_001, 1_000), 2);
-        assert_eq!(retry_after_seconds(901_000, 1_000), 900);
     }
 
     #[test]
@@ -331,10 +339,21 @@ mod tests {
             refusal_answer(&Refusal::BodyTooLarge { limit: 10 }).status,
             413
         );
+        let wrong_method = refusal_answer(&Refusal::MethodNotAllowed);
+        assert_eq!(
+            (wrong_method.status, wrong_method.allow),
+            (405, Some("POST"))
+        );
         let answer = refusal_answer(&Refusal::Signature(SignatureError::Mismatch));
-        assert_eq!((answer.status, answer.outcome), (400, "signature_mismatch"));
+        assert_eq!(
+            (answer.status, answer.outcome),
+            (400, Outcome::Code("signature_mismatch"))
+        );
         assert_eq!(answer.body["error"], "signature_mismatch");
         let answer = refusal_answer(&Refusal::Envelope(EnvelopeError::InvalidEventId));
-        assert_eq!((answer.status, answer.outcome), (400, "invalid_event_id"));
+        assert_eq!(
+            (answer.status, answer.outcome),
+            (400, Outcome::Code("invalid_event_id"))
+        );
     }
 }

@@ -14,6 +14,7 @@ use crate::claim::{
     self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimStore, Fence,
     FinalizeOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
 };
+use crate::log_line::Route;
 use crate::origin::{OriginOutcome, Verdict};
 
 /// Where and how the object forwards the delivery, and how long it waits for the answer.
@@ -75,11 +76,11 @@ impl Door {
         }
     }
 
-    /// The word for this door in log lines (`route`).
-    pub fn route(self) -> &'static str {
+    /// The route of this door's log lines.
+    pub fn route(self) -> Route {
         match self {
-            Door::Webhook => "webhook",
-            Door::Api { .. } => "idempotency",
+            Door::Webhook => Route::Webhook,
+            Door::Api { .. } => Route::Idempotency,
         }
     }
 }

@@ -88,7 +88,8 @@ pub enum AuthorityRequest {
         /// The fence the record had when read.
         fence: Fence,
     },
-    /// Read the record of `key` as stored, changing nothing.
+    /// Read the record of `key` as the rules see it (one past its retention reads as absent),
+    /// changing nothing.
     Inspect {
         /// The key.
         key: String,
@@ -239,9 +240,9 @@ pub fn handle<S: ClaimStore>(
         AuthorityRequest::Forget { key, fence } => {
             claim::forget(store, key, fence, now).map(AuthorityReply::Forget)
         }
-        AuthorityRequest::Inspect { key } => store
-            .load(key)
-            .map(|record| AuthorityReply::Record { record }),
+        AuthorityRequest::Inspect { key } => {
+            claim::inspect(store, key, now).map(|record| AuthorityReply::Record { record })
+        }
         // A delivery forwards, which only the object adapter can do (see `begin`).
         AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
             "a delivery is run by the object, not by handle".into(),

@@ -367,6 +367,16 @@ pub fn forget<S: ClaimStore>(
     Ok(ForgetOutcome::Forgotten)
 }
 
+/// The record of `key` as the rules see it at `now`: `None` when there is none or it is past
+/// its retention (even before the alarm deletes it). Changes nothing.
+pub fn inspect<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+) -> Result<Option<ClaimRecord>, StoreError> {
+    load_current(store, key, now)
+}
+
 /// Deletes every record whose retention ended at or before `now`, and tells when the next one
 /// ends. Running it again changes nothing (alarms may fire more than once).
 pub fn expire<S: ClaimStore>(store: &mut S, now: Millis) -> Result<Sweep, StoreError> {

@@ -3,6 +3,8 @@
 use super::*;
 use crate::authority::{Report, SettleStep};
 use crate::claim::FinalizeOutcome;
+use crate::config::ConfigProblem;
+use crate::log_line::Outcome;
 use crate::origin::Verdict;
 
 #[test]
@@ -269,4 +271,33 @@ fn rate_limit_keys_hash_the_client_and_name_the_address() {
         (problem.status, problem.slug, problem.retry_after),
         (429, "rate-limited", Some(60))
     );
+}
+
+#[test]
+fn handling_is_decided_before_any_io() {
+    assert_eq!(handling("GET", Some("k"), true), Ok(Handling::PassThrough));
+    assert_eq!(handling("OPTIONS", None, true), Ok(Handling::PassThrough));
+    assert_eq!(handling("POST", None, false), Ok(Handling::PassThrough));
+    assert_eq!(
+        handling("POST", None, true).unwrap_err().slug,
+        "idempotency-key-missing"
+    );
+    assert_eq!(
+        handling("DELETE", Some("\"k-1\""), false),
+        Ok(Handling::Keyed("k-1".into()))
+    );
+    assert_eq!(
+        handling("PATCH", Some(""), false).unwrap_err().slug,
+        "idempotency-key-invalid"
+    );
+    assert_eq!(live_outcome(201), Outcome::Executed);
+    assert_eq!(live_outcome(503), Outcome::OriginFailed);
+    assert_eq!(Problem::body_too_large(9).status, 413);
+    assert_eq!(Problem::door_off().status, 404);
+    let problem = Problem::misconfigured(&[ConfigProblem {
+        key: "API_ORIGIN_URL",
+        problem: "x".into(),
+    }]);
+    assert!(problem.detail.contains("API_ORIGIN_URL"));
+    assert_eq!(problem.outcome(), Outcome::Code("misconfigured"));
 }

@@ -12,7 +12,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// The header's name.
 pub const HEADER: &str = "stripe-signature";

@@ -2,19 +2,12 @@
 
 use super::envelope::{self, Created, EnvelopeError};
 use super::signature::{self, SignatureError};
-use crate::config::Config;
 
 const NOW: i64 = 1_700_000_000;
 const BODY: &[u8] = br#"{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false,"created":1700000000,"data":{"object":{}}}"#;
 
-fn secrets(list: &str) -> Vec<crate::config::Secret> {
-    Config::load(|k| match k {
-        "STRIPE_WEBHOOK_SECRET" => Some(list.to_owned()),
-        "ORIGIN_URL" => Some("http://127.0.0.1/".to_owned()),
-        _ => None,
-    })
-    .unwrap()
-    .webhook_secrets
+fn secrets(list: &str) -> Vec<crate::secret::Secret> {
+    crate::secret::secret_list(list).unwrap()
 }
 
 fn header(secret: &str, t: i64, body: &[u8]) -> String {

@@ -1,49 +1,33 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL`.
 
-use js_sys::Uint8Array;
 use worker::web_sys::{self, ReadableStream};
-use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
+use worker::{Context, Date, Env, Headers, Request, Response, Result};
 
-use super::authority_client::AuthorityClient;
-use super::background;
 use super::body::{self, BodyError};
+use super::door::{self, Visit};
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
-use super::log;
-use super::metrics;
-use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery, Door, Forward, Head};
-use crate::claim::{CachedResponse, Nonce};
+use crate::authority::{Deliver, Door, Forward, Head};
+use crate::claim::CachedResponse;
 use crate::config;
-use crate::idempotency::{self as idem, ApiAnswer, Problem};
-use crate::log_line::LogLine;
+use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
+use crate::log_line::{LogLine, Outcome, Route};
 use crate::origin::OriginOutcome;
 
 /// Serves one `/api/...` request and writes its log line.
 pub async fn serve(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
-    let started = Date::now().as_millis();
-    let mut line = LogLine {
-        level: "info",
-        route: "idempotency",
-        method: Some(req.method().to_string()),
-        ..LogLine::default()
-    };
-    let response = match handle(req, env, ctx, &mut line).await {
+    let mut visit = Visit::start(Route::Idempotency, &req.method());
+    let response = match handle(req, env, ctx, &mut visit.line).await {
         Ok(response) => response,
         Err(problem) => {
-            line.outcome = problem.slug;
+            visit.line.outcome = problem.outcome();
             problem_response(&problem)?
         }
     };
-    line.status = Some(response.status_code());
-    line.duration_ms = Some(Date::now().as_millis().saturating_sub(started));
-    if line.level == "info" && response.status_code() >= 500 && line.origin_status.is_none() {
-        line.level = "error";
-    }
-    log::write(&line);
-    metrics::count(env, &line);
-    Ok(response)
+    Ok(visit.finish(env, response))
 }
 
+/// Config, the door's rules, rate limit, body, then the delivery; the answer.
 async fn handle(
     mut req: Request,
     env: &Env,
@@ -52,45 +36,26 @@ async fn handle(
 ) -> std::result::Result<Response, Problem> {
     let config = env_config::config(env).map_err(|problems| {
         line.detail = Some(config::describe(&problems));
-        Problem::new(
-            500,
-            "misconfigured",
-            "Not configured",
-            format!(
-                "the service is not configured: {}; see /healthz",
-                config::keys(&problems)
-            ),
-        )
+        Problem::misconfigured(&problems)
     })?;
-    let Some(api) = config.api.clone() else {
-        return Err(Problem::new(
-            404,
-            "not-found",
-            "Not found",
-            "the Idempotency-Key front door is off (no API_ORIGIN_URL)",
-        ));
+    let Some(api) = &config.api else {
+        return Err(Problem::door_off());
     };
     let url = req.url().map_err(internal)?;
     let path_and_query = match url.query() {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_owned(),
     };
-    let target = format!("{}{}", api.origin_url, path_and_query);
+    let target = api.target(&path_and_query);
     let method = req.method();
-    let keyed_method = matches!(
-        method,
-        Method::Post | Method::Put | Method::Patch | Method::Delete
-    );
     let raw_key = req.headers().get(idem::KEY_HEADER).map_err(internal)?;
-    let raw_key = match (keyed_method, raw_key) {
-        (true, Some(raw)) => raw,
-        (true, None) if api.key_required => return Err(Problem::missing_key()),
-        _ => {
-            line.outcome = "passed_through";
-            return pass_through(req, &target, config.forward_timeout_ms, line).await;
+    let key = match idem::handling(method.as_ref(), raw_key.as_deref(), api.key_required)? {
+        Handling::Keyed(key) => key,
+        Handling::PassThrough => {
+            line.outcome = Outcome::PassedThrough;
+            return pass_through(req, &target, config.delivery.forward_timeout_ms, line).await;
         }
     };
-    let key = idem::parse_key(&raw_key).map_err(Problem::invalid_key)?;
     let client_value = req.headers().get(&api.client_header).map_err(internal)?;
     let client = idem::client_identity(client_value.as_deref());
     if client.is_none() && !api.allow_anonymous {
@@ -100,21 +65,12 @@ async fn handle(
     if !within_rate_limit(env, client, address.as_deref()).await {
         return Err(Problem::rate_limited());
     }
-    let body = body::read_capped(&mut req, config.max_body_bytes)
+    let limit = config.delivery.max_body_bytes;
+    let body = body::read_capped(&mut req, limit)
         .await
         .map_err(|error| match error {
-            BodyError::TooLarge => Problem::new(
-                413,
-                "body-too-large",
-                "Request body too large",
-                format!("the body is larger than {} bytes", config.max_body_bytes),
-            ),
-            BodyError::Unreadable => Problem::new(
-                400,
-                "body-unreadable",
-                "Request body unreadable",
-                "the body could not be read to its end",
-            ),
+            BodyError::TooLarge => Problem::body_too_large(limit),
+            BodyError::Unreadable => Problem::body_unreadable(),
         })?;
     let headers = req.headers();
     let scope = idem::scope(client, &key);
@@ -126,64 +82,32 @@ async fn handle(
         &body,
     );
     line.key = Some(scope.clone());
-
-    let client = AuthorityClient::new(env).map_err(internal)?;
-    let nonce = Nonce::random().map_err(|e| internal(worker::Error::RustError(e.to_string())))?;
-    let deliver = AuthorityRequest::Deliver(Deliver {
+    let forward = Forward {
+        url: target,
+        method: method.to_string(),
+        headers: request_headers(headers),
+        timeout_ms: config.delivery.forward_timeout_ms,
+        wait_ms: config.delivery.late_answer_wait_ms,
+    };
+    let make = |nonce| Deliver {
         key: scope,
         policy: api.claims,
         nonce,
         fingerprint: Some(fingerprint),
-        forward: Forward {
-            url: target,
-            method: method.to_string(),
-            headers: request_headers(headers),
-            timeout_ms: config.forward_timeout_ms,
-            wait_ms: config.late_answer_wait_ms,
-        },
+        forward,
         door: Door::Api {
             max_cached_body: api.max_response_bytes,
         },
-    });
-    let body = Uint8Array::from(body.as_slice());
-    let (reply, stream) = background::to_completion(ctx, async move {
-        client.send_with_body(&deliver, Some(&body)).await
-    })
-    .await
-    .unwrap_or((
-        AuthorityReply::StoreFailed {
-            retryable: true,
-            detail: "the request was cut off".into(),
-        },
-        None,
-    ));
-    match &reply {
-        AuthorityReply::StoreFailed { detail, .. } => line.detail = Some(detail.clone()),
-        AuthorityReply::Delivery(Delivery::Forwarded(report)) => {
-            line.attempt = Some(report.attempt);
-            line.takeover = Some(report.takeover);
-            line.origin_ms = Some(report.origin_ms);
-            line.settle = Some(report.settle.word());
-            if let OriginOutcome::Answered { status } = report.outcome {
-                line.origin_status = Some(status);
-            }
-            if !report.settle.is_clean() {
-                line.level = "warn";
-            }
-        }
-        _ => {}
-    }
+    };
+    let (reply, stream) = door::deliver(env, ctx, make, &body, line).await;
     match idem::after_delivery(&reply, Date::now().as_millis()) {
         ApiAnswer::Live(head) => {
-            line.outcome = if idem::is_final(head.status) {
-                "executed"
-            } else {
-                "origin_failed"
-            };
+            line.outcome = idem::live_outcome(head.status);
+            line.status_from_origin = true;
             live_response(&head, stream.as_ref())
         }
         ApiAnswer::Replay(cached) => {
-            line.outcome = "replayed";
+            line.outcome = Outcome::Replayed;
             replay(&cached)
         }
         ApiAnswer::Refuse(problem) => Err(problem),
@@ -255,6 +179,7 @@ async fn pass_through(
                 headers: forward::answer_headers(&response),
             };
             line.origin_status = Some(head.status);
+            line.status_from_origin = true;
             live_response(&head, response.body().as_ref())
         }
         Err(outcome) => Err(idem::origin_problem(&outcome)),
@@ -318,12 +243,7 @@ fn problem_response(problem: &Problem) -> Result<Response> {
     response
         .headers()
         .set("content-type", "application/problem+json")?;
-    if let Some(seconds) = problem.retry_after {
-        response
-            .headers()
-            .set("retry-after", &seconds.to_string())?;
-    }
-    Ok(response)
+    door::decorate(response, problem.retry_after, None)
 }
 
 fn internal(error: worker::Error) -> Problem {

@@ -19,12 +19,13 @@ use worker::{Date, Delay, Response, Result, State};
 use super::authority_wire;
 use super::claim_object::Keeper;
 use super::forward::{self, BodyReader, Exchange, Outgoing};
-use super::log;
+use super::log::{self, SettledLater};
 use crate::authority::{
     self, AuthorityReply, Begin, Deliver, Delivery, Door, Head, Report, Settle, SettleStep, Won,
 };
 use crate::claim::{Millis, StoreError};
 use crate::idempotency::{self, BodyKept};
+use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
 
 /// Runs `deliver` (its raw body beside it) and answers the caller: at once when it is not
@@ -129,7 +130,7 @@ impl Attempt {
                 exchange.abort();
                 let verdict = Verdict::Pending.final_after_wait();
                 let step = self.settle(Settle::for_verdict(verdict, None)).await;
-                self.log("answer_lost", &OriginOutcome::TimedOut, step);
+                self.log(Outcome::AnswerLost, &OriginOutcome::TimedOut, step);
             }
         }
     }
@@ -196,7 +197,7 @@ impl Attempt {
         let kept = pump(&mut reader, sink, cap, self.wait_ends_at).await;
         if verdict != Verdict::Succeeded {
             if !caller_gets_it {
-                self.log("late_answer", &outcome, early_step);
+                self.log(Outcome::LateAnswer, &outcome, early_step);
             }
             return;
         }
@@ -207,9 +208,9 @@ impl Attempt {
         let cached = idempotency::to_cache(head.status, &head.headers, kept);
         let step = self.settle(Settle::Finalize(Some(cached))).await;
         let word = if caller_gets_it {
-            "answer_settled"
+            Outcome::AnswerSettled
         } else {
-            "late_answer"
+            Outcome::LateAnswer
         };
         self.log(word, &outcome, step);
     }
@@ -220,7 +221,7 @@ impl Attempt {
             let report = self.report(outcome, verdict, step);
             self.answer(Early::Reply(delivered(report)));
         } else {
-            self.log("late_answer", &outcome, step);
+            self.log(Outcome::LateAnswer, &outcome, step);
         }
     }
 
@@ -242,16 +243,18 @@ impl Attempt {
         }
     }
 
-    fn log(&self, word: &'static str, outcome: &OriginOutcome, step: SettleStep) {
+    fn log(&self, outcome: Outcome, origin: &OriginOutcome, step: SettleStep) {
         log::settled_later(
             self.keeper.env(),
-            self.deliver.door.route(),
-            &self.deliver.key,
-            self.won.attempt,
-            word,
-            outcome,
-            Date::now().as_millis().saturating_sub(self.started),
-            step,
+            SettledLater {
+                route: self.deliver.door.route(),
+                key: &self.deliver.key,
+                attempt: self.won.attempt,
+                outcome,
+                origin,
+                origin_ms: Date::now().as_millis().saturating_sub(self.started),
+                step,
+            },
         );
     }
 

@@ -1,28 +1,34 @@
 //! Reading the configuration from the worker's vars and secrets, once per isolate.
 
 use std::cell::OnceCell;
+use std::rc::Rc;
 
 use worker::Env;
 
 use crate::config::{Config, ConfigProblem};
 
+/// The configuration of this isolate, or every problem in it; shared, never copied per request.
+pub type Loaded = Result<Rc<Config>, Rc<[ConfigProblem]>>;
+
 thread_local! {
-    static LOADED: OnceCell<Result<Config, Vec<ConfigProblem>>> = const { OnceCell::new() };
+    static LOADED: OnceCell<Loaded> = const { OnceCell::new() };
 }
 
 /// The configuration from `env` (vars, secrets, `.dev.vars` locally), or every problem in it.
 ///
 /// Read and checked on the first request of an isolate and kept: vars and secrets cannot
 /// change within one (changing a secret deploys a new version, which starts new isolates).
-pub fn config(env: &Env) -> Result<Config, Vec<ConfigProblem>> {
+pub fn config(env: &Env) -> Loaded {
     LOADED.with(|loaded| loaded.get_or_init(|| load(env)).clone())
 }
 
-fn load(env: &Env) -> Result<Config, Vec<ConfigProblem>> {
+fn load(env: &Env) -> Loaded {
     Config::load(|key| {
         env.var(key)
             .map(|v| v.to_string())
             .or_else(|_| env.secret(key).map(|s| s.to_string()))
             .ok()
     })
+    .map(Rc::new)
+    .map_err(Rc::from)
 }

@@ -1,11 +1,12 @@
-//! Writing structured log lines to the Workers console (`wrangler tail`, `wrangler dev`).
+//! Writing structured log lines to the Workers console (`wrangler tail`, `wrangler dev`), for
+//! what the claim authority does on its own: alarms, storage usage, late settles.
 
 use worker::Env;
 
 use super::metrics;
 use crate::authority::SettleStep;
 use crate::claim::ClaimState;
-use crate::log_line::LogLine;
+use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::origin::OriginOutcome;
 
 /// Writes `line` as one JSON line.
@@ -15,76 +16,77 @@ pub fn write(line: &LogLine) {
 
 /// Logs a record deleted by the retention alarm; an abandoned claim is logged as a warning.
 pub fn expired(key: &str, state: ClaimState, abandoned: bool) {
-    let line = LogLine {
-        level: if abandoned { "warn" } else { "info" },
-        route: "alarm",
+    write(&LogLine {
+        level: if abandoned { Level::Warn } else { Level::Info },
         key: Some(key.to_owned()),
         outcome: if abandoned {
-            "expired_abandoned_claim"
+            Outcome::ExpiredAbandonedClaim
         } else {
-            "expired"
+            Outcome::Expired
         },
         state: Some(state),
-        ..LogLine::default()
-    };
-    write(&line);
+        ..LogLine::new(Route::Alarm)
+    });
 }
 
 /// Logs the SQLite rows one authority operation read and wrote (with `LOG_STORAGE_USAGE=true`).
 pub fn usage(key: &str, op: &'static str, rows_read: u64, rows_written: u64) {
     write(&LogLine {
-        level: "info",
-        route: "authority",
         key: Some(key.to_owned()),
-        outcome: op,
+        outcome: Outcome::Operation(op),
         rows_read: Some(rows_read),
         rows_written: Some(rows_written),
-        ..LogLine::default()
+        ..LogLine::new(Route::Authority)
     });
 }
 
 /// Logs a failed `setAlarm` after a write (the next write of the key tries again).
 pub fn alarm_failed(detail: &str) {
     write(&LogLine {
-        level: "error",
-        route: "authority",
-        outcome: "alarm_not_set",
+        level: Level::Error,
+        outcome: Outcome::AlarmNotSet,
         detail: Some(detail.to_owned()),
-        ..LogLine::default()
+        ..LogLine::new(Route::Authority)
     });
 }
 
-/// Logs how a delivery ended after its sender had been answered (`outcome`: `late_answer`, the
-/// origin answered after the forward time-out; `answer_settled`, an answer's body ended after
-/// it was passed on; `answer_lost`, the wait ended without an answer), and counts it.
-#[allow(clippy::too_many_arguments)]
-pub fn settled_later(
-    env: &Env,
-    route: &'static str,
-    key: &str,
-    attempt: u32,
-    outcome: &'static str,
-    origin: &OriginOutcome,
-    origin_ms: u64,
-    step: SettleStep,
-) {
+/// What happened to a delivery after its sender had been answered.
+pub struct SettledLater<'a> {
+    /// The front door it came through.
+    pub route: Route,
+    /// Its key.
+    pub key: &'a str,
+    /// Which attempt.
+    pub attempt: u32,
+    /// `late_answer`, `answer_settled` or `answer_lost`.
+    pub outcome: Outcome,
+    /// How the forward ended.
+    pub origin: &'a OriginOutcome,
+    /// How long the origin took.
+    pub origin_ms: u64,
+    /// What the settle did.
+    pub step: SettleStep,
+}
+
+/// Logs and counts how a delivery ended after its sender had been answered; a lost answer or a
+/// refused or failed settle is a warning.
+pub fn settled_later(env: &Env, later: SettledLater<'_>) {
     let line = LogLine {
-        level: if step.is_clean() && outcome != "answer_lost" {
-            "info"
+        level: if later.step.is_clean() && later.outcome != Outcome::AnswerLost {
+            Level::Info
         } else {
-            "warn"
+            Level::Warn
         },
-        route,
-        key: Some(key.to_owned()),
-        outcome,
-        attempt: Some(attempt),
-        origin_status: match origin {
+        key: Some(later.key.to_owned()),
+        outcome: later.outcome,
+        attempt: Some(later.attempt),
+        origin_status: match later.origin {
             OriginOutcome::Answered { status } => Some(*status),
             _ => None,
         },
-        origin_ms: Some(origin_ms),
-        settle: Some(step.word()),
-        ..LogLine::default()
+        origin_ms: Some(later.origin_ms),
+        settle: Some(later.step),
+        ..LogLine::new(later.route)
     };
     write(&line);
     metrics::count(env, &line);

@@ -16,11 +16,11 @@ pub fn count(env: &Env, line: &LogLine) {
         return;
     };
     let _ = AnalyticsEngineDataPointBuilder::new()
-        .indexes([line.route])
+        .indexes([line.route.word()])
         .blobs([
-            line.route,
-            line.outcome,
-            line.settle.unwrap_or(""),
+            line.route.word(),
+            line.outcome.word(),
+            line.settle.map_or("", |step| step.word()),
             line.event_type
                 .as_deref()
                 .or(line.method.as_deref())

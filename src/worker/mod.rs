@@ -9,6 +9,7 @@ mod background;
 mod body;
 mod claim_object;
 mod delivery;
+mod door;
 mod env_config;
 mod forward;
 mod kv_store;
@@ -21,7 +22,7 @@ mod webhook;
 use worker::{event, Context, Env, Method, Request, Response, Result};
 
 use crate::config;
-use crate::log_line::LogLine;
+use crate::log_line::{Level, LogLine, Outcome, Route};
 
 /// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
 #[event(fetch)]
@@ -44,18 +45,30 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         let rest = rest.to_owned();
         return test_routes::serve(req, &env, &rest).await;
     }
-    respond::error(
-        "unknown",
+    respond::refuse(
+        &env,
+        Route::Unknown,
         &req.method(),
         404,
         "not_found",
         &format!("no route for {path}"),
+        None,
     )
 }
 
+/// `GET /healthz`: 200 when the configuration is valid, else 503 naming each key with a
+/// problem (logged once per check, never a value).
 fn health(req: &Request, env: &Env) -> Result<Response> {
     if req.method() != Method::Get && req.method() != Method::Head {
-        return respond::method_not_allowed("health", &req.method(), "GET, HEAD");
+        return respond::refuse(
+            env,
+            Route::Health,
+            &req.method(),
+            405,
+            "method_not_allowed",
+            "this route accepts GET, HEAD",
+            Some("GET, HEAD"),
+        );
     }
     let (status, body) = match env_config::config(env) {
         Ok(_) => (
@@ -68,11 +81,10 @@ fn health(req: &Request, env: &Env) -> Result<Response> {
         ),
         Err(problems) => {
             log::write(&LogLine {
-                level: "error",
-                route: "health",
-                outcome: "misconfigured",
+                level: Level::Error,
+                outcome: Outcome::Code("misconfigured"),
                 detail: Some(config::describe(&problems)),
-                ..LogLine::default()
+                ..LogLine::new(Route::Health)
             });
             (
                 503,

@@ -1,42 +1,29 @@
-//! Small JSON refusals shared by every route; each writes its log line.
+//! Small JSON refusals for requests no front door serves; each writes its log line.
 
-use worker::{Method, Response, Result};
+use worker::{Env, Method, Response, Result};
 
-use super::log;
-use crate::log_line::LogLine;
+use super::door::{self, Visit};
+use crate::log_line::{Outcome, Route};
 
-/// Answers `{ "error": code, "detail": detail }` with `status`, and logs it for `route`.
-pub fn error(
-    route: &'static str,
+/// Answers `{ "error": code, "detail": detail }` with `status` (and `Allow` when given), and
+/// writes its log line for `route`.
+pub fn refuse(
+    env: &Env,
+    route: Route,
     method: &Method,
     status: u16,
     code: &'static str,
     detail: &str,
+    allow: Option<&str>,
 ) -> Result<Response> {
-    log::write(&LogLine {
-        level: if status >= 500 { "error" } else { "warn" },
-        route,
-        method: Some(method.to_string()),
-        outcome: code,
-        status: Some(status),
-        detail: Some(detail.to_owned()),
-        ..LogLine::default()
-    });
-    Ok(
-        Response::from_json(&serde_json::json!({ "error": code, "detail": detail }))?
-            .with_status(status),
-    )
-}
-
-/// 405 with the `Allow` header listing `allow`, logged for `route`.
-pub fn method_not_allowed(route: &'static str, method: &Method, allow: &str) -> Result<Response> {
-    let response = error(
-        route,
-        method,
-        405,
-        "method_not_allowed",
-        &format!("this route accepts {allow}"),
+    let mut visit = Visit::start(route, method);
+    visit.line.outcome = Outcome::Code(code);
+    visit.line.detail = Some(detail.to_owned());
+    let response = door::json(
+        status,
+        &serde_json::json!({ "error": code, "detail": detail }),
+        None,
+        allow,
     )?;
-    response.headers().set("allow", allow)?;
-    Ok(response)
+    Ok(visit.finish(env, response))
 }

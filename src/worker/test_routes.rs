@@ -9,8 +9,10 @@ use super::authority_client::AuthorityClient;
 use super::env_config;
 use super::respond;
 use crate::admin;
+use crate::answer::StoreFailure;
 use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::{Fence, Nonce};
+use crate::claim::{ClaimPolicy, Fence, Nonce};
+use crate::log_line::Route;
 
 #[derive(Deserialize)]
 struct SettleBody {
@@ -21,24 +23,18 @@ struct SettleBody {
 
 /// Serves one test route; `rest` is the path after `/_test/`.
 pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> {
+    let method = req.method();
+    let refuse = |status, code, detail: &str| {
+        respond::refuse(env, Route::Test, &method, status, code, detail, None)
+    };
     let config = match env_config::config(env) {
-        Ok(config) if config.test_routes => config,
-        _ => {
-            return respond::error(
-                "test",
-                &req.method(),
-                404,
-                "not_found",
-                "test routes are off",
-            )
-        }
+        Ok(config) if config.admin.test_routes => config,
+        _ => return refuse(404, "not_found", "test routes are off"),
     };
     let authorization = req.headers().get("authorization")?;
-    let token = config.admin_token.as_ref().map(|t| t.expose_str());
+    let token = config.admin.token.as_ref().map(|t| t.expose_str());
     if !token.is_some_and(|token| admin::authorized(authorization.as_deref(), token)) {
-        let response = respond::error(
-            "test",
-            &req.method(),
+        let response = refuse(
             401,
             "unauthorized",
             "the test routes need the admin bearer token",
@@ -46,75 +42,52 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
         response.headers().set("www-authenticate", "Bearer")?;
         return Ok(response);
     }
-    let Some(rest) = rest.strip_prefix("claims/") else {
-        return respond::error(
-            "test",
-            &req.method(),
-            404,
-            "not_found",
-            "unknown test route",
-        );
+    let Some((key, op)) = rest
+        .strip_prefix("claims/")
+        .map(|rest| rest.split_once('/').unwrap_or((rest, "")))
+        .filter(|(key, _)| !key.is_empty())
+    else {
+        return refuse(404, "not_found", "unknown test route");
     };
-    let (key, op) = rest.split_once('/').unwrap_or((rest, ""));
-    if key.is_empty() {
-        return respond::error("test", &req.method(), 404, "not_found", "missing key");
-    }
-    let key = key.to_owned();
-    let policy = config.webhook_claims;
-    let request = match (req.method(), op) {
-        (Method::Get, "") => AuthorityRequest::Inspect { key: key.clone() },
+    let request = match (&method, op) {
+        (Method::Get, "") => AuthorityRequest::Inspect { key: key.into() },
         (Method::Post, "claim") => AuthorityRequest::Claim {
-            key: key.clone(),
-            policy,
+            key: key.into(),
+            policy: config.webhook.claims,
             nonce: Nonce::random().map_err(|e| worker::Error::RustError(e.to_string()))?,
             fingerprint: None,
         },
-        (Method::Post, "finalize" | "release") => {
-            let body: SettleBody = match req.json().await {
-                Ok(body) => body,
-                Err(error) => {
-                    return respond::error(
-                        "test",
-                        &req.method(),
-                        400,
-                        "bad_request",
-                        &error.to_string(),
-                    )
-                }
-            };
-            if op == "finalize" {
-                AuthorityRequest::Finalize {
-                    key: key.clone(),
-                    fence: body.fence,
-                    policy,
-                    response: None,
-                }
-            } else {
-                AuthorityRequest::Release {
-                    key: key.clone(),
-                    fence: body.fence,
-                    reason: body.reason.unwrap_or_else(|| "test".into()),
-                    policy,
-                }
-            }
-        }
-        _ => {
-            return respond::error(
-                "test",
-                &req.method(),
-                404,
-                "not_found",
-                "unknown test route",
-            )
-        }
+        (Method::Post, "finalize" | "release") => match req.json::<SettleBody>().await {
+            Ok(body) => settle(key, op, body, config.webhook.claims),
+            Err(error) => return refuse(400, "bad_request", &error.to_string()),
+        },
+        _ => return refuse(404, "not_found", "unknown test route"),
     };
     let reply = AuthorityClient::new(env)?.send(&request).await;
-    let status = match reply {
-        AuthorityReply::StoreFailed {
-            retryable: true, ..
-        } => 503,
-        AuthorityReply::StoreFailed { .. } => 500,
+    let status = match &reply {
+        AuthorityReply::StoreFailed { .. } => match StoreFailure::of(&reply) {
+            StoreFailure::Unavailable => 503,
+            StoreFailure::Failed => 500,
+        },
         _ => 200,
     };
     Ok(Response::from_json(&reply)?.with_status(status))
+}
+
+fn settle(key: &str, op: &str, body: SettleBody, policy: ClaimPolicy) -> AuthorityRequest {
+    if op == "finalize" {
+        AuthorityRequest::Finalize {
+            key: key.into(),
+            fence: body.fence,
+            policy,
+            response: None,
+        }
+    } else {
+        AuthorityRequest::Release {
+            key: key.into(),
+            fence: body.fence,
+            reason: body.reason.unwrap_or_else(|| "test".into()),
+            policy,
+        }
+    }
 }

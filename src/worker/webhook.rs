@@ -1,68 +1,48 @@
 //! `POST /webhooks/stripe`: verify, then have the event's claim authority claim, forward and
 //! settle it; answer from its report.
 
-use js_sys::Uint8Array;
 use worker::{Context, Date, Env, Method, Request, Response, Result};
 
-use super::authority_client::AuthorityClient;
-use super::background;
 use super::body::{self, BodyError};
+use super::door::{self, Visit};
 use super::env_config;
-use super::log;
-use super::metrics;
-use super::respond;
-use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery, Door, Forward};
-use crate::claim::Nonce;
+use crate::authority::{Deliver, Door, Forward};
 use crate::config;
-use crate::log_line::LogLine;
-use crate::origin::{OriginOutcome, Verdict};
+use crate::log_line::{LogLine, Route};
 use crate::stripe::{envelope, signature};
 use crate::webhook::{self, Answer, Refusal};
 
 /// Serves one delivery and writes its log line.
 pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Response> {
-    if req.method() != Method::Post {
-        return respond::method_not_allowed("webhook", &req.method(), "POST");
-    }
-    let started = Date::now().as_millis();
-    let mut line = LogLine {
-        level: "info",
-        route: "webhook",
-        method: Some("POST".into()),
-        ..LogLine::default()
-    };
-    let answer = deliver(&mut req, env, ctx, &mut line).await;
-    line.status = Some(answer.status);
-    line.outcome = answer.outcome;
-    line.duration_ms = Some(Date::now().as_millis().saturating_sub(started));
-    if answer.status >= 500 && line.level == "info" {
-        line.level = "error";
-    } else if answer.status >= 400 && line.level == "info" {
-        line.level = "warn";
-    }
-    log::write(&line);
-    metrics::count(env, &line);
-    to_response(&answer)
+    let mut visit = Visit::start(Route::Webhook, &req.method());
+    let answer = deliver(&mut req, env, ctx, &mut visit.line).await;
+    visit.line.outcome = answer.outcome;
+    let response = door::json(
+        answer.status,
+        &answer.body,
+        answer.retry_after,
+        answer.allow,
+    )?;
+    Ok(visit.finish(env, response))
 }
 
+/// Config, body, verify, envelope, then the delivery; the answer.
 async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine) -> Answer {
+    if req.method() != Method::Post {
+        return refused(line, Refusal::MethodNotAllowed);
+    }
     let config = match env_config::config(env) {
         Ok(config) => config,
         Err(problems) => {
+            let answer = webhook::refusal_answer(&Refusal::Misconfigured(problems.to_vec()));
             line.detail = Some(config::describe(&problems));
-            return webhook::refusal_answer(&Refusal::Misconfigured(problems));
+            return answer;
         }
     };
-    let body = match body::read_capped(req, config.max_body_bytes).await {
+    let limit = config.delivery.max_body_bytes;
+    let body = match body::read_capped(req, limit).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge) => {
-            return refused(
-                line,
-                Refusal::BodyTooLarge {
-                    limit: config.max_body_bytes,
-                },
-            )
-        }
+        Err(BodyError::TooLarge) => return refused(line, Refusal::BodyTooLarge { limit }),
         Err(BodyError::Unreadable) => return refused(line, Refusal::UnreadableBody),
     };
     let headers = req.headers();
@@ -71,9 +51,9 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
     if let Err(error) = signature::verify(
         signature_header.as_deref(),
         &body,
-        &config.webhook_secrets,
+        &config.webhook.secrets,
         now_seconds,
-        config.signature_tolerance_seconds,
+        config.webhook.signature_tolerance_seconds,
     ) {
         return refused(line, Refusal::Signature(error));
     }
@@ -83,98 +63,38 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
     };
     line.key = Some(event.id.clone());
     line.event_type = Some(event.event_type.clone());
-
-    let client = match AuthorityClient::new(env) {
-        Ok(client) => client,
-        Err(error) => {
-            line.detail = Some(error.to_string());
-            return webhook::store_failure_answer(&AuthorityReply::StoreFailed {
-                retryable: false,
-                detail: String::new(),
-            });
-        }
-    };
-    let nonce = match Nonce::random() {
-        Ok(nonce) => nonce,
-        Err(error) => {
-            line.detail = Some(format!("no random bytes: {error}"));
-            return webhook::store_failure_answer(&AuthorityReply::StoreFailed {
-                retryable: true,
-                detail: String::new(),
-            });
-        }
-    };
     let content_type = headers
         .get("content-type")
         .ok()
         .flatten()
         .unwrap_or_else(|| "application/json".into());
-    let deliver = AuthorityRequest::Deliver(Deliver {
+    let forward = Forward {
+        url: config.webhook.origin_url.to_string(),
+        method: "POST".into(),
+        headers: vec![
+            ("content-type".into(), content_type),
+            (
+                signature::HEADER.into(),
+                signature_header.unwrap_or_default(),
+            ),
+        ],
+        timeout_ms: config.delivery.forward_timeout_ms,
+        wait_ms: config.delivery.late_answer_wait_ms,
+    };
+    let make = |nonce| Deliver {
         key: event.id.clone(),
-        policy: config.webhook_claims,
+        policy: config.webhook.claims,
         nonce,
         fingerprint: None,
-        forward: Forward {
-            url: config.origin_url.clone(),
-            method: "POST".into(),
-            headers: vec![
-                ("content-type".into(), content_type),
-                (
-                    signature::HEADER.into(),
-                    signature_header.unwrap_or_default(),
-                ),
-            ],
-            timeout_ms: config.forward_timeout_ms,
-            wait_ms: config.late_answer_wait_ms,
-        },
+        forward,
         door: Door::Webhook,
-    });
-    // The delivery runs in the event's object; the request to it runs inside waitUntil, so a
-    // sender that hangs up cannot cut it off between the claim and the forward.
-    let body = Uint8Array::from(body.as_slice());
-    let sent = background::to_completion(ctx, async move {
-        client.send_with_body(&deliver, Some(&body)).await.0
-    })
-    .await;
-    let reply = sent.unwrap_or(AuthorityReply::StoreFailed {
-        retryable: true,
-        detail: "the delivery was cut off".into(),
-    });
-    match &reply {
-        AuthorityReply::StoreFailed { detail, .. } => line.detail = Some(detail.clone()),
-        AuthorityReply::Delivery(Delivery::Forwarded(report)) => {
-            line.attempt = Some(report.attempt);
-            line.takeover = Some(report.takeover);
-            line.origin_status = match report.outcome {
-                OriginOutcome::Answered { status } => Some(status),
-                _ => None,
-            };
-            line.origin_ms = Some(report.origin_ms);
-            line.settle = Some(report.settle.word());
-            if !report.settle.is_clean() {
-                line.level = "warn";
-            }
-            if let Verdict::Failed(reason) | Verdict::Unknown(reason) = report.verdict {
-                line.detail = Some(reason.to_string());
-            }
-        }
-        _ => {}
-    }
+    };
+    let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
     webhook::after_delivery(&reply, &event.id, Date::now().as_millis())
 }
 
 fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {
     let answer = webhook::refusal_answer(&refusal);
-    line.detail = answer.body["detail"].as_str().map(str::to_owned);
+    line.detail = answer.detail();
     answer
-}
-
-fn to_response(answer: &Answer) -> Result<Response> {
-    let response = Response::from_json(&answer.body)?.with_status(answer.status);
-    if let Some(seconds) = answer.retry_after {
-        response
-            .headers()
-            .set("retry-after", &seconds.to_string())?;
-    }
-    Ok(response)
 }

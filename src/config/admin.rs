@@ -1,0 +1,44 @@
+//! The admin API's and the test routes' settings.
+
+use super::keys::{ADMIN_TOKEN, ENABLE_TEST_ROUTES};
+use super::reader::Reader;
+use crate::secret::Secret;
+
+/// Shortest accepted admin token.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
+/// The admin API's and the test routes' settings.
+#[derive(Clone, Debug, Default)]
+pub struct AdminConfig {
+    /// The bearer token of the admin API and the test routes (`ADMIN_TOKEN`); both are off
+    /// without one.
+    pub token: Option<Secret>,
+    /// Serve the `/_test/` routes that reach the claim authority directly
+    /// (`ENABLE_TEST_ROUTES`); they need the token.
+    pub test_routes: bool,
+}
+
+impl AdminConfig {
+    /// Reads the admin keys: a token of at least [`MIN_ADMIN_TOKEN_LEN`] characters, and the
+    /// test routes only with a token.
+    pub fn load<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> AdminConfig {
+        let test_routes = r.flag(ENABLE_TEST_ROUTES);
+        let token = r.raw(ADMIN_TOKEN).map(Secret::new);
+        if token
+            .as_ref()
+            .is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_LEN)
+        {
+            r.problem(
+                ADMIN_TOKEN,
+                format!("shorter than {MIN_ADMIN_TOKEN_LEN} characters; use a long random token"),
+            );
+        }
+        if test_routes && token.is_none() {
+            r.problem(
+                ENABLE_TEST_ROUTES,
+                format!("the test routes reach every record and need {ADMIN_TOKEN} to guard them"),
+            );
+        }
+        AdminConfig { token, test_routes }
+    }
+}

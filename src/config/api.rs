@@ -1,0 +1,96 @@
+//! The Idempotency-Key front door's settings.
+
+use super::keys::{
+    API_ORIGIN_URL, IDEMPOTENCY_ALLOW_ANONYMOUS, IDEMPOTENCY_CLIENT_HEADER,
+    IDEMPOTENCY_KEY_REQUIRED, IDEMPOTENCY_MAX_RESPONSE_BYTES, IDEMPOTENCY_RETENTION_HOURS,
+    LEASE_SECONDS,
+};
+use super::reader::Reader;
+use super::{hours_to_ms, DeliveryConfig, MAX_RETENTION_HOURS};
+use crate::claim::ClaimPolicy;
+
+/// Default retention of an Idempotency-Key record: Stripe's API keeps keys at least 24 h.
+pub const DEFAULT_IDEMPOTENCY_RETENTION_HOURS: f64 = 24.0;
+/// Default largest response body cached for replay.
+pub const DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES: u64 = 256 * 1024;
+/// Default header whose value identifies an API client (hashed into the key's scope).
+pub const DEFAULT_IDEMPOTENCY_CLIENT_HEADER: &str = "authorization";
+/// Largest cached response body: it is stored base64-encoded in one Durable Object row (2 MB
+/// at most).
+const MAX_CACHED_RESPONSE_BYTES: u64 = 1024 * 1024;
+
+/// Settings of the Idempotency-Key front door.
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    /// Where `/api/...` requests go, path and query appended (`API_ORIGIN_URL`).
+    pub origin_url: url::Url,
+    /// Lease (`LEASE_SECONDS`) and retention (`IDEMPOTENCY_RETENTION_HOURS`) of key records.
+    pub claims: ClaimPolicy,
+    /// Refuse unsafe methods without a key (`IDEMPOTENCY_KEY_REQUIRED`).
+    pub key_required: bool,
+    /// Largest response body cached for replay (`IDEMPOTENCY_MAX_RESPONSE_BYTES`).
+    pub max_response_bytes: u64,
+    /// Lower-case name of the header identifying the client (`IDEMPOTENCY_CLIENT_HEADER`).
+    pub client_header: String,
+    /// Let keyed requests without the client header share one anonymous scope
+    /// (`IDEMPOTENCY_ALLOW_ANONYMOUS`); otherwise they are refused.
+    pub allow_anonymous: bool,
+}
+
+impl ApiConfig {
+    /// Reads the API keys; `None` (the door is off) without `API_ORIGIN_URL`, or when it is
+    /// invalid (the problem is recorded).
+    pub fn load<F: Fn(&str) -> Option<String>>(
+        r: &mut Reader<F>,
+        delivery: &DeliveryConfig,
+    ) -> Option<ApiConfig> {
+        r.raw(API_ORIGIN_URL)?;
+        let origin_url = r.url(API_ORIGIN_URL);
+        let retention_hours = r.hours(
+            IDEMPOTENCY_RETENTION_HOURS,
+            DEFAULT_IDEMPOTENCY_RETENTION_HOURS,
+            MAX_RETENTION_HOURS,
+        );
+        let retention_ms = hours_to_ms(retention_hours);
+        if retention_ms <= delivery.lease_ms {
+            r.problem(
+                IDEMPOTENCY_RETENTION_HOURS,
+                format!("must be longer than the lease ({LEASE_SECONDS})"),
+            );
+        }
+        let key_required = r.flag(IDEMPOTENCY_KEY_REQUIRED);
+        let max_response_bytes = r.integer(
+            IDEMPOTENCY_MAX_RESPONSE_BYTES,
+            DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES,
+            0,
+            MAX_CACHED_RESPONSE_BYTES,
+        );
+        let client_header = r
+            .raw(IDEMPOTENCY_CLIENT_HEADER)
+            .unwrap_or_else(|| DEFAULT_IDEMPOTENCY_CLIENT_HEADER.to_owned())
+            .to_ascii_lowercase();
+        if !client_header
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            r.problem(IDEMPOTENCY_CLIENT_HEADER, "not a header name");
+        }
+        let allow_anonymous = r.flag(IDEMPOTENCY_ALLOW_ANONYMOUS);
+        Some(ApiConfig {
+            origin_url: origin_url?,
+            claims: delivery.claims(retention_ms),
+            key_required,
+            max_response_bytes,
+            client_header,
+            allow_anonymous,
+        })
+    }
+
+    /// The URL a request for `path_and_query` goes to: the origin's, with the path appended.
+    pub fn target(&self, path_and_query: &str) -> String {
+        format!(
+            "{}{path_and_query}",
+            self.origin_url.as_str().trim_end_matches('/')
+        )
+    }
+}

@@ -1,0 +1,162 @@
+//! The worker's configuration: every key, its default and its check, in sections (delivery,
+//! webhook, Idempotency-Key API, admin), each a small struct with its own loader. An invalid
+//! configuration is reported whole: every problem, each naming its key, never its value.
+
+use std::fmt;
+
+mod admin;
+mod api;
+mod delivery;
+mod reader;
+mod webhook;
+
+pub use admin::{AdminConfig, MIN_ADMIN_TOKEN_LEN};
+pub use api::ApiConfig;
+pub use delivery::{settle_margin_ms, DeliveryConfig};
+pub use webhook::WebhookConfig;
+
+use reader::Reader;
+
+/// The name of every configuration key (a wrangler var or secret).
+pub mod keys {
+    /// How long a claim is honoured (seconds).
+    pub const LEASE_SECONDS: &str = "LEASE_SECONDS";
+    /// How long a webhook record is kept after its last change (hours).
+    pub const RETENTION_HOURS: &str = "RETENTION_HOURS";
+    /// Allow a webhook retention under Stripe's 3-day retries.
+    pub const ALLOW_SHORT_RETENTION: &str = "ALLOW_SHORT_RETENTION";
+    /// When the sender is answered at the latest (milliseconds).
+    pub const FORWARD_TIMEOUT_MS: &str = "FORWARD_TIMEOUT_MS";
+    /// How much longer a late answer is awaited (seconds).
+    pub const LATE_ANSWER_WAIT_SECONDS: &str = "LATE_ANSWER_WAIT_SECONDS";
+    /// Largest accepted request body (bytes).
+    pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+    /// The Stripe endpoint's signing secrets, comma-separated.
+    pub const STRIPE_WEBHOOK_SECRET: &str = "STRIPE_WEBHOOK_SECRET";
+    /// Where verified events are forwarded.
+    pub const ORIGIN_URL: &str = "ORIGIN_URL";
+    /// Largest accepted age of a signature timestamp (seconds).
+    pub const SIGNATURE_TOLERANCE_SECONDS: &str = "SIGNATURE_TOLERANCE_SECONDS";
+    /// The API behind `/api/`; the Idempotency-Key door is off without it.
+    pub const API_ORIGIN_URL: &str = "API_ORIGIN_URL";
+    /// Refuse unsafe methods without a key.
+    pub const IDEMPOTENCY_KEY_REQUIRED: &str = "IDEMPOTENCY_KEY_REQUIRED";
+    /// How long a key's record is kept (hours).
+    pub const IDEMPOTENCY_RETENTION_HOURS: &str = "IDEMPOTENCY_RETENTION_HOURS";
+    /// Largest answer body kept for replay (bytes).
+    pub const IDEMPOTENCY_MAX_RESPONSE_BYTES: &str = "IDEMPOTENCY_MAX_RESPONSE_BYTES";
+    /// The header identifying an API client.
+    pub const IDEMPOTENCY_CLIENT_HEADER: &str = "IDEMPOTENCY_CLIENT_HEADER";
+    /// Let keyed requests without a client identity share one scope.
+    pub const IDEMPOTENCY_ALLOW_ANONYMOUS: &str = "IDEMPOTENCY_ALLOW_ANONYMOUS";
+    /// The admin API's bearer token.
+    pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
+    /// Serve the `/_test/` routes.
+    pub const ENABLE_TEST_ROUTES: &str = "ENABLE_TEST_ROUTES";
+
+    /// The order problems are reported in, whichever section found them.
+    pub const ORDER: &[&str] = &[
+        LEASE_SECONDS,
+        ALLOW_SHORT_RETENTION,
+        RETENTION_HOURS,
+        FORWARD_TIMEOUT_MS,
+        LATE_ANSWER_WAIT_SECONDS,
+        SIGNATURE_TOLERANCE_SECONDS,
+        MAX_BODY_BYTES,
+        STRIPE_WEBHOOK_SECRET,
+        ORIGIN_URL,
+        ENABLE_TEST_ROUTES,
+        API_ORIGIN_URL,
+        IDEMPOTENCY_RETENTION_HOURS,
+        IDEMPOTENCY_KEY_REQUIRED,
+        IDEMPOTENCY_MAX_RESPONSE_BYTES,
+        IDEMPOTENCY_CLIENT_HEADER,
+        IDEMPOTENCY_ALLOW_ANONYMOUS,
+        ADMIN_TOKEN,
+    ];
+}
+
+/// Longest retention accepted for any record: 366 days, in hours.
+pub const MAX_RETENTION_HOURS: f64 = 366.0 * 24.0;
+
+/// The whole configuration, valid as a whole.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Lease, forward time-out, late-answer wait, body cap: how every delivery runs.
+    pub delivery: DeliveryConfig,
+    /// The Stripe webhook front door.
+    pub webhook: WebhookConfig,
+    /// The Idempotency-Key front door (`/api/`), when `API_ORIGIN_URL` is set.
+    pub api: Option<ApiConfig>,
+    /// The admin API and the test routes.
+    pub admin: AdminConfig,
+}
+
+impl Config {
+    /// Reads every key through `lookup` (a wrangler var or secret by name; `None` when unset).
+    ///
+    /// Returns the configuration, or every problem found (all of them, not just the first),
+    /// each naming its key.
+    pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Vec<ConfigProblem>> {
+        let mut r = Reader::new(lookup);
+        let delivery = DeliveryConfig::load(&mut r);
+        let webhook = WebhookConfig::load(&mut r, &delivery);
+        let api = ApiConfig::load(&mut r, &delivery);
+        let admin = AdminConfig::load(&mut r);
+        let webhook = r.finish(webhook)?;
+        // A missing section always recorded its problem, so `finish` above already refused.
+        let webhook = webhook.ok_or_else(|| {
+            vec![ConfigProblem {
+                key: keys::ORIGIN_URL,
+                problem: "missing".into(),
+            }]
+        })?;
+        Ok(Config {
+            delivery,
+            webhook,
+            api,
+            admin,
+        })
+    }
+}
+
+/// One configuration key that is missing or invalid. Never holds a secret's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The key, e.g. `ORIGIN_URL`.
+    pub key: &'static str,
+    /// What is wrong and what is expected.
+    pub problem: String,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.problem)
+    }
+}
+
+/// Every problem on one line, `KEY: problem; KEY: problem` (for log lines).
+pub fn describe(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The keys with a problem, comma-separated (for answers).
+pub fn keys(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| p.key)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Hours as milliseconds.
+fn hours_to_ms(hours: f64) -> u64 {
+    (hours * 3_600_000.0).round() as u64
+}
+
+#[cfg(test)]
+mod tests;

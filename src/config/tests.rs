@@ -1,0 +1,248 @@
+//! Host tests of the configuration.
+
+use super::*;
+use std::collections::HashMap;
+
+fn load(pairs: &[(&str, &str)]) -> Result<Config, Vec<ConfigProblem>> {
+    let mut map: HashMap<String, String> = [
+        ("STRIPE_WEBHOOK_SECRET", "whsec_a"),
+        ("ORIGIN_URL", "http://127.0.0.1:9000/hook"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (k, v) in pairs {
+        map.insert(k.to_string(), v.to_string());
+    }
+    Config::load(|k| map.get(k).cloned())
+}
+
+fn keys(problems: Vec<ConfigProblem>) -> Vec<&'static str> {
+    problems.into_iter().map(|p| p.key).collect()
+}
+
+#[test]
+fn defaults() {
+    let config = load(&[]).unwrap();
+    assert_eq!(config.delivery.lease_ms, 900_000);
+    assert_eq!(config.webhook.claims.retention_ms, 30 * 24 * 3_600_000);
+    assert_eq!(config.delivery.forward_timeout_ms, 25_000);
+    assert_eq!(config.delivery.late_answer_wait_ms, 600_000);
+    assert_eq!(config.webhook.signature_tolerance_seconds, 300);
+    assert_eq!(config.delivery.max_body_bytes, 524_288);
+    assert!(!config.admin.test_routes);
+}
+
+#[test]
+fn several_secrets_for_rotation() {
+    let config = load(&[("STRIPE_WEBHOOK_SECRET", "whsec_old, whsec_new")]).unwrap();
+    assert_eq!(config.webhook.secrets.len(), 2);
+    assert_eq!(config.webhook.secrets[1].expose(), b"whsec_new");
+    assert_eq!(
+        format!("{:?}", config.webhook.secrets),
+        "[Secret([redacted]), Secret([redacted])]"
+    );
+}
+
+#[test]
+fn missing_secret_and_origin_are_named() {
+    let problems = Config::load(|_| None).unwrap_err();
+    assert_eq!(keys(problems), ["STRIPE_WEBHOOK_SECRET", "ORIGIN_URL"]);
+}
+
+#[test]
+fn invalid_values_are_named_all_at_once() {
+    let problems = load(&[
+        ("LEASE_SECONDS", "soon"),
+        ("SIGNATURE_TOLERANCE_SECONDS", "0"),
+        ("MAX_BODY_BYTES", "-1"),
+        ("ORIGIN_URL", "ftp://x"),
+        ("ENABLE_TEST_ROUTES", "yes"),
+        ("STRIPE_WEBHOOK_SECRET", "whsec_a,,whsec_b"),
+    ])
+    .unwrap_err();
+    assert_eq!(
+        keys(problems.clone()),
+        [
+            "LEASE_SECONDS",
+            "SIGNATURE_TOLERANCE_SECONDS",
+            "MAX_BODY_BYTES",
+            "STRIPE_WEBHOOK_SECRET",
+            "ORIGIN_URL",
+            "ENABLE_TEST_ROUTES"
+        ]
+    );
+    assert!(!problems.iter().any(|p| p.problem.contains("whsec_")
+        && p.key == "STRIPE_WEBHOOK_SECRET"
+        && p.problem.contains("whsec_a")));
+}
+
+#[test]
+fn problems_never_repeat_the_value() {
+    let problems = load(&[
+        ("ORIGIN_URL", "no-scheme?token=s3cr3t"),
+        ("API_ORIGIN_URL", "also?token=s3cr3t"),
+        ("LEASE_SECONDS", "s3cr3t"),
+        ("ENABLE_TEST_ROUTES", "s3cr3t"),
+        ("IDEMPOTENCY_CLIENT_HEADER", "s3cr3t header"),
+    ])
+    .unwrap_err();
+    assert_eq!(problems.len(), 5);
+    assert!(
+        problems.iter().all(|p| !p.problem.contains("s3cr3t")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn the_forward_time_out_fits_in_the_runtime_s_grace_period() {
+    assert_eq!(
+        keys(load(&[("FORWARD_TIMEOUT_MS", "25001")]).unwrap_err()),
+        ["FORWARD_TIMEOUT_MS"]
+    );
+}
+
+#[test]
+fn short_retention_needs_forcing() {
+    assert_eq!(
+        keys(load(&[("RETENTION_HOURS", "24")]).unwrap_err()),
+        ["RETENTION_HOURS"]
+    );
+    let config = load(&[
+        ("RETENTION_HOURS", "0.01"),
+        ("ALLOW_SHORT_RETENTION", "true"),
+        ("LEASE_SECONDS", "2"),
+        ("FORWARD_TIMEOUT_MS", "1000"),
+        ("LATE_ANSWER_WAIT_SECONDS", "0"),
+    ])
+    .unwrap();
+    assert_eq!(config.webhook.claims.retention_ms, 36_000);
+}
+
+#[test]
+fn the_lease_outlasts_the_time_out_the_late_answer_wait_and_a_margin() {
+    assert_eq!(
+        keys(load(&[("LEASE_SECONDS", "600")]).unwrap_err()),
+        ["LATE_ANSWER_WAIT_SECONDS"],
+        "the default wait does not fit a 10-minute lease"
+    );
+    let fits = [
+        ("LEASE_SECONDS", "20"),
+        ("FORWARD_TIMEOUT_MS", "9000"),
+        ("LATE_ANSWER_WAIT_SECONDS", "9"),
+    ];
+    assert!(load(&fits).is_ok(), "9 s + 9 s + 2 s margin = 20 s");
+    assert_eq!(
+        keys(
+            load(&[
+                ("LEASE_SECONDS", "20"),
+                ("FORWARD_TIMEOUT_MS", "9001"),
+                ("LATE_ANSWER_WAIT_SECONDS", "9"),
+            ])
+            .unwrap_err()
+        ),
+        ["LATE_ANSWER_WAIT_SECONDS"]
+    );
+    // Short values stay possible for tests: a lease of a few seconds, a sub-second time-out.
+    let short = load(&[
+        ("LEASE_SECONDS", "4"),
+        ("FORWARD_TIMEOUT_MS", "500"),
+        ("LATE_ANSWER_WAIT_SECONDS", "2"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (
+            short.delivery.forward_timeout_ms,
+            short.delivery.late_answer_wait_ms
+        ),
+        (500, 2_000)
+    );
+    assert_eq!(settle_margin_ms(900_000), 90_000);
+    assert_eq!(settle_margin_ms(4_000), 1_000);
+}
+
+#[test]
+fn the_api_front_door_is_off_without_its_origin() {
+    let config = load(&[]).unwrap();
+    assert!(config.api.is_none());
+    let config = load(&[("API_ORIGIN_URL", "http://127.0.0.1:9000/")]).unwrap();
+    let api = config.api.unwrap();
+    assert_eq!(api.target("/api/x"), "http://127.0.0.1:9000/api/x");
+    assert_eq!(api.claims.retention_ms, 24 * 3_600_000);
+    assert_eq!(api.claims.lease_ms, 900_000);
+    assert_eq!(api.max_response_bytes, 262_144);
+    assert_eq!(api.client_header, "authorization");
+    assert!(!api.key_required);
+    assert!(!api.allow_anonymous);
+}
+
+#[test]
+fn api_keys_are_checked() {
+    let problems = load(&[
+        ("API_ORIGIN_URL", "nope"),
+        ("IDEMPOTENCY_RETENTION_HOURS", "0"),
+        ("IDEMPOTENCY_KEY_REQUIRED", "maybe"),
+        ("IDEMPOTENCY_MAX_RESPONSE_BYTES", "9999999"),
+        ("IDEMPOTENCY_CLIENT_HEADER", "x client"),
+    ])
+    .unwrap_err();
+    assert_eq!(
+        keys(problems),
+        [
+            "API_ORIGIN_URL",
+            "IDEMPOTENCY_RETENTION_HOURS",
+            "IDEMPOTENCY_KEY_REQUIRED",
+            "IDEMPOTENCY_MAX_RESPONSE_BYTES",
+            "IDEMPOTENCY_CLIENT_HEADER"
+        ]
+    );
+    let config = load(&[
+        ("API_ORIGIN_URL", "https://api.example.com/v1"),
+        ("IDEMPOTENCY_RETENTION_HOURS", "1"),
+        ("IDEMPOTENCY_CLIENT_HEADER", "X-Api-Key"),
+        ("IDEMPOTENCY_KEY_REQUIRED", "true"),
+    ])
+    .unwrap();
+    let api = config.api.unwrap();
+    assert_eq!(api.client_header, "x-api-key");
+    assert!(api.key_required);
+}
+
+#[test]
+fn test_routes_need_the_admin_token() {
+    assert_eq!(
+        keys(load(&[("ENABLE_TEST_ROUTES", "true")]).unwrap_err()),
+        ["ENABLE_TEST_ROUTES"]
+    );
+    let config = load(&[
+        ("ENABLE_TEST_ROUTES", "true"),
+        ("ADMIN_TOKEN", "0123456789abcdef"),
+    ])
+    .unwrap();
+    assert!(config.admin.test_routes);
+}
+
+#[test]
+fn admin_token_is_optional_but_long() {
+    assert!(load(&[]).unwrap().admin.token.is_none());
+    assert_eq!(
+        keys(load(&[("ADMIN_TOKEN", "short")]).unwrap_err()),
+        ["ADMIN_TOKEN"]
+    );
+    let config = load(&[("ADMIN_TOKEN", "0123456789abcdef")]).unwrap();
+    assert_eq!(config.admin.token.unwrap().expose_str(), "0123456789abcdef");
+}
+
+#[test]
+fn retention_must_outlast_the_lease() {
+    assert_eq!(
+        keys(
+            load(&[
+                ("RETENTION_HOURS", "0.0001"),
+                ("ALLOW_SHORT_RETENTION", "true"),
+            ])
+            .unwrap_err()
+        ),
+        ["RETENTION_HOURS"]
+    );
+}
