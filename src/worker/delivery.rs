@@ -17,8 +17,8 @@ use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefau
 use worker::{Date, Delay, Response, Result, State};
 
 use super::authority_wire;
-use super::claim_object::Keeper;
 use super::forward::{self, BodyReader, Exchange, Outgoing};
+use super::keeper::Keeper;
 use super::log::{self, SettledLater};
 use crate::authority::{
     self, AuthorityReply, Begin, Deliver, Delivery, Door, Head, Report, Settle, SettleStep, Won,

@@ -12,6 +12,7 @@ mod delivery;
 mod door;
 mod env_config;
 mod forward;
+mod keeper;
 mod kv_store;
 mod log;
 mod metrics;

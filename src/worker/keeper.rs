@@ -1,0 +1,120 @@
+//! The claim authority's storage and alarm, shared by the object and the deliveries it runs in
+//! the background (they outlive the request that started them).
+
+use std::cell::Cell;
+
+use worker::{Date, Env, Result, ScheduledTime, Storage};
+
+use super::kv_store::{KvClaimStore, Usage};
+use super::log;
+use crate::claim::{Millis, StoreError};
+
+/// What this instance knows of its alarm: nothing yet, none, or set for a time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alarm {
+    /// Not known (a new instance, or setting it failed).
+    Unknown,
+    /// No alarm (the object's storage was deleted).
+    None,
+    /// Set for this time.
+    At(Millis),
+}
+
+/// The object's storage and what it knows of its alarm, shared with the deliveries it runs in
+/// the background (they outlive the request that started them).
+pub struct Keeper {
+    storage: Storage,
+    env: Env,
+    alarm: Cell<Alarm>,
+    log_usage: bool,
+}
+
+impl Keeper {
+    /// The keeper of an object with `storage` and `env`; `LOG_STORAGE_USAGE=true` logs the rows
+    /// each operation read and wrote.
+    pub fn new(storage: Storage, env: Env) -> Keeper {
+        let log_usage = env
+            .var("LOG_STORAGE_USAGE")
+            .is_ok_and(|v| v.to_string() == "true");
+        Keeper {
+            storage,
+            env,
+            alarm: Cell::new(Alarm::Unknown),
+            log_usage,
+        }
+    }
+
+    /// The object's storage.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Notes that the object's storage (and its alarm) is gone.
+    pub fn forget_alarm(&self) {
+        self.alarm.set(Alarm::None);
+    }
+}
+
+impl Keeper {
+    /// Runs `rule` over the object's store. With `LOG_STORAGE_USAGE=true`, logs the rows it
+    /// read and wrote for `key` and `op` (each alarm set counted as a row written).
+    pub async fn with_store<T>(
+        &self,
+        key: &str,
+        op: &'static str,
+        rule: impl FnOnce(&mut KvClaimStore) -> (T, Option<Millis>),
+    ) -> std::result::Result<T, StoreError> {
+        let mut store = KvClaimStore::open(&self.storage)?;
+        let (result, wake_by) = rule(&mut store);
+        let usage: Usage = store.usage();
+        let alarms_set = match wake_by {
+            Some(at) => self.ensure_alarm(at).await,
+            None => false,
+        };
+        if self.log_usage {
+            log::usage(
+                key,
+                op,
+                usage.rows_read,
+                usage.rows_written + u64::from(alarms_set),
+            );
+        }
+        Ok(result)
+    }
+
+    /// The environment (for the metrics binding).
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// Makes sure an alarm is set after a write whose record expires at `wake_by`; true when it
+    /// had to set one.
+    ///
+    /// A known alarm still ahead is left as it is, whatever its time: one later than the
+    /// record's expiry deletes it a little late (a record past its expiry already counts as
+    /// absent), and one earlier finds it unexpired and re-arms itself once. Either way no second
+    /// `setAlarm`, a billed row write, on the delivery's path. Unknown (a new instance), or a
+    /// time already past (the alarm may have given up): set it, with no await between the
+    /// write and the alarm.
+    async fn ensure_alarm(&self, wake_by: Millis) -> bool {
+        if let Alarm::At(at) = self.alarm.get() {
+            if at > Date::now().as_millis() {
+                return false;
+            }
+        }
+        if let Err(error) = self.set_alarm_at(wake_by).await {
+            // The write stands and the answer goes out; the next write of this key sets it.
+            self.alarm.set(Alarm::Unknown);
+            log::alarm_failed(&error.to_string());
+            return false;
+        }
+        true
+    }
+
+    /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset).
+    pub async fn set_alarm_at(&self, at: Millis) -> Result<()> {
+        self.alarm.set(Alarm::At(at));
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(at as f64));
+        self.storage.set_alarm(ScheduledTime::new(date)).await
+    }
+}
