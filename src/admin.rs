@@ -9,7 +9,8 @@ use subtle::ConstantTimeEq;
 use crate::answer::StoreFailure;
 use crate::authority::AuthorityReply;
 use crate::claim::{
-    ClaimPolicy, ClaimRecord, ClaimState, Fence, ForgetOutcome, Millis, ReleaseOutcome,
+    ClaimPolicy, ClaimRecord, ClaimState, Fence, ForgetOutcome, Millis, RedeliverOutcome,
+    ReleaseOutcome,
 };
 use crate::log_line::Outcome;
 use crate::origin::Reason;
@@ -44,6 +45,9 @@ pub enum Action {
     Release,
     /// `DELETE`: forget a finished record so the key is processed again.
     Forget,
+    /// `POST …/redeliver` (events): put a dead-lettered (or waiting) queued event back in the
+    /// queue with a fresh attempt budget, due now.
+    Redeliver,
 }
 
 /// A parsed admin route.
@@ -101,6 +105,10 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
         (None, _) => return Err(RouteError::MethodNotAllowed("GET, DELETE")),
         (Some("release"), "POST") => Action::Release,
         (Some("release"), _) => return Err(RouteError::MethodNotAllowed("POST")),
+        (Some("redeliver"), "POST") if family == Family::Events => Action::Redeliver,
+        (Some("redeliver"), _) if family == Family::Events => {
+            return Err(RouteError::MethodNotAllowed("POST"))
+        }
         (Some(_), _) => return Err(RouteError::NotFound),
     };
     if !valid {
@@ -133,6 +141,16 @@ pub fn record_view(record: &ClaimRecord) -> Value {
             "status": r.status,
             "body_bytes": r.body.len(),
             "body_omitted": r.body_omitted,
+            "body_lost": r.body_lost,
+        })),
+        "wait_ends_at": record.wait_ends_at,
+        "queue": record.queue.as_ref().map(|q| json!({
+            "accepted_at": q.accepted_at,
+            "next_attempt_at": q.next_attempt_at,
+            "last_error": record.last_release_reason,
+            "body_held": q.body_held,
+            "attempts_in_budget": record.attempts.saturating_sub(q.budget_first_attempt),
+            "budget_started_at": q.budget_started_at,
         })),
     })
 }
@@ -260,6 +278,8 @@ pub enum Next {
         /// The fence read.
         fence: Fence,
     },
+    /// Put the queued event back in the queue.
+    Redeliver,
 }
 
 /// Decides from the record the claim authority holds for the route's key (a record past its
@@ -307,6 +327,15 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
         Action::Forget => Next::Forget {
             fence: record.fence.clone(),
         },
+        Action::Redeliver if !record.queue.as_ref().is_some_and(|q| q.body_held) => {
+            Next::Answer(AdminAnswer::refused(
+                404,
+                "no_body",
+                "no stored body to redeliver (a delivered event, or one not stored by queue mode): resend it from Stripe's dashboard after DELETE",
+                "admin_not_found",
+            ))
+        }
+        Action::Redeliver => Next::Redeliver,
     }
 }
 
@@ -341,6 +370,24 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
             "changed",
             "the record changed; look again",
             "admin_forget_refused",
+        ),
+        AuthorityReply::Redeliver(RedeliverOutcome::Queued) => AdminAnswer::new(
+            200,
+            json!({ "status": "queued", "detail": "queued again with a fresh attempt budget; delivered now" }),
+            "admin_redelivered",
+        ),
+        AuthorityReply::Redeliver(RedeliverOutcome::UnderLease { lease_expires_at }) => {
+            AdminAnswer::new(
+                409,
+                json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "detail": "an attempt holds the event under a live lease" }),
+                "admin_redeliver_refused",
+            )
+        }
+        AuthorityReply::Redeliver(RedeliverOutcome::NoBody) => AdminAnswer::refused(
+            404,
+            "no_body",
+            "no stored body to redeliver",
+            "admin_not_found",
         ),
         other => AdminAnswer::store_failed(StoreFailure::of(other)),
     }
@@ -387,12 +434,13 @@ mod tests {
             last_release_reason: None,
             fingerprint: None,
             response: None,
+            queue: None,
         }
     }
 
     fn read(record: ClaimRecord) -> AuthorityReply {
         AuthorityReply::Record {
-            record: Some(record),
+            record: Some(Box::new(record)),
         }
     }
 
@@ -479,6 +527,36 @@ mod tests {
             AdminAnswer::for_route_error(RouteError::MethodNotAllowed("POST")).allow,
             Some("POST")
         );
+        let (status, body) = answered(after_inspect(Action::Redeliver, &done, 0, false));
+        assert_eq!((status, body["error"].as_str()), (404, Some("no_body")));
+        let mut dead = record(ClaimState::Dead, 5_000);
+        dead.queue = Some(crate::claim::QueueInfo {
+            accepted_at: 0,
+            next_attempt_at: None,
+            budget_first_attempt: 0,
+            budget_started_at: 0,
+            body_held: true,
+        });
+        assert_eq!(
+            after_inspect(Action::Redeliver, &read(dead.clone()), 9_000, false),
+            Next::Redeliver
+        );
+        let view = record_view(&dead);
+        assert_eq!(view["queue"]["body_held"], true);
+        assert_eq!(
+            change(AuthorityReply::Redeliver(RedeliverOutcome::Queued)),
+            (200, "admin_redelivered")
+        );
+        assert_eq!(
+            change(AuthorityReply::Redeliver(RedeliverOutcome::UnderLease {
+                lease_expires_at: 1
+            })),
+            (409, "admin_redeliver_refused")
+        );
+        assert_eq!(
+            change(AuthorityReply::Redeliver(RedeliverOutcome::NoBody)).0,
+            404
+        );
         assert_eq!(
             AdminAnswer::for_route_error(RouteError::InvalidKey(Family::Keys)).status,
             400
@@ -515,6 +593,14 @@ mod tests {
         assert_eq!(
             route("GET", "events/evt_1/release"),
             Err(RouteError::MethodNotAllowed("POST"))
+        );
+        assert_eq!(
+            route("POST", "events/evt_1/redeliver").unwrap().action,
+            Action::Redeliver
+        );
+        assert_eq!(
+            route("POST", &format!("keys/{scope}/redeliver")),
+            Err(RouteError::NotFound)
         );
         assert_eq!(
             route("GET", "events/evt_1/other"),

@@ -100,6 +100,14 @@ pub enum Outcome {
     AnswerSettled,
     /// The wait for an answer ended without one; the claim is kept until its lease ends.
     AnswerLost,
+    /// Queue mode: stored and acknowledged.
+    Queued,
+    /// Queue mode: an attempt delivered the event (the origin answered 2xx).
+    Delivered,
+    /// Queue mode: an attempt failed; the next one is scheduled.
+    RetryScheduled,
+    /// Queue mode: the last allowed attempt failed; the event is dead-lettered.
+    DeadLettered,
     /// A record's retention ended and the alarm deleted it.
     Expired,
     /// A claim nobody finished was deleted at the end of its retention.
@@ -130,6 +138,10 @@ impl Outcome {
             Outcome::LateAnswer => "late_answer",
             Outcome::AnswerSettled => "answer_settled",
             Outcome::AnswerLost => "answer_lost",
+            Outcome::Queued => "queued",
+            Outcome::Delivered => "delivered",
+            Outcome::RetryScheduled => "retry_scheduled",
+            Outcome::DeadLettered => "dead_lettered",
             Outcome::Expired => "expired",
             Outcome::ExpiredAbandonedClaim => "expired_abandoned_claim",
             Outcome::AlarmNotSet => "alarm_not_set",

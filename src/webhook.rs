@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::answer::{retry_after_seconds, StoreFailure, STORE_RETRY_AFTER_SECONDS};
 use crate::authority::{AuthorityReply, Delivery};
-use crate::claim::{ClaimOutcome, Millis};
+use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis};
 use crate::config::{self, ConfigProblem};
 use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
@@ -182,6 +182,30 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
     }
 }
 
+/// The answer to storing an event in queue mode: 200 `queued` once the write is durable, 200
+/// `duplicate` for an event already known (queued, in delivery, delivered or dead: nothing
+/// stored), or a store failure (503 + Retry-After / 500), so the sender retries and an
+/// acknowledged event is never lost.
+pub fn after_enqueue(reply: &AuthorityReply, event_id: &str) -> Answer {
+    let (body, outcome) = match reply {
+        AuthorityReply::Enqueue(EnqueueOutcome::Queued) => (
+            json!({ "status": "queued", "event_id": event_id }),
+            Outcome::Queued,
+        ),
+        AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. }) => {
+            (json!({ "status": "duplicate" }), Outcome::Duplicate)
+        }
+        other => return store_failure_answer(StoreFailure::of(other)),
+    };
+    Answer {
+        status: 200,
+        body,
+        retry_after: None,
+        allow: None,
+        outcome,
+    }
+}
+
 /// The answer to a store failure (503 + Retry-After when retryable, else 500).
 pub fn store_failure_answer(failure: StoreFailure) -> Answer {
     match failure {
@@ -322,6 +346,29 @@ mod tests {
             (502, Outcome::OriginUnreachable)
         );
         assert!(held.body["detail"].as_str().unwrap().contains("lease"));
+    }
+
+    #[test]
+    fn queued_events_are_acknowledged_once_stored() {
+        let queued = after_enqueue(&AuthorityReply::Enqueue(EnqueueOutcome::Queued), "evt_1");
+        assert_eq!((queued.status, queued.outcome), (200, Outcome::Queued));
+        assert_eq!(queued.body["status"], "queued");
+        assert_eq!(queued.body["event_id"], "evt_1");
+        let repeat = after_enqueue(
+            &AuthorityReply::Enqueue(EnqueueOutcome::Duplicate {
+                state: crate::claim::ClaimState::Dead,
+            }),
+            "evt_1",
+        );
+        assert_eq!(repeat.body, json!({ "status": "duplicate" }));
+        let busy = after_enqueue(
+            &AuthorityReply::StoreFailed {
+                retryable: true,
+                detail: String::new(),
+            },
+            "evt_1",
+        );
+        assert_eq!((busy.status, busy.retry_after), (503, Some(10)));
     }
 
     #[test]

@@ -55,14 +55,15 @@ pub const ATTEMPT_HEADER: &str = "x-webhook-dedup-attempt";
 pub const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
 
 impl Door {
-    /// The headers this door adds to the forward of attempt `won` of `key`: for webhooks the
-    /// event id, the attempt number and the takeover flag; none for the Idempotency-Key door.
-    pub fn attempt_headers(self, key: &str, won: &Won) -> Vec<(String, String)> {
+    /// The headers this door adds to the forward of attempt `attempt` of `key` (`takeover`:
+    /// it took over an attempt whose lease ran out): for webhooks the event id, the attempt
+    /// number and the takeover flag; none for the Idempotency-Key door.
+    pub fn attempt_headers(self, key: &str, attempt: u32, takeover: bool) -> Vec<(String, String)> {
         match self {
             Door::Webhook => vec![
                 (EVENT_ID_HEADER.into(), key.into()),
-                (ATTEMPT_HEADER.into(), won.attempt.to_string()),
-                (TAKEOVER_HEADER.into(), won.takeover.to_string()),
+                (ATTEMPT_HEADER.into(), attempt.to_string()),
+                (TAKEOVER_HEADER.into(), takeover.to_string()),
             ],
             Door::Api { .. } => Vec::new(),
         }
@@ -174,7 +175,7 @@ pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (B
         Ok(declined) => Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(declined))),
         Err(error) => Begin::Reply(error.into()),
     };
-    (begin, watched.saved_expiry)
+    (begin, watched.wake)
 }
 
 /// How the delivery stands when its sender is answered.
@@ -308,7 +309,7 @@ pub fn settle<S: ClaimStore>(
             }
         }
     };
-    Ok((step, watched.saved_expiry))
+    Ok((step, watched.wake))
 }
 
 #[cfg(test)]
@@ -355,7 +356,7 @@ mod tests {
             (won.attempt, won.takeover, won.lease_expires_at),
             (1, false, 10_100)
         );
-        assert_eq!(wake_by, Some(110_100));
+        assert_eq!(wake_by.map(|wake| wake.at), Some(110_100));
         let record = store.load("evt_1").unwrap().unwrap();
         assert_eq!(record.wait_ends_at, Some(4_100));
     }
@@ -444,7 +445,10 @@ mod tests {
             90,
         )
         .unwrap();
-        assert_eq!((step, wake_by), (SettleStep::Finalized, Some(100_090)));
+        assert_eq!(
+            (step, wake_by.map(|wake| wake.at)),
+            (SettleStep::Finalized, Some(100_090))
+        );
         assert_eq!(Settle::for_verdict(Verdict::Pending, None), Settle::Hold);
     }
 

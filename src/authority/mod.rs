@@ -11,11 +11,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{
-    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimStore, Fence,
-    FinalizeOutcome, ForgetOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
+    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimStore,
+    EnqueueOutcome, Fence, FinalizeOutcome, ForgetOutcome, Millis, Nonce, RedeliverOutcome,
+    ReleaseOutcome, StoreError,
 };
 
 mod delivery;
+pub mod queue;
 
 pub use delivery::{
     begin, settle, Begin, Deliver, Delivery, Door, Forward, Head, Report, Settle, SettleStep, Won,
@@ -97,6 +99,24 @@ pub enum AuthorityRequest {
     /// Claim, forward and settle a delivery in the object (see [`delivery`]); its body travels
     /// beside the message.
     Deliver(Deliver),
+    /// Queue mode: store the event (its body travels beside the message) to be delivered by
+    /// the object (see [`claim::enqueue`]).
+    Enqueue {
+        /// The key.
+        key: String,
+        /// Lease and retention.
+        policy: ClaimPolicy,
+        /// The headers to forward with it (the signature is made anew at each attempt).
+        headers: Vec<(String, String)>,
+    },
+    /// Queue mode: put a dead (or waiting) event back in the queue, due now, with a fresh
+    /// attempt budget (see [`claim::redeliver`]).
+    Redeliver {
+        /// The key.
+        key: String,
+        /// Lease and retention.
+        policy: ClaimPolicy,
+    },
 }
 
 impl AuthorityRequest {
@@ -109,6 +129,7 @@ impl AuthorityRequest {
             | AuthorityRequest::Forget { key, .. }
             | AuthorityRequest::Inspect { key } => key,
             AuthorityRequest::Deliver(deliver) => &deliver.key,
+            AuthorityRequest::Enqueue { key, .. } | AuthorityRequest::Redeliver { key, .. } => key,
         }
     }
 
@@ -121,6 +142,8 @@ impl AuthorityRequest {
             AuthorityRequest::Forget { .. } => "forget",
             AuthorityRequest::Inspect { .. } => "inspect",
             AuthorityRequest::Deliver(_) => "deliver",
+            AuthorityRequest::Enqueue { .. } => "enqueue",
+            AuthorityRequest::Redeliver { .. } => "redeliver",
         }
     }
 }
@@ -140,10 +163,14 @@ pub enum AuthorityReply {
     /// The answer to `Inspect`.
     Record {
         /// The stored record, if any.
-        record: Option<ClaimRecord>,
+        record: Option<Box<ClaimRecord>>,
     },
     /// The answer to `Deliver`.
     Delivery(Delivery),
+    /// The answer to `Enqueue`.
+    Enqueue(EnqueueOutcome),
+    /// The answer to `Redeliver`.
+    Redeliver(RedeliverOutcome),
     /// The store failed; nothing was changed.
     StoreFailed {
         /// True when the same request may succeed later.
@@ -193,15 +220,38 @@ pub fn after_stub_failure(retryable: bool, overloaded: bool, sends: u32) -> Stub
     }
 }
 
-/// What the object must do after answering: make sure its alarm fires no later than this, so
-/// the record written is deleted when its retention ends.
-pub type WakeBy = Option<Millis>;
+/// When the object's alarm must fire after a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wake {
+    /// The time.
+    pub at: Millis,
+    /// True when work is due then (a queued attempt, a queue attempt's lease end): the alarm
+    /// must fire by `at`. False when `at` is only the record's expiry: any alarm still ahead
+    /// will do, since a record past its expiry already reads as absent and an early alarm
+    /// re-arms itself.
+    pub due: bool,
+}
 
-/// Runs one request against `store` at `now`. Returns the reply and, when a record was
-/// written, its `expires_at`.
+/// What the object must do after answering: the alarm a write needs, if any.
+pub type WakeBy = Option<Wake>;
+
+impl Wake {
+    /// The alarm `record` needs, now that it is written.
+    pub fn for_record(record: &ClaimRecord) -> Wake {
+        let at = claim::next_wake(record);
+        Wake {
+            at,
+            due: at < record.expires_at,
+        }
+    }
+}
+
+/// Runs one request against `store` at `now` (`body` is the bytes that came beside it).
+/// Returns the reply and, when a record was written, the alarm it needs.
 pub fn handle<S: ClaimStore>(
     store: &mut S,
     request: &AuthorityRequest,
+    body: &[u8],
     now: Millis,
 ) -> (AuthorityReply, WakeBy) {
     let mut store = Watched::new(store);
@@ -241,7 +291,18 @@ pub fn handle<S: ClaimStore>(
             claim::forget(store, key, fence, now).map(AuthorityReply::Forget)
         }
         AuthorityRequest::Inspect { key } => {
-            claim::inspect(store, key, now).map(|record| AuthorityReply::Record { record })
+            claim::inspect(store, key, now).map(|record| AuthorityReply::Record {
+                record: record.map(Box::new),
+            })
+        }
+        AuthorityRequest::Enqueue {
+            key,
+            policy,
+            headers,
+        } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body))
+            .map(AuthorityReply::Enqueue),
+        AuthorityRequest::Redeliver { key, policy } => {
+            claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver)
         }
         // A delivery forwards, which only the object adapter can do (see `begin`).
         AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
@@ -249,24 +310,21 @@ pub fn handle<S: ClaimStore>(
         )),
     };
     match result {
-        Ok(reply) => (reply, store.saved_expiry),
+        Ok(reply) => (reply, store.wake),
         Err(error) => (error.into(), None),
     }
 }
 
-/// A store that remembers the expiry of the record it last saved, so the object knows which
-/// alarm a write needs without reading the record again.
+/// A store that remembers the alarm the record it last saved needs, so the object knows it
+/// without reading the record again.
 struct Watched<'a, S> {
     inner: &'a mut S,
-    saved_expiry: Option<Millis>,
+    wake: WakeBy,
 }
 
 impl<'a, S> Watched<'a, S> {
     fn new(inner: &'a mut S) -> Self {
-        Watched {
-            inner,
-            saved_expiry: None,
-        }
+        Watched { inner, wake: None }
     }
 }
 
@@ -277,7 +335,7 @@ impl<S: ClaimStore> ClaimStore for Watched<'_, S> {
 
     fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
         self.inner.save(record)?;
-        self.saved_expiry = Some(record.expires_at);
+        self.wake = Some(Wake::for_record(record));
         Ok(())
     }
 
@@ -287,6 +345,18 @@ impl<S: ClaimStore> ClaimStore for Watched<'_, S> {
 
     fn keys(&mut self) -> Result<Vec<String>, StoreError> {
         self.inner.keys()
+    }
+
+    fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError> {
+        self.inner.save_payload(key, payload)
+    }
+
+    fn load_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.load_payload(key)
+    }
+
+    fn delete_payload(&mut self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete_payload(key)
     }
 }
 
@@ -359,13 +429,20 @@ mod tests {
             nonce: Nonce([n; 16]),
             fingerprint: None,
         };
-        let (reply, wake_by) = handle(&mut store, &claim(1), 100);
+        let (reply, wake_by) = handle(&mut store, &claim(1), &[], 100);
         assert!(matches!(
             reply,
             AuthorityReply::Claim(ClaimOutcome::Claimed { .. })
         ));
-        assert_eq!(wake_by, Some(11_100), "retention after the lease");
-        let (reply, wake_by) = handle(&mut store, &claim(2), 200);
+        assert_eq!(
+            wake_by,
+            Some(Wake {
+                at: 11_100,
+                due: false
+            }),
+            "retention after the lease"
+        );
+        let (reply, wake_by) = handle(&mut store, &claim(2), &[], 200);
         assert!(matches!(
             reply,
             AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { .. })
@@ -403,6 +480,7 @@ mod tests {
             &AuthorityRequest::Inspect {
                 key: "evt_1".into(),
             },
+            &[],
             0,
         );
         assert_eq!(

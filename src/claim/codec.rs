@@ -4,7 +4,8 @@
 //! | --- | --- | --- |
 //! | 1 | the first release | the record without `fingerprint` and `response` |
 //! | 2 | the Idempotency-Key release | the record with `fingerprint` and `response` (Idempotency-Key front door) |
-//! | 3 | this build | adds `wait_ends_at` (how long the holder waits for a late answer) |
+//! | 3 | the late-answer release | adds `wait_ends_at` (how long the holder waits for a late answer) |
+//! | 4 | this build | adds the states `queued` and `dead`, and `queue` (queue mode's schedule) |
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +14,7 @@ use super::record::{ClaimRecord, ClaimState, Millis};
 use super::store::StoreError;
 
 /// The schema version this build writes. Every earlier version stays readable.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Serialize)]
 struct Envelope<'a> {
@@ -69,6 +70,7 @@ impl From<RecordV1> for ClaimRecord {
             last_release_reason: v1.last_release_reason,
             fingerprint: None,
             response: None,
+            queue: None,
         }
     }
 }
@@ -96,8 +98,8 @@ pub fn decode_record(text: &str) -> Result<ClaimRecord, StoreError> {
         1 => serde_json::from_str::<Stored<RecordV1>>(text)
             .map(|stored| stored.record.into())
             .map_err(corrupt),
-        // Schema 2 lacks only fields that default (`wait_ends_at`).
-        2 | 3 => serde_json::from_str::<Stored<ClaimRecord>>(text)
+        // Schemas 2 and 3 lack only fields that default (`wait_ends_at`, `queue`).
+        2..=4 => serde_json::from_str::<Stored<ClaimRecord>>(text)
             .map(|stored| stored.record)
             .map_err(corrupt),
         other => Err(StoreError::Fatal(format!(
@@ -144,7 +146,7 @@ mod tests {
     }
 
     #[test]
-    fn writes_schema_3_and_reads_it_back() {
+    fn writes_schema_4_and_reads_it_back() {
         let mut record = decode_record(V1_DONE).unwrap();
         record.fingerprint = Some("ab".repeat(32));
         record.response = Some(CachedResponse {
@@ -156,7 +158,7 @@ mod tests {
         });
         record.wait_ends_at = Some(1_796_044_999_000);
         let text = encode_record(&record);
-        assert!(text.starts_with(r#"{"schema":3,"#), "{text}");
+        assert!(text.starts_with(r#"{"schema":4,"#), "{text}");
         assert!(
             text.contains(r#""body":"AJ+Slns=""#),
             "binary body as base64: {text}"

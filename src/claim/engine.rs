@@ -128,7 +128,7 @@ pub struct Sweep {
 
 /// The record of `key` as the rules see it: a record past its retention counts as absent, so
 /// the answer never depends on when the deleting alarm happens to run.
-fn load_current<S: ClaimStore>(
+pub(super) fn load_current<S: ClaimStore>(
     store: &mut S,
     key: &str,
     now: Millis,
@@ -213,6 +213,13 @@ pub fn claim<S: ClaimStore>(
                     response: record.response,
                 })
             }
+            // Stored by queue mode, which delivers it (or dead-letters it) on its own.
+            ClaimState::Queued | ClaimState::Dead => {
+                return Ok(ClaimOutcome::DuplicateProcessed {
+                    finished_at: record.first_seen_at,
+                    response: None,
+                })
+            }
             ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce.0) => {
                 // The same request again (its answer was lost): the same claim, nothing written.
                 return Ok(ClaimOutcome::Claimed {
@@ -260,6 +267,7 @@ pub fn claim<S: ClaimStore>(
         last_release_reason,
         fingerprint: fingerprint.map(str::to_owned),
         response: None,
+        queue: None,
     })?;
     Ok(ClaimOutcome::Claimed {
         fence,
@@ -296,12 +304,19 @@ pub fn finalize<S: ClaimStore>(
             finished_at: record.finished_at.unwrap_or(record.claimed_at),
             already: true,
         }),
-        ClaimState::Released => Ok(FinalizeOutcome::NotOwner),
+        ClaimState::Released | ClaimState::Queued | ClaimState::Dead => {
+            Ok(FinalizeOutcome::NotOwner)
+        }
         ClaimState::Processing => {
             record.state = ClaimState::Done;
             record.finished_at = Some(now);
             record.response = response;
             record.expires_at = now.saturating_add(policy.retention_ms);
+            if let Some(queue) = record.queue.as_mut().filter(|queue| queue.body_held) {
+                // Delivered: the stored body is not needed any more.
+                queue.body_held = false;
+                store.delete_payload(key)?;
+            }
             store.save(&record)?;
             Ok(FinalizeOutcome::Finalized {
                 finished_at: now,
@@ -333,6 +348,7 @@ pub fn release<S: ClaimStore>(
     match record.state {
         ClaimState::Done => Ok(ReleaseOutcome::AlreadyDone),
         ClaimState::Released => Ok(ReleaseOutcome::Released { already: true }),
+        ClaimState::Queued | ClaimState::Dead => Ok(ReleaseOutcome::NotOwner),
         ClaimState::Processing => {
             record.state = ClaimState::Released;
             record.released_at = Some(now);
@@ -363,7 +379,7 @@ pub fn forget<S: ClaimStore>(
     if record.state == ClaimState::Processing {
         return Ok(ForgetOutcome::StillProcessing);
     }
-    store.delete(key)?;
+    delete_record(store, &record)?;
     Ok(ForgetOutcome::Forgotten)
 }
 
@@ -377,6 +393,14 @@ pub fn inspect<S: ClaimStore>(
     load_current(store, key, now)
 }
 
+/// Deletes `record` and the payload it holds, if any.
+fn delete_record<S: ClaimStore>(store: &mut S, record: &ClaimRecord) -> Result<(), StoreError> {
+    if record.queue.as_ref().is_some_and(|queue| queue.body_held) {
+        store.delete_payload(&record.key)?;
+    }
+    store.delete(&record.key)
+}
+
 /// Deletes every record whose retention ended at or before `now`, and tells when the next one
 /// ends. Running it again changes nothing (alarms may fire more than once).
 pub fn expire<S: ClaimStore>(store: &mut S, now: Millis) -> Result<Sweep, StoreError> {
@@ -386,7 +410,7 @@ pub fn expire<S: ClaimStore>(store: &mut S, now: Millis) -> Result<Sweep, StoreE
             continue;
         };
         if record.expires_at <= now {
-            store.delete(&key)?;
+            delete_record(store, &record)?;
             sweep.expired.push(Expired {
                 key,
                 state: record.state,

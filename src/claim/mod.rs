@@ -7,6 +7,7 @@
 mod codec;
 mod engine;
 mod fence;
+mod queue;
 mod record;
 mod store;
 
@@ -16,7 +17,11 @@ pub use engine::{
     Expired, FinalizeOutcome, ForgetOutcome, ReleaseOutcome, Sweep,
 };
 pub use fence::{Fence, InvalidFence, Nonce};
-pub use record::{CachedResponse, ClaimRecord, ClaimState, Millis};
+pub use queue::{
+    attempt_failed, enqueue, next_wake, redeliver, start_attempt, AttemptOutcome, EnqueueOutcome,
+    FailedOutcome, RedeliverOutcome, RetryPolicy,
+};
+pub use record::{CachedResponse, ClaimRecord, ClaimState, Millis, QueueInfo};
 pub use store::{ClaimStore, MemoryClaimStore, StoreError};
 
 #[cfg(test)]

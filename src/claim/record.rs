@@ -18,6 +18,10 @@ pub enum ClaimState {
     /// The last attempt failed and gave its claim back; the next delivery claims the key at once.
     /// The record stays only to keep the key's history (attempts, last release reason).
     Released,
+    /// Queue mode: the event is stored and waits for its next attempt (`queue.next_attempt_at`).
+    Queued,
+    /// Queue mode: every attempt allowed failed; the body is kept until the retention ends.
+    Dead,
 }
 
 /// Everything kept for one key.
@@ -61,6 +65,26 @@ pub struct ClaimRecord {
     pub fingerprint: Option<String>,
     /// The response cached at finalize (Idempotency-Key records), replayed to repeats.
     pub response: Option<CachedResponse>,
+    /// Queue mode only: the delivery schedule of a stored event. `None` for records of a
+    /// delivery forwarded while its sender waited (and before schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueInfo>,
+}
+
+/// The delivery schedule of an event stored in queue mode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    /// When the event was stored and acknowledged.
+    pub accepted_at: Millis,
+    /// When the next attempt is due (`Queued` only).
+    pub next_attempt_at: Option<Millis>,
+    /// Attempts made before the current attempt budget began (0, or the attempts before the
+    /// last redelivery).
+    pub budget_first_attempt: u32,
+    /// When the current attempt budget began (acceptance, or the last redelivery).
+    pub budget_started_at: Millis,
+    /// True while the event's body is stored (until it is delivered, or the record expires).
+    pub body_held: bool,
 }
 
 /// A response kept to be replayed to repeats of an idempotent request.

@@ -39,6 +39,12 @@ pub trait ClaimStore {
     fn delete(&mut self, key: &str) -> Result<(), StoreError>;
     /// Every key that has a record.
     fn keys(&mut self) -> Result<Vec<String>, StoreError>;
+    /// Stores the payload (a queued event's body and headers) of `key`, replacing any.
+    fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError>;
+    /// The payload of `key`, if one is stored.
+    fn load_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Deletes the payload of `key`; deleting a missing one is not an error.
+    fn delete_payload(&mut self, key: &str) -> Result<(), StoreError>;
 }
 
 /// A [`ClaimStore`] held in memory: for tests and for checking the rules on the host.
@@ -48,6 +54,7 @@ pub trait ClaimStore {
 #[derive(Debug, Default)]
 pub struct MemoryClaimStore {
     records: BTreeMap<String, ClaimRecord>,
+    payloads: BTreeMap<String, Vec<u8>>,
     fail_next: Option<StoreError>,
 }
 
@@ -91,5 +98,22 @@ impl ClaimStore for MemoryClaimStore {
     fn keys(&mut self) -> Result<Vec<String>, StoreError> {
         self.check()?;
         Ok(self.records.keys().cloned().collect())
+    }
+
+    fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError> {
+        self.check()?;
+        self.payloads.insert(key.to_owned(), payload.to_vec());
+        Ok(())
+    }
+
+    fn load_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.check()?;
+        Ok(self.payloads.get(key).cloned())
+    }
+
+    fn delete_payload(&mut self, key: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.payloads.remove(key);
+        Ok(())
     }
 }

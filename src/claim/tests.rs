@@ -350,6 +350,15 @@ impl ClaimStore for WrongKey {
     fn keys(&mut self) -> Result<Vec<String>, StoreError> {
         self.0.keys()
     }
+    fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError> {
+        self.0.save_payload(key, payload)
+    }
+    fn load_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.0.load_payload(key)
+    }
+    fn delete_payload(&mut self, key: &str) -> Result<(), StoreError> {
+        self.0.delete_payload(key)
+    }
 }
 
 // ---- Random histories against a model -------------------------------------------------------

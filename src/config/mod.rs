@@ -7,12 +7,14 @@ use std::fmt;
 mod admin;
 mod api;
 mod delivery;
+mod queue;
 mod reader;
 mod webhook;
 
 pub use admin::{AdminConfig, MIN_ADMIN_TOKEN_LEN};
 pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
+pub use queue::{DeliveryMode, QueueConfig, QUEUE_MAX_BODY_BYTES};
 pub use webhook::WebhookConfig;
 
 use reader::Reader;
@@ -53,6 +55,18 @@ pub mod keys {
     pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
     /// Serve the `/_test/` routes.
     pub const ENABLE_TEST_ROUTES: &str = "ENABLE_TEST_ROUTES";
+    /// `sync` (forward while the sender waits) or `queue` (store, acknowledge, deliver later).
+    pub const DELIVERY_MODE: &str = "DELIVERY_MODE";
+    /// Queue mode: the first back-off (seconds).
+    pub const RETRY_BASE_SECONDS: &str = "RETRY_BASE_SECONDS";
+    /// Queue mode: the longest back-off (seconds).
+    pub const RETRY_MAX_DELAY_SECONDS: &str = "RETRY_MAX_DELAY_SECONDS";
+    /// Queue mode: attempts in one budget.
+    pub const RETRY_MAX_ATTEMPTS: &str = "RETRY_MAX_ATTEMPTS";
+    /// Queue mode: hours after acceptance during which attempts start.
+    pub const RETRY_MAX_AGE_HOURS: &str = "RETRY_MAX_AGE_HOURS";
+    /// Queue mode: the time-out of one attempt (milliseconds).
+    pub const QUEUE_FORWARD_TIMEOUT_MS: &str = "QUEUE_FORWARD_TIMEOUT_MS";
 
     /// The order problems are reported in, whichever section found them.
     pub const ORDER: &[&str] = &[
@@ -63,6 +77,12 @@ pub mod keys {
         LATE_ANSWER_WAIT_SECONDS,
         SIGNATURE_TOLERANCE_SECONDS,
         MAX_BODY_BYTES,
+        DELIVERY_MODE,
+        RETRY_BASE_SECONDS,
+        RETRY_MAX_DELAY_SECONDS,
+        RETRY_MAX_ATTEMPTS,
+        RETRY_MAX_AGE_HOURS,
+        QUEUE_FORWARD_TIMEOUT_MS,
         STRIPE_WEBHOOK_SECRET,
         ORIGIN_URL,
         ENABLE_TEST_ROUTES,
@@ -84,6 +104,8 @@ pub const MAX_RETENTION_HOURS: f64 = 366.0 * 24.0;
 pub struct Config {
     /// Lease, forward time-out, late-answer wait, body cap: how every delivery runs.
     pub delivery: DeliveryConfig,
+    /// The delivery mode, and how queued events are retried.
+    pub queue: QueueConfig,
     /// The Stripe webhook front door.
     pub webhook: WebhookConfig,
     /// The Idempotency-Key front door (`/api/`), when `API_ORIGIN_URL` is set.
@@ -100,6 +122,7 @@ impl Config {
     pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Vec<ConfigProblem>> {
         let mut r = Reader::new(lookup);
         let delivery = DeliveryConfig::load(&mut r);
+        let queue = QueueConfig::load(&mut r, &delivery);
         let webhook = WebhookConfig::load(&mut r, &delivery);
         let api = ApiConfig::load(&mut r, &delivery);
         let admin = AdminConfig::load(&mut r);
@@ -113,6 +136,7 @@ impl Config {
         })?;
         Ok(Config {
             delivery,
+            queue,
             webhook,
             api,
             admin,

@@ -246,3 +246,65 @@ fn retention_must_outlast_the_lease() {
         ["RETENTION_HOURS"]
     );
 }
+
+#[test]
+fn queue_mode_defaults_try_for_72_hours() {
+    let config = load(&[]).unwrap();
+    assert_eq!(config.queue.mode, DeliveryMode::Sync);
+    let retry = config.queue.retry;
+    assert_eq!((retry.base_ms, retry.max_delay_ms), (30_000, 3_600_000));
+    assert_eq!(retry.max_age_ms, 72 * 3_600_000);
+    // The attempts alone, each back-off as short as jitter makes it, outlast the age limit.
+    let shortest: u64 = (1..retry.max_attempts)
+        .map(|n| retry.backoff_ms(n, 0.0))
+        .sum();
+    assert!(shortest > retry.max_age_ms, "{shortest} ms");
+    assert_eq!(config.queue.forward_timeout_ms, 60_000);
+}
+
+#[test]
+fn queue_mode_keys_are_checked() {
+    let config = load(&[
+        ("DELIVERY_MODE", "queue"),
+        ("RETRY_BASE_SECONDS", "1"),
+        ("RETRY_MAX_DELAY_SECONDS", "4"),
+    ])
+    .unwrap();
+    assert_eq!(config.queue.mode, DeliveryMode::Queue);
+    assert_eq!(
+        keys(load(&[("DELIVERY_MODE", "later")]).unwrap_err()),
+        ["DELIVERY_MODE"]
+    );
+    assert_eq!(
+        keys(load(&[("DELIVERY_MODE", "queue"), ("MAX_BODY_BYTES", "2000000")]).unwrap_err()),
+        ["MAX_BODY_BYTES"],
+        "a body that cannot be stored in one value"
+    );
+    assert!(
+        load(&[("MAX_BODY_BYTES", "2000000")]).is_ok(),
+        "sync mode stores no body"
+    );
+    assert_eq!(
+        keys(
+            load(&[
+                ("DELIVERY_MODE", "queue"),
+                ("LEASE_SECONDS", "60"),
+                ("FORWARD_TIMEOUT_MS", "1000"),
+                ("LATE_ANSWER_WAIT_SECONDS", "0"),
+                ("QUEUE_FORWARD_TIMEOUT_MS", "60000"),
+            ])
+            .unwrap_err()
+        ),
+        ["QUEUE_FORWARD_TIMEOUT_MS"]
+    );
+    assert_eq!(
+        keys(
+            load(&[
+                ("RETRY_BASE_SECONDS", "10"),
+                ("RETRY_MAX_DELAY_SECONDS", "5")
+            ])
+            .unwrap_err()
+        ),
+        ["RETRY_MAX_DELAY_SECONDS"]
+    );
+}

@@ -66,6 +66,10 @@ async fn answer(req: &Request, env: &Env, rest: &str, line: &mut LogLine) -> Res
                 key: route.key.clone(),
                 fence,
             },
+            Next::Redeliver => AuthorityRequest::Redeliver {
+                key: route.key.clone(),
+                policy,
+            },
         };
     let answer = admin::after_change(&client.send(&change).await);
     if answer.status < 400 && route.action != Action::Inspect {

@@ -4,13 +4,14 @@ use std::rc::Rc;
 
 use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result, State};
 
+use super::attempt;
 use super::authority_wire;
 use super::delivery;
 use super::keeper::Keeper;
 use super::kv_store::KvClaimStore;
 use super::log;
 use crate::authority::{self, AuthorityReply, AuthorityRequest};
-use crate::claim::{self, ClaimState};
+use crate::claim::{self, ClaimState, ClaimStore};
 
 /// The Durable Object that holds one key's claim record.
 ///
@@ -39,10 +40,11 @@ impl DurableObject for ClaimAuthority {
             return delivery::run(&self.state, &self.keeper, deliver, body).await;
         }
         let now = Date::now().as_millis();
+        let body = body.to_vec();
         let reply = self
             .keeper
             .with_store(request.key(), request.op(), |store| {
-                authority::handle(store, &request, now)
+                authority::handle(store, &request, &body, now)
             })
             .await
             .unwrap_or_else(AuthorityReply::from);
@@ -51,18 +53,37 @@ impl DurableObject for ClaimAuthority {
 
     async fn alarm(&self) -> Result<Response> {
         let now = Date::now().as_millis();
-        let sweep = KvClaimStore::open(self.keeper.storage())
-            .and_then(|mut store| claim::expire(&mut store, now));
-        let sweep = match sweep {
-            Ok(sweep) => sweep,
+        let swept = KvClaimStore::open(self.keeper.storage()).and_then(|mut store| {
+            claim::expire(&mut store, now).map(|sweep| (sweep, store.keys()))
+        });
+        let (sweep, keys) = match swept {
+            Ok((sweep, Ok(keys))) => (sweep, keys),
             // Throwing makes the runtime retry the alarm with back-off.
-            Err(error) => return Err(worker::Error::RustError(error.to_string())),
+            Ok((_, Err(error))) | Err(error) => {
+                return Err(worker::Error::RustError(error.to_string()))
+            }
         };
         for expired in &sweep.expired {
             let abandoned = expired.state == ClaimState::Processing;
             log::expired(&expired.key, expired.state, abandoned);
         }
-        match sweep.next_expiry {
+        // Queue mode: deliver what is due (at most one record per object, in practice).
+        for key in &keys {
+            attempt::run_due(&self.keeper, key).await;
+        }
+        // Re-arm for the earliest work or expiry left, or delete the whole storage.
+        let mut store = KvClaimStore::open(self.keeper.storage())
+            .map_err(|error| worker::Error::RustError(error.to_string()))?;
+        let mut next: Option<u64> = None;
+        for key in store
+            .keys()
+            .map_err(|error| worker::Error::RustError(error.to_string()))?
+        {
+            if let Ok(Some(wake)) = authority::queue::wake_for(&mut store, &key) {
+                next = Some(next.map_or(wake.at, |at| at.min(wake.at)));
+            }
+        }
+        match next {
             Some(at) => self.keeper.set_alarm_at(at).await?,
             None => {
                 // Nothing left: delete the object's whole storage (metadata and alarm too),

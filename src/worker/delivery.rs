@@ -97,11 +97,11 @@ impl Attempt {
         let has_body = !matches!(forward.method.as_str(), "GET" | "HEAD");
         let body = JsValue::from(self.body.clone());
         let mut headers = forward.headers.clone();
-        headers.extend(
-            self.deliver
-                .door
-                .attempt_headers(&self.deliver.key, &self.won),
-        );
+        headers.extend(self.deliver.door.attempt_headers(
+            &self.deliver.key,
+            self.won.attempt,
+            self.won.takeover,
+        ));
         let outgoing = Outgoing {
             url: &forward.url,
             method: &forward.method,

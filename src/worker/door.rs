@@ -46,10 +46,9 @@ impl Visit {
 }
 
 /// Runs a delivery in its key's claim authority and returns the reply, with the origin's
-/// answer when it streams back. `make` builds the delivery around a fresh nonce. The request to
-/// the object runs inside `waitUntil`, so a sender that hangs up cannot cut it off between the
-/// claim and the forward. What the reply reports (attempt, origin status and time, settle,
-/// classified reason) is noted on `line`. Failures come back as a `StoreFailed` reply.
+/// answer when it streams back. `make` builds the delivery around a fresh nonce. What the reply
+/// reports (attempt, origin status and time, settle, classified reason) is noted on `line`.
+/// Failures come back as a `StoreFailed` reply.
 pub async fn deliver(
     env: &Env,
     ctx: &Context,
@@ -57,28 +56,37 @@ pub async fn deliver(
     body: &[u8],
     line: &mut LogLine,
 ) -> (AuthorityReply, Option<ReadableStream>) {
-    let failed = |retryable, detail: String| {
-        (
-            AuthorityReply::StoreFailed { retryable, detail },
-            None::<ReadableStream>,
-        )
-    };
+    match Nonce::random() {
+        Ok(nonce) => send(env, ctx, AuthorityRequest::Deliver(make(nonce)), body, line).await,
+        Err(error) => note(failed(true, format!("no random bytes: {error}")), line),
+    }
+}
+
+/// Sends `request` with `body` beside it to its key's claim authority and returns the reply.
+/// The request runs inside `waitUntil`, so a sender that hangs up cannot cut it off (between
+/// a claim and its forward, or before an event is stored).
+pub async fn send(
+    env: &Env,
+    ctx: &Context,
+    request: AuthorityRequest,
+    body: &[u8],
+    line: &mut LogLine,
+) -> (AuthorityReply, Option<ReadableStream>) {
     let client = match AuthorityClient::new(env) {
         Ok(client) => client,
         Err(error) => return note(failed(false, error.to_string()), line),
     };
-    let nonce = match Nonce::random() {
-        Ok(nonce) => nonce,
-        Err(error) => return note(failed(true, format!("no random bytes: {error}")), line),
-    };
-    let request = AuthorityRequest::Deliver(make(nonce));
     let body = Uint8Array::from(body);
     let sent = background::to_completion(ctx, async move {
         client.send_with_body(&request, Some(&body)).await
     })
     .await;
-    let reply = sent.unwrap_or_else(|| failed(true, "the delivery was cut off".into()));
+    let reply = sent.unwrap_or_else(|| failed(true, "the request was cut off".into()));
     note(reply, line)
+}
+
+fn failed(retryable: bool, detail: String) -> (AuthorityReply, Option<ReadableStream>) {
+    (AuthorityReply::StoreFailed { retryable, detail }, None)
 }
 
 fn note(

@@ -7,6 +7,7 @@ use worker::{Date, Env, Result, ScheduledTime, Storage};
 
 use super::kv_store::{KvClaimStore, Usage};
 use super::log;
+use crate::authority::{Wake, WakeBy};
 use crate::claim::{Millis, StoreError};
 
 /// What this instance knows of its alarm: nothing yet, none, or set for a time.
@@ -62,13 +63,13 @@ impl Keeper {
         &self,
         key: &str,
         op: &'static str,
-        rule: impl FnOnce(&mut KvClaimStore) -> (T, Option<Millis>),
+        rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
     ) -> std::result::Result<T, StoreError> {
         let mut store = KvClaimStore::open(&self.storage)?;
         let (result, wake_by) = rule(&mut store);
         let usage: Usage = store.usage();
         let alarms_set = match wake_by {
-            Some(at) => self.ensure_alarm(at).await,
+            Some(wake) => self.ensure_alarm(wake).await,
             None => false,
         };
         if self.log_usage {
@@ -87,22 +88,22 @@ impl Keeper {
         &self.env
     }
 
-    /// Makes sure an alarm is set after a write whose record expires at `wake_by`; true when it
-    /// had to set one.
+    /// Makes sure the alarm fires as a write needs; true when it had to set one.
     ///
-    /// A known alarm still ahead is left as it is, whatever its time: one later than the
-    /// record's expiry deletes it a little late (a record past its expiry already counts as
-    /// absent), and one earlier finds it unexpired and re-arms itself once. Either way no second
-    /// `setAlarm`, a billed row write, on the delivery's path. Unknown (a new instance), or a
-    /// time already past (the alarm may have given up): set it, with no await between the
-    /// write and the alarm.
-    async fn ensure_alarm(&self, wake_by: Millis) -> bool {
+    /// For an expiry (`due: false`) a known alarm still ahead is left as it is, whatever its
+    /// time: one later than the record's expiry deletes it a little late (a record past its
+    /// expiry already counts as absent), and one earlier finds it unexpired and re-arms itself
+    /// once. Either way no second `setAlarm`, a billed row write, on the delivery's path. For
+    /// due work (`due: true`, queue mode) the alarm must fire by then: a known alarm later than
+    /// that is moved. Unknown (a new instance), or a time already past (the alarm may have
+    /// given up): set it, with no await between the write and the alarm.
+    pub async fn ensure_alarm(&self, wake: Wake) -> bool {
         if let Alarm::At(at) = self.alarm.get() {
-            if at > Date::now().as_millis() {
+            if at > Date::now().as_millis() && (!wake.due || at <= wake.at) {
                 return false;
             }
         }
-        if let Err(error) = self.set_alarm_at(wake_by).await {
+        if let Err(error) = self.set_alarm_at(wake.at).await {
             // The write stands and the answer goes out; the next write of this key sets it.
             self.alarm.set(Alarm::Unknown);
             log::alarm_failed(&error.to_string());

@@ -5,7 +5,7 @@
 //! every new object, and creating it writes rows that are billed like any other. A value in
 //! the built-in key-value table costs exactly one row written per put or delete.
 
-use js_sys::{Array, Reflect};
+use js_sys::{Array, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
@@ -23,11 +23,20 @@ extern "C" {
     #[wasm_bindgen(method, catch)]
     fn put(this: &SyncKv, key: &str, value: &str) -> Result<(), JsValue>;
 
+    #[wasm_bindgen(method, catch, js_name = put)]
+    fn put_bytes(this: &SyncKv, key: &str, value: &Uint8Array) -> Result<(), JsValue>;
+
     #[wasm_bindgen(method, catch)]
     fn delete(this: &SyncKv, key: &str) -> Result<bool, JsValue>;
 
     #[wasm_bindgen(method, catch)]
     fn list(this: &SyncKv) -> Result<js_sys::Iterator, JsValue>;
+}
+
+/// The storage key of a key's payload (a queued event). It starts with a control character,
+/// which no record key has (they are printable), so [`ClaimStore::keys`] can skip it.
+fn payload_key(key: &str) -> String {
+    format!("\u{1}payload:{key}")
 }
 
 /// Rows read and written, counted as Cloudflare bills the key-value API on SQLite: one row
@@ -126,10 +135,36 @@ impl ClaimStore for KvClaimStore {
         for entry in self.kv.list().map_err(js_error)? {
             let entry: Array = entry.map_err(js_error)?.unchecked_into();
             self.usage.rows_read += 1;
-            if let Some(key) = entry.get(0).as_string() {
+            if let Some(key) = entry.get(0).as_string().filter(|k| !k.starts_with('\u{1}')) {
                 keys.push(key);
             }
         }
         Ok(keys)
+    }
+
+    fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError> {
+        self.kv
+            .put_bytes(&payload_key(key), &Uint8Array::from(payload))
+            .map_err(js_error)?;
+        self.usage.rows_written += 1;
+        Ok(())
+    }
+
+    fn load_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let value = self.kv.get(&payload_key(key)).map_err(js_error)?;
+        self.usage.rows_read += 1;
+        if value.is_undefined() {
+            return Ok(None);
+        }
+        let bytes: Uint8Array = value.dyn_into().map_err(|_| {
+            StoreError::Fatal(format!("the stored payload of {key:?} is not bytes"))
+        })?;
+        Ok(Some(bytes.to_vec()))
+    }
+
+    fn delete_payload(&mut self, key: &str) -> Result<(), StoreError> {
+        self.kv.delete(&payload_key(key)).map_err(js_error)?;
+        self.usage.rows_written += 1;
+        Ok(())
     }
 }

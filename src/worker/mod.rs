@@ -3,6 +3,7 @@
 
 mod admin;
 mod api;
+mod attempt;
 mod authority_client;
 mod authority_wire;
 mod background;

@@ -6,8 +6,8 @@ use worker::{Context, Date, Env, Method, Request, Response, Result};
 use super::body::{self, BodyError};
 use super::door::{self, Visit};
 use super::env_config;
-use crate::authority::{Deliver, Door, Forward};
-use crate::config;
+use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
+use crate::config::{self, DeliveryMode};
 use crate::log_line::{LogLine, Route};
 use crate::stripe::{envelope, signature};
 use crate::webhook::{self, Answer, Refusal};
@@ -68,6 +68,17 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
         .ok()
         .flatten()
         .unwrap_or_else(|| "application/json".into());
+    if config.queue.mode == DeliveryMode::Queue {
+        // Stored, then acknowledged; the event's object delivers it (its alarm), signing each
+        // attempt anew.
+        let enqueue = AuthorityRequest::Enqueue {
+            key: event.id.clone(),
+            policy: config.webhook.claims,
+            headers: vec![("content-type".into(), content_type)],
+        };
+        let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
+        return webhook::after_enqueue(&reply, &event.id);
+    }
     let forward = Forward {
         url: config.webhook.origin_url.to_string(),
         method: "POST".into(),

@@ -1,0 +1,213 @@
+//! Queue mode's pure pieces: the stored form of a queued event, and the plan of one attempt.
+//!
+//! A queued event is stored as one value: a frame (see [`super::frame_prefix`]) holding the
+//! headers to forward as JSON, then the raw body.
+
+use super::{frame_json_range, frame_prefix, WakeBy, Watched};
+use crate::claim::{
+    self, AttemptOutcome, ClaimPolicy, ClaimStore, FailedOutcome, Fence, FinalizeOutcome, Millis,
+    Nonce, RetryPolicy, StoreError,
+};
+use crate::origin::Verdict;
+
+/// Headers to forward, in order.
+pub type Headers = Vec<(String, String)>;
+
+/// The stored form of a queued event: its headers, then its body.
+pub fn payload(headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
+    let json = serde_json::to_vec(headers).expect("headers always serialise");
+    let mut stored = frame_prefix(&json);
+    stored.extend_from_slice(body);
+    stored
+}
+
+/// Reads a stored event back: its headers and its body. Unreadable data is a fatal store
+/// error (never delivered half-read).
+pub fn read_payload(stored: &[u8]) -> Result<(Headers, &[u8]), StoreError> {
+    let unreadable = || StoreError::Fatal("a stored event is unreadable".into());
+    let head: [u8; 4] = stored
+        .get(..4)
+        .and_then(|head| head.try_into().ok())
+        .ok_or_else(unreadable)?;
+    let (start, end) = frame_json_range(head, stored.len()).ok_or_else(unreadable)?;
+    let headers = serde_json::from_slice(&stored[start..end]).map_err(|_| unreadable())?;
+    Ok((headers, &stored[end..]))
+}
+
+/// Starts the attempt due at `now` for `key` (see [`claim::start_attempt`]), and the alarm the
+/// write needs (the lease's end, so an attempt that dies is taken over).
+pub fn start<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+    nonce: Nonce,
+) -> (Result<AttemptOutcome, StoreError>, WakeBy) {
+    let mut watched = Watched::new(store);
+    let outcome = claim::start_attempt(&mut watched, key, now, policy, nonce);
+    (outcome, watched.wake)
+}
+
+/// How a queued attempt ended, as settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// Delivered: the record is done and the body dropped.
+    Delivered,
+    /// Failed; the next attempt is due then.
+    RetryAt(Millis),
+    /// Failed, and no attempt is left: dead-lettered, the body kept.
+    DeadLettered,
+    /// The attempt's lease ran out and another took over: nothing changed.
+    FenceConflict,
+}
+
+/// Settles the attempt holding `fence` on its verdict: a success finalizes; anything else (a
+/// non-2xx, a time-out, a network error: in queue mode every one of them is a failed attempt)
+/// schedules the next attempt or dead-letters the event. Returns how it ended and the alarm
+/// the write needs.
+#[allow(clippy::too_many_arguments)]
+pub fn settle_attempt<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+    verdict: Verdict,
+    policy: ClaimPolicy,
+    retry: RetryPolicy,
+    jitter: f64,
+) -> (Result<AttemptEnd, StoreError>, WakeBy) {
+    let mut watched = Watched::new(store);
+    let end = match verdict {
+        Verdict::Succeeded => claim::finalize(&mut watched, key, fence, now, policy, None).map(
+            |outcome| match outcome {
+                FinalizeOutcome::Finalized { .. } => AttemptEnd::Delivered,
+                _ => AttemptEnd::FenceConflict,
+            },
+        ),
+        failed => {
+            let reason = match failed {
+                Verdict::Failed(reason) | Verdict::Unknown(reason) => reason,
+                _ => crate::origin::Reason::TimedOut,
+            };
+            claim::attempt_failed(
+                &mut watched,
+                key,
+                fence,
+                now,
+                &reason.to_string(),
+                policy,
+                retry,
+                jitter,
+            )
+            .map(|outcome| match outcome {
+                FailedOutcome::Retry { next_attempt_at } => AttemptEnd::RetryAt(next_attempt_at),
+                FailedOutcome::Dead => AttemptEnd::DeadLettered,
+                FailedOutcome::NotOwner => AttemptEnd::FenceConflict,
+            })
+        }
+    };
+    (end, watched.wake)
+}
+
+/// The alarm `key`'s record needs now, if it has one (none: nothing left to do or keep).
+pub fn wake_for<S: ClaimStore>(store: &mut S, key: &str) -> Result<WakeBy, StoreError> {
+    Ok(store
+        .load(key)?
+        .map(|record| super::Wake::for_record(&record)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::claim::{enqueue, ClaimState, MemoryClaimStore};
+    use crate::origin::Reason;
+
+    const POLICY: ClaimPolicy = ClaimPolicy {
+        lease_ms: 10_000,
+        retention_ms: 1_000_000,
+    };
+    const RETRY: RetryPolicy = RetryPolicy {
+        base_ms: 1_000,
+        max_delay_ms: 4_000,
+        max_attempts: 2,
+        max_age_ms: 100_000,
+    };
+
+    #[test]
+    fn an_attempt_asks_for_its_lease_end_then_settles_on_its_verdict() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, "evt_q", 0, POLICY, b"x").unwrap();
+        let (started, wake) = start(&mut store, "evt_q", 5, POLICY, Nonce([1; 16]));
+        let Ok(AttemptOutcome::Start { fence, .. }) = started else {
+            panic!("{started:?}")
+        };
+        assert_eq!(
+            wake,
+            Some(super::super::Wake {
+                at: 10_005,
+                due: true
+            })
+        );
+        let (end, wake) = settle_attempt(
+            &mut store,
+            "evt_q",
+            &fence,
+            6,
+            Verdict::Pending,
+            POLICY,
+            RETRY,
+            0.999_999,
+        );
+        assert_eq!(end, Ok(AttemptEnd::RetryAt(1_006)));
+        assert_eq!(wake.map(|w| (w.at, w.due)), Some((1_006, true)));
+        assert_eq!(
+            store
+                .load("evt_q")
+                .unwrap()
+                .unwrap()
+                .last_release_reason
+                .as_deref(),
+            Some("time-out"),
+            "a time-out is a failed attempt in queue mode"
+        );
+        let (started, _) = start(&mut store, "evt_q", 1_006, POLICY, Nonce([2; 16]));
+        let Ok(AttemptOutcome::Start { fence, .. }) = started else {
+            panic!("{started:?}")
+        };
+        let (end, wake) = settle_attempt(
+            &mut store,
+            "evt_q",
+            &fence,
+            1_007,
+            Verdict::Failed(Reason::Answered(500)),
+            POLICY,
+            RETRY,
+            0.5,
+        );
+        assert_eq!(end, Ok(AttemptEnd::DeadLettered));
+        assert_eq!(wake.map(|w| w.due), Some(false), "only the expiry is left");
+        assert_eq!(
+            store.load("evt_q").unwrap().unwrap().state,
+            ClaimState::Dead
+        );
+    }
+
+    #[test]
+    fn a_stored_event_reads_back_byte_for_byte() {
+        let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        let body = "{\"id\":\"evt_1\",\"note\":\"caf\u{e9}\"}".as_bytes();
+        let stored = payload(&headers, body);
+        let (read_headers, read_body) = read_payload(&stored).unwrap();
+        assert_eq!(read_headers, headers);
+        assert_eq!(read_body, body);
+        assert!(matches!(
+            read_payload(&stored[..3]),
+            Err(StoreError::Fatal(_))
+        ));
+        assert!(matches!(
+            read_payload(&stored[..10]),
+            Err(StoreError::Fatal(_))
+        ));
+    }
+}

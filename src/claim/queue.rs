@@ -1,0 +1,558 @@
+//! Queue mode's rules: store an event, attempt its delivery under a lease, retry it with
+//! back-off, dead-letter it, redeliver it. Same shape as [`super::engine`]: each function reads
+//! the key's record, decides, and writes, with no other I/O in between.
+//!
+//! | state | meaning | next |
+//! | --- | --- | --- |
+//! | `queued` | stored, waiting for its attempt at `queue.next_attempt_at` | `processing` when the attempt starts |
+//! | `processing` | an attempt holds the claim under a lease | `done` (2xx), `queued` (failed, another attempt allowed), `dead` (failed, none allowed); after a crash, a new attempt once the lease ends |
+//! | `done` | delivered; the body is dropped, the record kept for the retention | deleted at the end of the retention |
+//! | `dead` | every allowed attempt failed; the body is kept | `queued` on an operator's redelivery; deleted at the end of the retention |
+
+use serde::{Deserialize, Serialize};
+
+use super::engine::{load_current, ClaimPolicy};
+use super::fence::{Fence, Nonce};
+use super::record::{ClaimRecord, ClaimState, Millis, QueueInfo};
+use super::store::{ClaimStore, StoreError};
+
+/// How failed attempts are retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// The first back-off (`RETRY_BASE_SECONDS`), doubled after each failed attempt.
+    pub base_ms: u64,
+    /// The longest back-off (`RETRY_MAX_DELAY_SECONDS`).
+    pub max_delay_ms: u64,
+    /// Attempts allowed in one budget (`RETRY_MAX_ATTEMPTS`).
+    pub max_attempts: u32,
+    /// How long after the budget began attempts may start (`RETRY_MAX_AGE_HOURS`).
+    pub max_age_ms: u64,
+}
+
+impl RetryPolicy {
+    /// The back-off after the `failed`-th failed attempt of a budget (1 for the first), with
+    /// `jitter` in `[0, 1)` taking off up to a quarter: `min(max, base × 2^(failed-1))`, times
+    /// 0.75 to 1.
+    pub fn backoff_ms(&self, failed: u32, jitter: f64) -> u64 {
+        let doubled = self
+            .base_ms
+            .saturating_mul(1u64 << failed.saturating_sub(1).min(40));
+        let delay = doubled.min(self.max_delay_ms);
+        let factor = 0.75 + 0.25 * jitter.clamp(0.0, 1.0);
+        ((delay as f64) * factor).round() as u64
+    }
+}
+
+/// The answer to storing an event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum EnqueueOutcome {
+    /// Stored; its first attempt is due now.
+    Queued,
+    /// The event is already known (queued, in delivery, delivered or dead): nothing stored.
+    Duplicate {
+        /// Its state.
+        state: ClaimState,
+    },
+}
+
+/// Stores the event `key` with `payload` (its body and headers) at `now`, due at once, unless
+/// the key is already known. A record past its retention counts as absent.
+pub fn enqueue<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+    payload: &[u8],
+) -> Result<EnqueueOutcome, StoreError> {
+    if let Some(record) = load_current(store, key, now)? {
+        // A released claim of a forward made while its sender waited is no delivery: store.
+        if record.state != ClaimState::Released {
+            return Ok(EnqueueOutcome::Duplicate {
+                state: record.state,
+            });
+        }
+    }
+    store.save_payload(key, payload)?;
+    store.save(&ClaimRecord {
+        key: key.to_owned(),
+        state: ClaimState::Queued,
+        fence: Fence::new(0, [0; 16]),
+        attempts: 0,
+        first_seen_at: now,
+        claimed_at: now,
+        lease_expires_at: now,
+        wait_ends_at: None,
+        takeover: false,
+        finished_at: None,
+        released_at: None,
+        expires_at: now.saturating_add(policy.retention_ms),
+        last_release_reason: None,
+        fingerprint: None,
+        response: None,
+        queue: Some(QueueInfo {
+            accepted_at: now,
+            next_attempt_at: Some(now),
+            budget_first_attempt: 0,
+            budget_started_at: now,
+            body_held: true,
+        }),
+    })?;
+    Ok(EnqueueOutcome::Queued)
+}
+
+/// The answer to starting an attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// The attempt holds the claim until `lease_expires_at`; forward the stored payload.
+    Start {
+        /// The fence to settle with.
+        fence: Fence,
+        /// The attempt's number (they keep increasing across redeliveries).
+        attempt: u32,
+        /// True when an earlier attempt's lease ran out unfinished (a crash).
+        takeover: bool,
+        /// When this attempt's lease runs out.
+        lease_expires_at: Millis,
+    },
+    /// Nothing to deliver now; come back at `at` (the next attempt, or a live lease's end).
+    NotDue {
+        /// When something may be due.
+        at: Millis,
+    },
+    /// Nothing to deliver: no queued record (delivered, dead, absent, or not queue mode).
+    Idle,
+}
+
+/// Starts the attempt due at `now`: a `queued` record whose time has come, or a queue-mode
+/// `processing` record whose lease ran out (its attempt died). Never while an attempt's lease
+/// is live, so attempts of one event never overlap.
+pub fn start_attempt<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+    nonce: Nonce,
+) -> Result<AttemptOutcome, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(AttemptOutcome::Idle);
+    };
+    let Some(next_attempt_at) = record
+        .queue
+        .as_ref()
+        .filter(|queue| queue.body_held)
+        .map(|queue| queue.next_attempt_at)
+    else {
+        return Ok(AttemptOutcome::Idle);
+    };
+    let takeover = match record.state {
+        ClaimState::Queued => match next_attempt_at {
+            Some(at) if at > now => return Ok(AttemptOutcome::NotDue { at }),
+            _ => false,
+        },
+        ClaimState::Processing if now < record.lease_expires_at => {
+            return Ok(AttemptOutcome::NotDue {
+                at: record.lease_expires_at,
+            })
+        }
+        ClaimState::Processing => true,
+        ClaimState::Done | ClaimState::Dead | ClaimState::Released => {
+            return Ok(AttemptOutcome::Idle)
+        }
+    };
+    let attempt = record.attempts.saturating_add(1);
+    let fence = Fence::new(attempt, nonce.0);
+    let lease_expires_at = now.saturating_add(policy.lease_ms);
+    if let Some(queue) = record.queue.as_mut() {
+        queue.next_attempt_at = None;
+    }
+    record.state = ClaimState::Processing;
+    record.fence = fence.clone();
+    record.attempts = attempt;
+    record.claimed_at = now;
+    record.lease_expires_at = lease_expires_at;
+    record.takeover = takeover;
+    record.expires_at = record
+        .expires_at
+        .max(lease_expires_at.saturating_add(policy.retention_ms));
+    store.save(&record)?;
+    Ok(AttemptOutcome::Start {
+        fence,
+        attempt,
+        takeover,
+        lease_expires_at,
+    })
+}
+
+/// The answer to a failed attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum FailedOutcome {
+    /// Another attempt is due at `next_attempt_at`.
+    Retry {
+        /// When.
+        next_attempt_at: Millis,
+    },
+    /// No attempt is left in the budget: the event is dead-lettered, its body kept.
+    Dead,
+    /// The fence is not the current attempt's (its lease ran out and another took over):
+    /// nothing changed.
+    NotOwner,
+}
+
+/// Records that the attempt holding `fence` failed for `reason`: schedules the next attempt
+/// after the back-off (`jitter` in `[0, 1)`), or dead-letters the event when the budget has no
+/// attempt left (`max_attempts` made, or the next would start after `max_age_ms`). Fenced: an
+/// attempt whose lease ran out and was taken over changes nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn attempt_failed<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+    reason: &str,
+    policy: ClaimPolicy,
+    retry: RetryPolicy,
+    jitter: f64,
+) -> Result<FailedOutcome, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(FailedOutcome::NotOwner);
+    };
+    if record.fence != *fence || record.state != ClaimState::Processing {
+        return Ok(FailedOutcome::NotOwner);
+    }
+    let attempts = record.attempts;
+    let Some(queue) = record.queue.as_mut() else {
+        return Ok(FailedOutcome::NotOwner);
+    };
+    let failed = attempts.saturating_sub(queue.budget_first_attempt);
+    let next = now.saturating_add(retry.backoff_ms(failed, jitter));
+    let dead = failed >= retry.max_attempts
+        || next > queue.budget_started_at.saturating_add(retry.max_age_ms);
+    queue.next_attempt_at = (!dead).then_some(next);
+    let outcome = if dead {
+        record.state = ClaimState::Dead;
+        FailedOutcome::Dead
+    } else {
+        record.state = ClaimState::Queued;
+        FailedOutcome::Retry {
+            next_attempt_at: next,
+        }
+    };
+    record.last_release_reason = Some(reason.to_owned());
+    record.released_at = Some(now);
+    record.expires_at = record
+        .expires_at
+        .max(now.saturating_add(policy.retention_ms));
+    store.save(&record)?;
+    Ok(outcome)
+}
+
+/// The answer to an operator's redelivery.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RedeliverOutcome {
+    /// Queued again with a fresh budget, due now.
+    Queued,
+    /// An attempt holds the claim under a live lease: nothing changed.
+    UnderLease {
+        /// When that lease runs out.
+        lease_expires_at: Millis,
+    },
+    /// No record, or no body held (a delivered event, or one not stored by queue mode).
+    NoBody,
+}
+
+/// Puts a `dead` (or waiting `queued`) event back in the queue, due now, with a fresh attempt
+/// budget from `now`; attempt numbers keep increasing.
+pub fn redeliver<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+) -> Result<RedeliverOutcome, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(RedeliverOutcome::NoBody);
+    };
+    if record.has_live_lease(now) {
+        return Ok(RedeliverOutcome::UnderLease {
+            lease_expires_at: record.lease_expires_at,
+        });
+    }
+    let attempts = record.attempts;
+    let Some(queue) = record.queue.as_mut().filter(|queue| queue.body_held) else {
+        return Ok(RedeliverOutcome::NoBody);
+    };
+    queue.next_attempt_at = Some(now);
+    queue.budget_first_attempt = attempts;
+    queue.budget_started_at = now;
+    record.state = ClaimState::Queued;
+    record.expires_at = record
+        .expires_at
+        .max(now.saturating_add(policy.retention_ms));
+    store.save(&record)?;
+    Ok(RedeliverOutcome::Queued)
+}
+
+/// When the object must wake for `record`: its next attempt, the end of a queue attempt's lease
+/// (to take over a crashed attempt), or its expiry, whichever comes first.
+pub fn next_wake(record: &ClaimRecord) -> Millis {
+    let due = match (&record.queue, record.state) {
+        (Some(queue), ClaimState::Queued) => queue.next_attempt_at,
+        (Some(queue), ClaimState::Processing) if queue.body_held => Some(record.lease_expires_at),
+        _ => None,
+    };
+    due.map_or(record.expires_at, |at| at.min(record.expires_at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::{finalize, forget, FinalizeOutcome, ForgetOutcome, MemoryClaimStore};
+
+    const KEY: &str = "evt_queued";
+    const POLICY: ClaimPolicy = ClaimPolicy {
+        lease_ms: 10_000,
+        retention_ms: 1_000_000,
+    };
+    const RETRY: RetryPolicy = RetryPolicy {
+        base_ms: 1_000,
+        max_delay_ms: 4_000,
+        max_attempts: 3,
+        max_age_ms: 100_000,
+    };
+
+    fn start(store: &mut MemoryClaimStore, now: Millis, n: u8) -> (Fence, u32, bool) {
+        match start_attempt(store, KEY, now, POLICY, Nonce([n; 16])).unwrap() {
+            AttemptOutcome::Start {
+                fence,
+                attempt,
+                takeover,
+                ..
+            } => (fence, attempt, takeover),
+            other => panic!("expected an attempt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_with_at_most_a_quarter_off() {
+        assert_eq!(RETRY.backoff_ms(1, 0.999_999), 1_000);
+        assert_eq!(RETRY.backoff_ms(2, 0.999_999), 2_000);
+        assert_eq!(RETRY.backoff_ms(3, 0.999_999), 4_000);
+        assert_eq!(RETRY.backoff_ms(9, 0.999_999), 4_000, "capped");
+        assert_eq!(
+            RETRY.backoff_ms(1, 0.0),
+            750,
+            "jitter takes off at most a quarter"
+        );
+        assert_eq!(RETRY.backoff_ms(99, 0.5), 3_500, "no overflow");
+    }
+
+    #[test]
+    fn an_event_is_stored_once_and_its_repeats_store_nothing() {
+        let mut store = MemoryClaimStore::new();
+        assert_eq!(
+            enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap(),
+            EnqueueOutcome::Queued
+        );
+        let stored = store.load(KEY).unwrap();
+        assert_eq!(
+            enqueue(&mut store, KEY, 5, POLICY, b"other").unwrap(),
+            EnqueueOutcome::Duplicate {
+                state: ClaimState::Queued
+            }
+        );
+        assert_eq!(store.load(KEY).unwrap(), stored);
+        assert_eq!(
+            store.load_payload(KEY).unwrap().as_deref(),
+            Some(&b"body"[..])
+        );
+        assert_eq!(next_wake(&stored.unwrap()), 0, "due at once");
+    }
+
+    #[test]
+    fn a_delivered_event_drops_its_body() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, attempt, takeover) = start(&mut store, 1, 1);
+        assert_eq!((attempt, takeover), (1, false));
+        assert_eq!(
+            start_attempt(&mut store, KEY, 2, POLICY, Nonce([2; 16])).unwrap(),
+            AttemptOutcome::NotDue { at: 10_001 },
+            "attempts never overlap"
+        );
+        assert!(matches!(
+            finalize(&mut store, KEY, &fence, 3, POLICY, None).unwrap(),
+            FinalizeOutcome::Finalized { .. }
+        ));
+        assert_eq!(store.load_payload(KEY).unwrap(), None);
+        let record = store.load(KEY).unwrap().unwrap();
+        assert_eq!(record.state, ClaimState::Done);
+        assert!(!record.queue.unwrap().body_held);
+        assert_eq!(
+            enqueue(&mut store, KEY, 4, POLICY, b"body").unwrap(),
+            EnqueueOutcome::Duplicate {
+                state: ClaimState::Done
+            }
+        );
+        assert_eq!(
+            start_attempt(&mut store, KEY, 5, POLICY, Nonce([3; 16])).unwrap(),
+            AttemptOutcome::Idle
+        );
+    }
+
+    #[test]
+    fn failures_retry_with_backoff_then_dead_letter_and_redelivery_starts_a_fresh_budget() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, _, _) = start(&mut store, 0, 1);
+        let failed = |store: &mut MemoryClaimStore, fence: &Fence, now| {
+            attempt_failed(
+                store,
+                KEY,
+                fence,
+                now,
+                "origin answered 500",
+                POLICY,
+                RETRY,
+                0.999_999,
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            failed(&mut store, &fence, 100),
+            FailedOutcome::Retry {
+                next_attempt_at: 1_100
+            }
+        );
+        assert_eq!(
+            failed(&mut store, &fence, 100),
+            FailedOutcome::NotOwner,
+            "settled once"
+        );
+        assert_eq!(
+            start_attempt(&mut store, KEY, 1_099, POLICY, Nonce([2; 16])).unwrap(),
+            AttemptOutcome::NotDue { at: 1_100 }
+        );
+        let (fence, attempt, _) = start(&mut store, 1_100, 2);
+        assert_eq!(attempt, 2);
+        assert_eq!(
+            failed(&mut store, &fence, 1_200),
+            FailedOutcome::Retry {
+                next_attempt_at: 3_200
+            }
+        );
+        let (fence, _, _) = start(&mut store, 3_200, 3);
+        assert_eq!(failed(&mut store, &fence, 3_300), FailedOutcome::Dead);
+        let dead = store.load(KEY).unwrap().unwrap();
+        assert_eq!(dead.state, ClaimState::Dead);
+        assert_eq!(
+            dead.last_release_reason.as_deref(),
+            Some("origin answered 500")
+        );
+        assert!(
+            store.load_payload(KEY).unwrap().is_some(),
+            "a dead event keeps its body"
+        );
+        assert_eq!(next_wake(&dead), dead.expires_at);
+
+        assert_eq!(
+            redeliver(&mut store, KEY, 5_000, POLICY).unwrap(),
+            RedeliverOutcome::Queued
+        );
+        let (fence, attempt, _) = start(&mut store, 5_000, 4);
+        assert_eq!(attempt, 4, "attempt numbers keep increasing");
+        assert_eq!(
+            redeliver(&mut store, KEY, 5_001, POLICY).unwrap(),
+            RedeliverOutcome::UnderLease {
+                lease_expires_at: 15_000
+            }
+        );
+        assert_eq!(
+            failed(&mut store, &fence, 5_100),
+            FailedOutcome::Retry {
+                next_attempt_at: 6_100
+            },
+            "a fresh budget: the back-off starts again"
+        );
+    }
+
+    #[test]
+    fn the_age_limit_dead_letters_before_the_attempt_limit() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, _, _) = start(&mut store, 99_500, 1);
+        let short = RetryPolicy {
+            max_attempts: 100,
+            ..RETRY
+        };
+        assert_eq!(
+            attempt_failed(&mut store, KEY, &fence, 99_500, "time-out", POLICY, short, 0.999_999)
+                .unwrap(),
+            FailedOutcome::Dead,
+            "the next attempt would start after the age limit"
+        );
+    }
+
+    #[test]
+    fn a_crashed_attempt_is_taken_over_after_its_lease_and_its_fence_is_dead() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (old, _, _) = start(&mut store, 0, 1);
+        let processing = store.load(KEY).unwrap().unwrap();
+        assert_eq!(next_wake(&processing), 10_000, "wake at the lease's end");
+        let (new, attempt, takeover) = start(&mut store, 10_000, 2);
+        assert_eq!((attempt, takeover), (2, true));
+        assert_eq!(
+            attempt_failed(&mut store, KEY, &old, 10_001, "late", POLICY, RETRY, 0.5).unwrap(),
+            FailedOutcome::NotOwner
+        );
+        assert_eq!(
+            finalize(&mut store, KEY, &old, 10_001, POLICY, None).unwrap(),
+            FinalizeOutcome::NotOwner
+        );
+        assert!(matches!(
+            finalize(&mut store, KEY, &new, 10_002, POLICY, None).unwrap(),
+            FinalizeOutcome::Finalized { .. }
+        ));
+    }
+
+    #[test]
+    fn a_forgotten_or_expired_event_takes_its_body_with_it() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let fence = store.load(KEY).unwrap().unwrap().fence;
+        assert_eq!(
+            forget(&mut store, KEY, &fence, 1).unwrap(),
+            ForgetOutcome::Forgotten
+        );
+        assert_eq!(store.load_payload(KEY).unwrap(), None);
+        enqueue(&mut store, KEY, 2, POLICY, b"body").unwrap();
+        let sweep = crate::claim::expire(&mut store, 2 + POLICY.retention_ms).unwrap();
+        assert_eq!(sweep.expired.len(), 1);
+        assert_eq!(store.load_payload(KEY).unwrap(), None);
+    }
+
+    #[test]
+    fn a_sync_delivery_meeting_a_queued_event_is_acknowledged() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let outcome = crate::claim::claim(
+            &mut store,
+            &crate::claim::ClaimRequest {
+                key: KEY,
+                now: 1,
+                policy: POLICY,
+                nonce: Nonce([9; 16]),
+                fingerprint: None,
+                answer_within_ms: None,
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            outcome,
+            crate::claim::ClaimOutcome::DuplicateProcessed { .. }
+        ));
+    }
+}

@@ -1,0 +1,125 @@
+//! Queue mode's settings: which mode deliveries use, and how queued events are retried.
+
+use super::keys::{
+    DELIVERY_MODE, LEASE_SECONDS, MAX_BODY_BYTES, QUEUE_FORWARD_TIMEOUT_MS, RETRY_BASE_SECONDS,
+    RETRY_MAX_AGE_HOURS, RETRY_MAX_ATTEMPTS, RETRY_MAX_DELAY_SECONDS,
+};
+use super::reader::Reader;
+use super::{settle_margin_ms, DeliveryConfig, MAX_RETENTION_HOURS};
+use crate::claim::RetryPolicy;
+
+/// Default first back-off of a failed queued delivery.
+pub const DEFAULT_RETRY_BASE_SECONDS: u64 = 30;
+/// Default longest back-off.
+pub const DEFAULT_RETRY_MAX_DELAY_SECONDS: u64 = 3_600;
+/// Default attempts in one budget: with the default back-off (30 s doubling to an hour, at most
+/// a quarter off for jitter) 120 attempts take longer than the default age limit, so delivery
+/// is tried for the whole 72 hours, as long as Stripe itself retries.
+pub const DEFAULT_RETRY_MAX_ATTEMPTS: u64 = 120;
+/// Default age after which no attempt starts: Stripe's own 3 days of retries.
+pub const DEFAULT_RETRY_MAX_AGE_HOURS: f64 = 72.0;
+/// Default time-out of one queued attempt.
+pub const DEFAULT_QUEUE_FORWARD_TIMEOUT_MS: u64 = 60_000;
+/// Longest time-out of one queued attempt: well inside the 15 minutes an alarm may run.
+pub const MAX_QUEUE_FORWARD_TIMEOUT_MS: u64 = 300_000;
+/// Largest body queue mode stores: one stored value (key and value) holds at most 2 MB in a
+/// SQLite-backed object, and the stored delivery also holds its headers.
+pub const QUEUE_MAX_BODY_BYTES: u64 = 1_900_000;
+
+/// How deliveries are made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeliveryMode {
+    /// Forwarded while the sender waits; its answer follows the origin's.
+    #[default]
+    Sync,
+    /// Stored, acknowledged at once, delivered by the event's object with retries.
+    Queue,
+}
+
+/// Queue mode's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// The mode deliveries use (`DELIVERY_MODE`).
+    pub mode: DeliveryMode,
+    /// How failed attempts are retried (`RETRY_…`).
+    pub retry: RetryPolicy,
+    /// How long one attempt waits for the origin (`QUEUE_FORWARD_TIMEOUT_MS`); a later answer
+    /// is a failed attempt.
+    pub forward_timeout_ms: u64,
+}
+
+impl QueueConfig {
+    /// Reads the queue keys. In queue mode the lease must outlast an attempt with its settle
+    /// margin, and the body cap must fit one stored value.
+    pub fn load<F: Fn(&str) -> Option<String>>(
+        r: &mut Reader<F>,
+        delivery: &DeliveryConfig,
+    ) -> QueueConfig {
+        let mode = match r.raw(DELIVERY_MODE).as_deref() {
+            None | Some("sync") => DeliveryMode::Sync,
+            Some("queue") => DeliveryMode::Queue,
+            Some(_) => {
+                r.problem(DELIVERY_MODE, "not `sync` or `queue`");
+                DeliveryMode::Sync
+            }
+        };
+        let base_ms = r.integer(RETRY_BASE_SECONDS, DEFAULT_RETRY_BASE_SECONDS, 1, 86_400) * 1_000;
+        let max_delay_ms = r.integer(
+            RETRY_MAX_DELAY_SECONDS,
+            DEFAULT_RETRY_MAX_DELAY_SECONDS,
+            1,
+            7 * 86_400,
+        ) * 1_000;
+        if max_delay_ms < base_ms {
+            r.problem(
+                RETRY_MAX_DELAY_SECONDS,
+                format!("must be at least {RETRY_BASE_SECONDS}"),
+            );
+        }
+        let max_attempts =
+            r.integer(RETRY_MAX_ATTEMPTS, DEFAULT_RETRY_MAX_ATTEMPTS, 1, 10_000) as u32;
+        let max_age_hours = r.hours(
+            RETRY_MAX_AGE_HOURS,
+            DEFAULT_RETRY_MAX_AGE_HOURS,
+            MAX_RETENTION_HOURS,
+        );
+        let forward_timeout_ms = r.integer(
+            QUEUE_FORWARD_TIMEOUT_MS,
+            DEFAULT_QUEUE_FORWARD_TIMEOUT_MS,
+            1,
+            MAX_QUEUE_FORWARD_TIMEOUT_MS,
+        );
+        if mode == DeliveryMode::Queue {
+            let margin_ms = settle_margin_ms(delivery.lease_ms);
+            if forward_timeout_ms + margin_ms > delivery.lease_ms {
+                r.problem(
+                    QUEUE_FORWARD_TIMEOUT_MS,
+                    format!(
+                        "plus a settle margin ({margin_ms} ms) must fit in {LEASE_SECONDS} \
+                         ({} ms)",
+                        delivery.lease_ms
+                    ),
+                );
+            }
+            if delivery.max_body_bytes > QUEUE_MAX_BODY_BYTES {
+                r.problem(
+                    MAX_BODY_BYTES,
+                    format!(
+                        "queue mode stores each event in one value of at most about 2 MB: \
+                         at most {QUEUE_MAX_BODY_BYTES} bytes"
+                    ),
+                );
+            }
+        }
+        QueueConfig {
+            mode,
+            retry: RetryPolicy {
+                base_ms,
+                max_delay_ms,
+                max_attempts,
+                max_age_ms: super::hours_to_ms(max_age_hours),
+            },
+            forward_timeout_ms,
+        }
+    }
+}

@@ -1,0 +1,205 @@
+// Queue mode: Stripe is acknowledged once the event is stored; the event's Durable Object
+// delivers it from its alarm, retries with back-off, dead-letters, and redelivers on request.
+// Real worker under `wrangler dev` with persisted storage, deliveries signed by `stripe`.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { call, sleep, startOrigin, startWorker } from './harness.mjs';
+import { deliver, eventId, eventPayload, stripe } from './stripe-helpers.mjs';
+
+const SECRET = 'whsec_queue_tests';
+const TOKEN = 'queue-admin-token-0123456789abcdef';
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+function queueVars(origin, extra = {}) {
+  return {
+    STRIPE_WEBHOOK_SECRET: `${SECRET},whsec_queue_old`,
+    ORIGIN_URL: `${origin.url}/stripe`,
+    ADMIN_TOKEN: TOKEN,
+    DELIVERY_MODE: 'queue',
+    RETRY_BASE_SECONDS: '1',
+    RETRY_MAX_DELAY_SECONDS: '2',
+    RETRY_MAX_ATTEMPTS: '3',
+    LEASE_SECONDS: '8',
+    FORWARD_TIMEOUT_MS: '1000',
+    LATE_ANSWER_WAIT_SECONDS: '0',
+    QUEUE_FORWARD_TIMEOUT_MS: '3000',
+    ...extra,
+  };
+}
+
+async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('queue mode', () => {
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req, n) => {
+      const decide = behaviour.get(req.headers['x-webhook-dedup-event-id']);
+      return decide ? decide(req, n) : { status: 200, body: 'ok' };
+    });
+    worker = await startWorker({ vars: queueVars(origin) });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+  const inspect = async (id) => (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json?.record;
+
+  test('accepted once stored, delivered once, byte for byte, with a signature that verifies on arrival', async () => {
+    const id = eventId('queued');
+    const payload = eventPayload(id, 'invoice.paid', { note: 'caf\u00e9 \u2603' });
+    const started = Date.now();
+    const answer = await deliver(worker, payload, { secret: SECRET });
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(answer.json, { status: 'queued', event_id: id });
+    assert.ok(Date.now() - started < 2_000, 'acknowledged without waiting for the origin');
+    const [forwarded] = await until(() => seen(id).length && seen(id), 10_000, 'the delivery');
+    assert.ok(forwarded.body.equals(Buffer.from(payload)), 'the stored bytes, unchanged');
+    assert.equal(forwarded.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(forwarded.headers['x-webhook-dedup-attempt'], '1');
+    const event = stripe.webhooks.constructEvent(forwarded.body, forwarded.headers['stripe-signature'], SECRET);
+    assert.equal(event.id, id);
+    const repeat = await deliver(worker, payload, { secret: SECRET });
+    assert.deepEqual(repeat.json, { status: 'duplicate' });
+    await until(async () => (await inspect(id))?.state === 'done', 5_000, 'done');
+    const record = await inspect(id);
+    assert.equal(record.queue.body_held, false, 'the body is dropped once delivered');
+    await sleep(500);
+    assert.equal(seen(id).length, 1);
+    const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'delivered');
+    assert.equal(line.attempt, 1);
+  });
+
+  test('an origin failing twice then succeeding: three attempts, one success, back-off between', async () => {
+    const id = eventId('retried');
+    behaviour.set(id, () => (seen(id).length <= 2 ? { status: 503 } : { status: 200 }));
+    assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+    await until(async () => (await inspect(id))?.state === 'done', 20_000, 'delivery after retries');
+    const attempts = seen(id);
+    assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3']);
+    assert.deepEqual(attempts.map((r) => r.answer.status), [503, 503, 200]);
+    const gaps = attempts.slice(1).map((r, i) => r.receivedAt - attempts[i].receivedAt);
+    assert.ok(gaps[0] >= 700 && gaps[1] >= 1_400, `back-off 1 s then 2 s (less a quarter at most): ${gaps}`);
+    const retryLine = await worker.waitForLog((l) => l.key === id && l.outcome === 'retry_scheduled');
+    assert.match(retryLine.detail, /origin answered 503/);
+  });
+
+  test('an origin that always fails: dead after RETRY_MAX_ATTEMPTS, visible, then redelivered once', async () => {
+    const id = eventId('dead');
+    let healthy = false;
+    behaviour.set(id, () => (healthy ? { status: 200 } : { status: 500 }));
+    const payload = eventPayload(id);
+    assert.equal((await deliver(worker, payload, { secret: SECRET })).json.status, 'queued');
+    const dead = await until(async () => {
+      const record = await inspect(id);
+      return record?.state === 'dead' && record;
+    }, 20_000, 'the dead letter');
+    assert.equal(dead.attempts, 3);
+    assert.equal(dead.queue.body_held, true, 'a dead event keeps its body');
+    assert.equal(dead.queue.last_error, 'origin answered 500');
+    assert.equal(dead.queue.next_attempt_at, null);
+    const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'dead_lettered');
+    assert.equal(line.level, 'error');
+    assert.equal((await deliver(worker, payload, { secret: SECRET })).json.status, 'duplicate', 'Stripe is not asked to retry');
+    await sleep(2_500);
+    assert.equal(seen(id).length, 3, 'no attempt after the last');
+
+    healthy = true;
+    const redelivered = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
+    assert.equal(redelivered.status, 200, redelivered.text);
+    assert.equal(redelivered.json.status, 'queued');
+    await until(async () => (await inspect(id))?.state === 'done', 10_000, 'the redelivery');
+    assert.deepEqual(seen(id).map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4']);
+    const again = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
+    assert.equal(again.status, 404, 'a delivered event holds no body');
+    const unknown = await call(`${worker.url}/admin/events/${eventId('never')}/redeliver`, { method: 'POST', headers: auth });
+    assert.equal(unknown.status, 404);
+  });
+
+  test('redeliver while an attempt holds the lease is 409', async () => {
+    const id = eventId('busy');
+    behaviour.set(id, () => ({ status: 200, delayMs: 2_000 }));
+    await deliver(worker, eventPayload(id), { secret: SECRET });
+    await until(() => seen(id).length, 10_000, 'the attempt');
+    const refused = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.json.error, 'lease_live');
+  });
+
+  test('concurrent duplicates while queued: one delivery', async () => {
+    const id = eventId('dupes');
+    const payload = eventPayload(id);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => deliver(worker, payload, { secret: SECRET })));
+    assert.ok(answers.every((a) => a.status === 200), answers.map((a) => a.text).join('\n'));
+    assert.equal(answers.filter((a) => a.json.status === 'queued').length, 1);
+    await until(async () => (await inspect(id))?.state === 'done', 10_000, 'the delivery');
+    await sleep(500);
+    assert.equal(seen(id).length, 1);
+  });
+
+  test('each attempt is signed anew: a retry long after acceptance still verifies at arrival', async () => {
+    const id = eventId('fresh');
+    const tolerance = 2; // seconds: the handler checks the signature's age strictly
+    const acceptedMs = Date.now();
+    behaviour.set(id, (req) => {
+      if (Date.now() - acceptedMs < (tolerance + 0.5) * 1000) return { status: 503 }; // down for a while
+      try {
+        stripe.webhooks.constructEvent(req.body, req.headers['stripe-signature'], SECRET, tolerance);
+      } catch {
+        return { status: 400, body: 'stale signature' };
+      }
+      return { status: 200 };
+    });
+    await deliver(worker, eventPayload(id), { secret: SECRET });
+    await until(async () => (await inspect(id))?.state === 'done', 15_000, 'the delivery');
+    const last = seen(id).at(-1);
+    assert.equal(last.answer.status, 200, 'the late attempt verified with a 2 s tolerance');
+    const t = Number(last.headers['stripe-signature'].match(/t=(\d+)/)[1]);
+    assert.ok(t * 1000 >= acceptedMs + tolerance * 1000, `signed at the attempt (t=${t}), not at acceptance (${acceptedMs})`);
+    assert.ok(seen(id).length >= 2);
+  });
+});
+
+test('queue mode: a restart while the origin holds a delivery; the alarm delivers it after the lease', { timeout: 120_000 }, async (t) => {
+  let hold = true;
+  const origin = await startOrigin(() => (hold ? { hang: true } : { status: 200 }));
+  const worker = await startWorker({ vars: queueVars(origin, { LEASE_SECONDS: '6' }) });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const id = eventId('restart');
+  assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+  await until(() => origin.requests.length, 10_000, 'the first attempt');
+  hold = false;
+  await worker.restart(); // the attempt dies mid-forward; its claim stays processing
+  await until(() => origin.requests.some((r) => r.headers['x-webhook-dedup-attempt'] === '2'), 30_000, 'the takeover');
+  const attempts = origin.requests.map((r) => r.headers['x-webhook-dedup-attempt']);
+  assert.deepEqual(attempts.slice(0, 2), ['1', '2'], `attempt numbers increase: ${attempts}`);
+  assert.equal(origin.requests[1].headers['x-webhook-dedup-takeover'], 'true');
+  assert.ok(origin.requests[1].receivedAt - origin.requests[0].receivedAt >= 5_000, 'not before the lease ended');
+  const record = (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json.record;
+  assert.equal(record.state, 'done');
+});
+
+test('queue mode refuses a body cap that cannot be stored: 500 misconfigured', async (t) => {
+  const worker = await startWorker({
+    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x', DELIVERY_MODE: 'queue', MAX_BODY_BYTES: '3000000' },
+  });
+  t.after(() => worker.dispose());
+  const answer = await deliver(worker, eventPayload(eventId('big')), { secret: SECRET });
+  assert.equal(answer.status, 500);
+  assert.equal(answer.json.error, 'misconfigured');
+  assert.match(answer.json.detail, /MAX_BODY_BYTES/);
+});
