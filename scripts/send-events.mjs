@@ -54,4 +54,8 @@ for (let i = 1; i <= Number(values.events); i += 1) {
     if (answer.startsWith('5')) failures += 1;
   }
 }
+if (process.env.QUIET_SEND_EVENTS !== '1') {
+  console.log('\n(200 "processed": forwarded while waiting; 200 "queued": stored, delivered by the');
+  console.log('event\'s object in the background (queue mode): watch the demo origin print each one once.)');
+}
 process.exit(failures === 0 ? 0 : 1);

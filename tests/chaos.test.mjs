@@ -24,3 +24,20 @@ test('reduced chaos run: no event lost, none processed twice, no 500', { timeout
   const learnedLate = history.log.filter((l) => l.outcome === 'late_answer' && l.settle === 'finalized');
   assert.ok(learnedLate.length > 0, 'some answers came after the time-out and were settled on');
 });
+
+test('reduced chaos run in queue mode: every event delivered once or dead-lettered by the rules', { timeout: 240_000 }, async (t) => {
+  const { options, history } = await runChaos({
+    mode: 'queue', events: 150, maxDuplicates: 5, concurrency: 32, failureRate: 0.2, slowRate: 0.05, beyondRate: 0.02,
+    restarts: 1, leaseSeconds: 8, forwardTimeoutMs: 2_000, lateWaitSeconds: 3, queueTimeoutMs: 2_000,
+  });
+  const { table, failures } = check(history);
+  const report = `seed ${options.seed}\n${format(table)}\n${failures.join('\n')}`;
+  for (const line of report.split('\n')) t.diagnostic(line);
+  assert.deepEqual(failures, [], report);
+  assert.equal(history.restartsAt.length, 1, 'the runtime was restarted mid-run');
+  assert.ok(history.deliveries.every((d) => d.status === undefined || d.status === 200), 'every delivery acknowledged at once');
+  assert.ok(Object.values(history.finalStates).every((state) => state === 'done' || state === 'dead'));
+  assert.ok(history.log.some((l) => l.outcome === 'retry_scheduled'), 'failed attempts were retried');
+  const held = history.origin.find((r) => r.held);
+  assert.ok(held && history.origin.some((r) => r.eventId === held.eventId && r.takeover), 'the attempt cut off by the restart was taken over');
+});

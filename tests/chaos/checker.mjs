@@ -4,8 +4,13 @@
 // "Processed twice" is strict: every 2xx the origin answered is a run of the handler, whether
 // or not the product received that answer. A second one for the same event is a double
 // processing unless the contract allows it: a restart of the runtime happened between the two
-// (a crash), or the first took longer than the wait horizon (the forward time-out plus the
-// late-answer wait), after which the product can no longer learn its answer. No other excuse.
+// (a crash), or the first took longer than the wait horizon (sync mode: the forward time-out
+// plus the late-answer wait; queue mode: the attempt's time-out), after which the product can
+// no longer learn its answer. No other excuse.
+//
+// Queue mode (history.mode === 'queue'): every event is acknowledged when stored, so an
+// acknowledged event must end delivered (state `done`, one success at the origin) or
+// dead-lettered by the rules (state `dead`, after RETRY_MAX_ATTEMPTS attempts).
 
 /**
  * history = {
@@ -67,7 +72,16 @@ export function check(history) {
     }
     successCounts.set(successes.length, (successCounts.get(successes.length) ?? 0) + 1);
     if (e.chains.some((c) => !c.finished)) failures.push(`${id}: a delivery never got a 2xx within the retry budget`);
-    if (e.acknowledged && successes.length === 0) failures.push(`${id}: acknowledged to Stripe but never succeeded at the origin`);
+    const final = history.finalStates?.[id];
+    if (history.mode === 'queue' && e.acknowledged) {
+      if (final === 'dead') {
+        const made = new Set(e.origin.map((r) => r.attempt)).size;
+        if (made < history.retryMaxAttempts) failures.push(`${id}: dead-lettered after ${made} attempts, before RETRY_MAX_ATTEMPTS`);
+      } else if (final !== 'done') {
+        failures.push(`${id}: acknowledged but ended ${final ?? 'unknown'}, neither delivered nor dead-lettered`);
+      }
+    }
+    if (e.acknowledged && successes.length === 0 && final !== 'dead') failures.push(`${id}: acknowledged to Stripe but never succeeded at the origin`);
     for (let i = 1; i < successes.length; i += 1) {
       const first = successes[i - 1];
       const second = successes[i];
@@ -85,7 +99,9 @@ export function check(history) {
     && tookMs(r) <= history.horizonMs).length;
   const takeovers = history.origin.filter((r) => r.takeover).length;
   const fenceConflicts = history.log.filter((l) => l.settle === 'fence_conflict').length;
+  const finals = Object.values(history.finalStates ?? {});
   const table = [
+    ['mode', history.mode ?? 'sync'],
     ['events', history.events.length],
     ['deliveries sent', history.deliveries.length],
     ['connection errors (runtime restarting)', connectionErrors],
@@ -98,6 +114,11 @@ export function check(history) {
     ['second successes allowed: a restart between', excusedByRestart],
     ['second successes allowed: the first slower than the wait horizon', excusedBySlowness],
     ['late answers settled by the claim authority', history.log.filter((l) => l.outcome === 'late_answer').length],
+    ...(history.mode === 'queue' ? [
+      ['events delivered (done)', finals.filter((f) => f === 'done').length],
+      ['events dead-lettered', finals.filter((f) => f === 'dead').length],
+      ['retries scheduled', history.log.filter((l) => l.outcome === 'retry_scheduled').length],
+    ] : []),
     ['takeovers', takeovers],
     ['fence conflicts refused', fenceConflicts],
     ['runtime restarts', restartsAt.length],

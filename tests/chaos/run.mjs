@@ -8,6 +8,7 @@ import { sleep, startWorker } from '../harness.mjs';
 import { eventPayload, signatureFor } from '../stripe-helpers.mjs';
 
 const SECRET = 'whsec_chaos';
+const ADMIN_TOKEN = 'chaos-admin-token-0123456789abcdef';
 
 /** A seeded random number generator (mulberry32), so a failing run can be repeated. */
 export function random(seed) {
@@ -27,7 +28,7 @@ export function random(seed) {
  * `beyondRate` of them only after the horizon. Every answer it decides on is recorded as
  * given (the handler ran), whether or not anyone was still listening.
  */
-async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs }) {
+async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs, slowFrom }) {
   const records = [];
   let hold = null; // { resolve }: the next request is held (never answered) and reported
 
@@ -45,7 +46,7 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
       };
       if (roll >= failureRate && roll < failureRate + slowRate) {
         // Between the time-out and the horizon, with a margin on each side for timers.
-        record.delayMs = timeoutMs + 300 + rand() * (horizonMs - timeoutMs - 900);
+        record.delayMs = slowFrom + 300 + rand() * (horizonMs - slowFrom - 900);
       } else if (roll >= failureRate + slowRate && roll < failureRate + slowRate + beyondRate) {
         record.delayMs = horizonMs + 500 + rand() * 1_000;
       }
@@ -94,15 +95,19 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
  */
 export async function runChaos(options) {
   const o = {
-    events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05, beyondRate: 0,
+    mode: 'sync', events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05, beyondRate: 0,
     restarts: 2, leaseSeconds: 6, forwardTimeoutMs: 1000, lateWaitSeconds: 3, maxSends: 25, seed: Date.now() % 2 ** 31,
+    queueTimeoutMs: 2000, retryMaxAttempts: 8,
     ...options,
   };
-  const horizonMs = o.forwardTimeoutMs + o.lateWaitSeconds * 1000;
+  const queue = o.mode === 'queue';
+  // The horizon: how long after a forward began its answer can still be learned. In queue
+  // mode an answer later than the attempt's time-out counts as a failed attempt.
+  const horizonMs = queue ? o.queueTimeoutMs : o.forwardTimeoutMs + o.lateWaitSeconds * 1000;
   const rand = random(o.seed);
   const origin = await startRecordingOrigin({
     rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, beyondRate: o.beyondRate,
-    timeoutMs: o.forwardTimeoutMs, horizonMs,
+    timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs,
   });
   const worker = await startWorker({
     vars: {
@@ -111,6 +116,14 @@ export async function runChaos(options) {
       LEASE_SECONDS: String(o.leaseSeconds),
       FORWARD_TIMEOUT_MS: String(o.forwardTimeoutMs),
       LATE_ANSWER_WAIT_SECONDS: String(o.lateWaitSeconds),
+      ADMIN_TOKEN: ADMIN_TOKEN,
+      ...(queue ? {
+        DELIVERY_MODE: 'queue',
+        RETRY_BASE_SECONDS: '1',
+        RETRY_MAX_DELAY_SECONDS: '2',
+        RETRY_MAX_ATTEMPTS: String(o.retryMaxAttempts),
+        QUEUE_FORWARD_TIMEOUT_MS: String(o.queueTimeoutMs),
+      } : {}),
     },
   });
   const run = `${Date.now().toString(36)}${o.seed}`;
@@ -207,6 +220,23 @@ export async function runChaos(options) {
     }
   }
   await Promise.all(all);
+  // Queue mode: every event was acknowledged at once; wait until its object settled it
+  // (delivered or dead-lettered), then read where each one ended.
+  const finalStates = {};
+  if (queue) {
+    const settled = () => {
+      const ended = new Set(worker.logLines()
+        .filter((l) => l.outcome === 'delivered' || l.outcome === 'dead_lettered')
+        .map((l) => l.key));
+      return events.every((id) => ended.has(id));
+    };
+    const deadline = Date.now() + 120_000;
+    while (!settled() && Date.now() < deadline) await sleep(500);
+    for (const id of events) {
+      const answer = await fetch(`${worker.url}/admin/events/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      finalStates[id] = answer.status === 200 ? (await answer.json()).record.state : `absent (${answer.status})`;
+    }
+  }
   await sleep(500);
   agent.destroy();
   const log = worker.logLines();
@@ -215,8 +245,9 @@ export async function runChaos(options) {
   return {
     options: o,
     history: {
-      events, deliveries, chains, origin: origin.records, log, restartsAt,
-      leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: o.forwardTimeoutMs, horizonMs,
+      mode: o.mode, events, deliveries, chains, origin: origin.records, log, restartsAt, finalStates,
+      leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
+      retryMaxAttempts: o.retryMaxAttempts,
     },
   };
 }
