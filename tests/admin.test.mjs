@@ -135,7 +135,7 @@ describe('admin API', () => {
     const inspect = await call(`${worker.url}/admin/keys/${scope}`, { headers: auth() });
     assert.equal(inspect.status, 200);
     assert.equal(inspect.json.record.state, 'done');
-    assert.deepEqual(inspect.json.record.cached_response, { status: 201, body_bytes: 4, body_omitted: false });
+    assert.deepEqual(inspect.json.record.cached_response, { status: 201, body_bytes: 4, body_omitted: false, body_lost: false });
     assert.equal((await send()).headers.get('idempotent-replayed'), 'true');
     const forget = await call(`${worker.url}/admin/keys/${scope}`, { method: 'DELETE', headers: auth() });
     assert.equal(forget.status, 200);

@@ -146,21 +146,24 @@ describe('the Idempotency-Key door', () => {
   });
 
   test('keyed requests are rate-limited per client and per address: 429, nothing written', async () => {
-    // The test config allows 5 per minute; the requests above used some of the address's.
-    let status;
-    let n = 0;
-    for (; n < 10; n += 1) {
-      status = (await post(`/limited/${n}`, `limited-${n}`, `Bearer made-up-${n}`)).status;
-      if (status === 429) break;
+    // The test config allows 5 per minute (counted per fixed window); every request carries a
+    // new made-up identity, so only the address limit can stop them.
+    let refused;
+    let accepted = 0;
+    for (let n = 0; n < 12 && !refused; n += 1) {
+      const before = storageDump(worker.persistDir);
+      const answer = await post(`/limited/${n}`, `limited-${n}`, `Bearer made-up-${n}`);
+      if (answer.status === 429) {
+        refused = answer;
+        assert.equal(storageDump(worker.persistDir), before, 'the refused request wrote nothing');
+        assert.equal(origin.requests.filter((r) => r.url === `/api/limited/${n}`).length, 0, 'nor reached the origin');
+      } else {
+        accepted += 1;
+      }
     }
-    assert.equal(status, 429, 'refused although each request carried a new made-up identity');
-    assert.ok(n <= 5, `refused by the sixth request at the latest (was request ${n + 1})`);
-    const before = storageDump(worker.persistDir);
-    const refused = await post('/limited/again', 'limited-again', 'Bearer yet-another');
-    assert.equal(refused.status, 429);
+    assert.ok(refused, 'refused although each request carried a new made-up identity');
+    assert.ok(accepted <= 10, `at most the limit of two windows got through (${accepted})`);
     assert.equal(refused.json.type, 'urn:webhook-dedup:problem:rate-limited');
     assert.equal(refused.headers.get('retry-after'), '60');
-    assert.equal(storageDump(worker.persistDir), before, 'nothing written');
-    assert.equal(origin.requests.filter((r) => r.url === '/api/limited/again').length, 0);
   });
 });

@@ -168,19 +168,25 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
 
 /**
  * Starts a worker straight on workerd through Miniflare's API, without the `wrangler dev`
- * proxy: the built worker (`kind: 'worker'`, with `vars`) or the benchmark's floor
- * (`kind: 'floor'`). Durable Objects are SQLite-backed and persisted in a temporary folder.
+ * proxy: the built worker (`kind: 'worker'`, with `vars`), or the benchmark's floor
+ * (`kind: 'floor'`) or JavaScript peer (`kind: 'peer'`). Durable Objects are SQLite-backed and
+ * persisted in a temporary folder.
  */
 export async function startDirect({ kind = 'worker', vars: given = {} } = {}) {
   const vars = withTestToken(given);
   const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-direct-'));
   const common = { compatibilityDate: COMPATIBILITY_DATE, host: '127.0.0.1', port: 0, resourcePersistencePath: persist };
-  const options = kind === 'floor'
+  const javascript = {
+    floor: { file: path.join(ROOT, 'bench', 'floor', 'worker.js'), binding: 'FLOOR', className: 'FloorObject' },
+    peer: { file: path.join(ROOT, 'bench', 'peer', 'worker.js'), binding: 'PEER', className: 'PeerClaims' },
+  }[kind];
+  const options = javascript
     ? {
       ...common,
-      modules: [{ type: 'ESModule', path: path.join(ROOT, 'bench', 'floor', 'worker.js') }],
-      durableObjects: { FLOOR: { className: 'FloorObject', useSQLite: true } },
+      modules: [{ type: 'ESModule', path: javascript.file }],
+      durableObjects: { [javascript.binding]: { className: javascript.className, useSQLite: true } },
+      bindings: vars,
     }
     : {
       ...common,
