@@ -97,7 +97,7 @@ function cases() {
     ['object is not an event', signed(JSON.stringify({ id: eventId('obj'), type: 'x', object: 'charge' })), 400, 'invalid_envelope'],
     ['object only looks like an event', signed(JSON.stringify({ id: eventId('obj2'), type: 'x', object: 'v2.core.event_destination' })), 400, 'invalid_envelope'],
     ['created is not a timestamp', signed(JSON.stringify({ id: eventId('cr'), type: 'x', created: 'yesterday' })), 400, 'invalid_envelope'],
-    ['duplicated id field', signed(`{"id":"${eventId('d1')}","id":"${eventId('d2')}","type":"x"}`), 400, 'invalid_envelope'],
+    ['id is not a string in an otherwise valid body', signed(`{"id":["${eventId('d1')}"],"type":"x"}`), 400, 'invalid_envelope'],
     ['very long id', signed(JSON.stringify({ id: `evt_${'a'.repeat(300)}`, type: 'x' })), 400, 'invalid_event_id'],
     ['unicode id', signed(JSON.stringify({ id: 'evt_caf\u00e9', type: 'x' })), 400, 'invalid_event_id'],
     ['id with a slash', signed(JSON.stringify({ id: 'evt_a/../b', type: 'x' })), 400, 'invalid_event_id'],

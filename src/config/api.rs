@@ -6,7 +6,7 @@ use super::keys::{
     LEASE_SECONDS,
 };
 use super::reader::Reader;
-use super::{hours_to_ms, DeliveryConfig, MAX_RETENTION_HOURS};
+use super::{hours_to_ms, DeliveryConfig};
 use crate::claim::ClaimPolicy;
 
 /// Default retention of an Idempotency-Key record: Stripe's API keeps keys at least 24 h.
@@ -49,7 +49,6 @@ impl ApiConfig {
         let retention_hours = r.hours(
             IDEMPOTENCY_RETENTION_HOURS,
             DEFAULT_IDEMPOTENCY_RETENTION_HOURS,
-            MAX_RETENTION_HOURS,
         );
         let retention_ms = hours_to_ms(retention_hours);
         if retention_ms <= delivery.lease_ms {

@@ -5,7 +5,7 @@ use super::keys::{
     RETRY_MAX_AGE_HOURS, RETRY_MAX_ATTEMPTS, RETRY_MAX_DELAY_SECONDS,
 };
 use super::reader::Reader;
-use super::{settle_margin_ms, DeliveryConfig, MAX_RETENTION_HOURS};
+use super::{settle_margin_ms, DeliveryConfig};
 use crate::claim::RetryPolicy;
 
 /// Default first back-off of a failed queued delivery.
@@ -78,11 +78,7 @@ impl QueueConfig {
         }
         let max_attempts =
             r.integer(RETRY_MAX_ATTEMPTS, DEFAULT_RETRY_MAX_ATTEMPTS, 1, 10_000) as u32;
-        let max_age_hours = r.hours(
-            RETRY_MAX_AGE_HOURS,
-            DEFAULT_RETRY_MAX_AGE_HOURS,
-            MAX_RETENTION_HOURS,
-        );
+        let max_age_hours = r.hours(RETRY_MAX_AGE_HOURS, DEFAULT_RETRY_MAX_AGE_HOURS);
         let forward_timeout_ms = r.integer(
             QUEUE_FORWARD_TIMEOUT_MS,
             DEFAULT_QUEUE_FORWARD_TIMEOUT_MS,

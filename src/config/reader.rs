@@ -48,17 +48,18 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
         }
     }
 
-    /// A number of hours above 0 and at most `max` (decimals allowed), `default` when unset.
-    pub fn hours(&mut self, key: &'static str, default: f64, max: f64) -> f64 {
+    /// A number of hours above 0 and at most 8784 (366 days; decimals allowed), `default` when
+    /// unset.
+    pub fn hours(&mut self, key: &'static str, default: f64) -> f64 {
         let Some(text) = self.raw(key) else {
             return default;
         };
         match text.parse::<f64>() {
-            Ok(h) if h.is_finite() && h > 0.0 && h <= max => h,
+            Ok(h) if h.is_finite() && h > 0.0 && h <= super::MAX_RETENTION_HOURS => h,
             _ => {
                 self.problem(
                     key,
-                    format!("not a number of hours above 0 and at most {max}"),
+                    "not a number of hours above 0 and at most 8784 (366 days)",
                 );
                 default
             }

@@ -5,7 +5,7 @@ use super::keys::{
     STRIPE_WEBHOOK_SECRET,
 };
 use super::reader::Reader;
-use super::{hours_to_ms, DeliveryConfig, MAX_RETENTION_HOURS};
+use super::{hours_to_ms, DeliveryConfig};
 use crate::claim::ClaimPolicy;
 use crate::secret::{secret_list, Secret};
 
@@ -39,11 +39,7 @@ impl WebhookConfig {
         delivery: &DeliveryConfig,
     ) -> Option<WebhookConfig> {
         let allow_short = r.flag(ALLOW_SHORT_RETENTION);
-        let retention_hours = r.hours(
-            RETENTION_HOURS,
-            DEFAULT_RETENTION_HOURS,
-            MAX_RETENTION_HOURS,
-        );
+        let retention_hours = r.hours(RETENTION_HOURS, DEFAULT_RETENTION_HOURS);
         if retention_hours < MIN_SAFE_RETENTION_HOURS && !allow_short {
             r.problem(
                 RETENTION_HOURS,

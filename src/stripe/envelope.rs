@@ -226,42 +226,72 @@ fn from_json_error(error: serde_json::Error) -> EnvelopeError {
     }
 }
 
-/// Reads the envelope of `body` (the raw, verified bytes). The whole body must be one JSON
-/// object; `id` and `type` are required strings, `livemode` a boolean when present, `created`
-/// an integer or an RFC 3339 string when present, `object` an event object when present
-/// ([`is_event_object`]); a duplicated field is refused.
-pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    if first.is_some_and(|b| *b != b'{') {
-        // Still JSON? Then it is JSON that is not an object.
-        return Err(match serde_json::from_slice::<IgnoredAny>(body) {
-            Ok(_) => EnvelopeError::NotAnObject,
-            Err(error) => from_json_error(error),
-        });
+/// A top-level field's value as found, whatever its JSON type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldValue {
+    /// A string.
+    Text(String),
+    /// A whole number that fits an `i64`.
+    Integer(i64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// Anything else (a fraction, `null`, an array, an object).
+    Other,
+}
+
+/// The top-level fields the envelope reads, as found in the body (`None`: absent). The worker
+/// fills them from the runtime's `JSON.parse`; [`parse`] from this crate's own parser.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    /// `id`.
+    pub id: Option<FieldValue>,
+    /// `type`.
+    pub event_type: Option<FieldValue>,
+    /// `livemode`.
+    pub livemode: Option<FieldValue>,
+    /// `created`.
+    pub created: Option<FieldValue>,
+    /// `object`.
+    pub object: Option<FieldValue>,
+}
+
+impl From<Field<'_>> for FieldValue {
+    fn from(field: Field<'_>) -> Self {
+        match field {
+            Field::Text(text) => FieldValue::Text(text.into_owned()),
+            Field::Integer(n) => FieldValue::Integer(n),
+            Field::Bool(b) => FieldValue::Bool(b),
+            Field::Other => FieldValue::Other,
+        }
     }
-    let raw: Raw<'_> = serde_json::from_slice(body).map_err(from_json_error)?;
-    let text = |field: Option<Field<'_>>, name: &'static str| match field {
-        Some(Field::Text(text)) => Ok(text.into_owned()),
+}
+
+/// The envelope the fields of a JSON object make: `id` and `type` are required strings,
+/// `livemode` a boolean when present, `created` an integer or an RFC 3339 string when present,
+/// `object` an event object when present ([`is_event_object`]), and the id an event id.
+pub fn from_fields(fields: Fields) -> Result<Envelope, EnvelopeError> {
+    let text = |field: Option<FieldValue>, name: &'static str| match field {
+        Some(FieldValue::Text(text)) => Ok(text),
         Some(_) => Err(EnvelopeError::WrongType(name)),
         None => Err(EnvelopeError::MissingField(name)),
     };
-    let id = text(raw.id, "id")?;
-    let event_type = text(raw.event_type, "type")?;
-    let livemode = match raw.livemode {
+    let id = text(fields.id, "id")?;
+    let event_type = text(fields.event_type, "type")?;
+    let livemode = match fields.livemode {
         None => None,
-        Some(Field::Bool(value)) => Some(value),
+        Some(FieldValue::Bool(value)) => Some(value),
         Some(_) => return Err(EnvelopeError::WrongType("livemode")),
     };
-    let created = match raw.created {
+    let created = match fields.created {
         None => None,
-        Some(Field::Integer(seconds)) => Some(Created::Unix(seconds)),
-        Some(Field::Text(text)) if is_rfc3339(&text) => Some(Created::Rfc3339(text.into_owned())),
+        Some(FieldValue::Integer(seconds)) => Some(Created::Unix(seconds)),
+        Some(FieldValue::Text(text)) if is_rfc3339(&text) => Some(Created::Rfc3339(text)),
         Some(_) => return Err(EnvelopeError::WrongType("created")),
     };
-    match raw.object {
+    match fields.object {
         None => {}
-        Some(Field::Text(object)) if is_event_object(&object) => {}
-        Some(Field::Text(_)) => return Err(EnvelopeError::NotAnEvent),
+        Some(FieldValue::Text(object)) if is_event_object(&object) => {}
+        Some(FieldValue::Text(_)) => return Err(EnvelopeError::NotAnEvent),
         Some(_) => return Err(EnvelopeError::WrongType("object")),
     }
     if !is_event_id(&id) {
@@ -272,5 +302,27 @@ pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
         event_type,
         livemode,
         created,
+    })
+}
+
+/// Reads the envelope of `body` (the raw, verified bytes) with this crate's own JSON parser:
+/// the whole body must be one JSON object, a duplicated field is refused, and its fields make
+/// an envelope by [`from_fields`].
+pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        // Still JSON? Then it is JSON that is not an object.
+        return Err(match serde_json::from_slice::<IgnoredAny>(body) {
+            Ok(_) => EnvelopeError::NotAnObject,
+            Err(error) => from_json_error(error),
+        });
+    }
+    let raw: Raw<'_> = serde_json::from_slice(body).map_err(from_json_error)?;
+    from_fields(Fields {
+        id: raw.id.map(Into::into),
+        event_type: raw.event_type.map(Into::into),
+        livemode: raw.livemode.map(Into::into),
+        created: raw.created.map(Into::into),
+        object: raw.object.map(Into::into),
     })
 }

@@ -1,6 +1,7 @@
 //! Reading a request body with a size cap; shared by both front doors.
 
 use futures_util::StreamExt;
+use wasm_bindgen::JsCast;
 use worker::Request;
 
 /// Why a body was not read.
@@ -37,6 +38,75 @@ pub async fn read_capped(req: &mut Request, limit: u64) -> Result<Vec<u8>, BodyE
             return Err(BodyError::TooLarge);
         }
         body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Reads the whole body into JavaScript memory (it never crosses into WebAssembly), refusing
+/// one larger than `limit` bytes whatever its `Content-Length` claims.
+pub async fn read_capped_js(
+    req: &mut Request,
+    limit: u64,
+) -> Result<js_sys::Uint8Array, BodyError> {
+    use js_sys::futures::JsFuture;
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limit => return Err(BodyError::TooLarge),
+        // A declared length within the cap: the runtime enforces it, so read it in one call.
+        Some(_) => {
+            let promise = req
+                .inner()
+                .array_buffer()
+                .map_err(|_| BodyError::Unreadable)?;
+            let buffer = JsFuture::from(promise)
+                .await
+                .map_err(|_| BodyError::Unreadable)?;
+            return Ok(js_sys::Uint8Array::new(&buffer));
+        }
+        None => {}
+    }
+    // No declared length: read the stream chunk by chunk, counting, then join the chunks.
+    let Some(stream) = req.inner().body() else {
+        return Ok(js_sys::Uint8Array::new_with_length(0));
+    };
+    let reader: worker::web_sys::ReadableStreamDefaultReader = stream
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| BodyError::Unreadable)?;
+    let mut chunks = Vec::new();
+    let mut total: u64 = 0;
+    loop {
+        let result = JsFuture::from(reader.read())
+            .await
+            .map_err(|_| BodyError::Unreadable)?;
+        let done = js_sys::Reflect::get(&result, &"done".into())
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        if done {
+            break;
+        }
+        let chunk: js_sys::Uint8Array = js_sys::Reflect::get(&result, &"value".into())
+            .ok()
+            .and_then(|v| v.dyn_into().ok())
+            .ok_or(BodyError::Unreadable)?;
+        total += u64::from(chunk.length());
+        if total > limit {
+            let _ = reader.cancel();
+            return Err(BodyError::TooLarge);
+        }
+        chunks.push(chunk);
+    }
+    let body = js_sys::Uint8Array::new_with_length(total as u32);
+    let mut at = 0;
+    for chunk in chunks {
+        body.set(&chunk, at);
+        at += chunk.length();
     }
     Ok(body)
 }

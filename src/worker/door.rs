@@ -53,7 +53,7 @@ pub async fn deliver(
     env: &Env,
     ctx: &Context,
     make: impl FnOnce(Nonce) -> Deliver,
-    body: &[u8],
+    body: &Uint8Array,
     line: &mut LogLine,
 ) -> (AuthorityReply, Option<ReadableStream>) {
     match Nonce::random() {
@@ -69,14 +69,14 @@ pub async fn send(
     env: &Env,
     ctx: &Context,
     request: AuthorityRequest,
-    body: &[u8],
+    body: &Uint8Array,
     line: &mut LogLine,
 ) -> (AuthorityReply, Option<ReadableStream>) {
     let client = match AuthorityClient::new(env) {
         Ok(client) => client,
         Err(error) => return note(failed(false, error.to_string()), line),
     };
-    let body = Uint8Array::from(body);
+    let body = body.clone();
     let sent = background::to_completion(ctx, async move {
         client.send_with_body(&request, Some(&body)).await
     })

@@ -17,6 +17,7 @@ mod keeper;
 mod kv_store;
 mod log;
 mod metrics;
+mod native;
 mod respond;
 mod test_routes;
 mod webhook;

@@ -1,5 +1,6 @@
 //! `/_test/claims/{key}[/claim|/finalize|/release]`: the claim authority reached directly, for
-//! the end-to-end tests of its rules. Served only with `ENABLE_TEST_ROUTES=true` (404
+//! the end-to-end tests of its rules; `/_test/signature`: both HMAC implementations on one
+//! vector. Served only with `ENABLE_TEST_ROUTES=true` (404
 //! otherwise), and only to callers with the admin bearer token (401 otherwise).
 
 use serde::Deserialize;
@@ -7,12 +8,16 @@ use worker::{Env, Method, Request, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::env_config;
+use super::native;
 use super::respond;
 use crate::admin;
 use crate::answer::StoreFailure;
 use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{ClaimPolicy, Fence, Nonce};
 use crate::log_line::Route;
+use crate::secret::Secret;
+use crate::stripe::signature;
+use js_sys::Uint8Array;
 
 #[derive(Deserialize)]
 struct SettleBody {
@@ -41,6 +46,12 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
         )?;
         response.headers().set("www-authenticate", "Bearer")?;
         return Ok(response);
+    }
+    if rest == "signature" && method == Method::Post {
+        return match req.json::<SignatureVector>().await {
+            Ok(vector) => cross_check(vector).await,
+            Err(error) => refuse(400, "bad_request", &error.to_string()),
+        };
     }
     let Some((key, op)) = rest
         .strip_prefix("claims/")
@@ -72,6 +83,38 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
         _ => 200,
     };
     Ok(Response::from_json(&reply)?.with_status(status))
+}
+
+/// A signature test vector: a secret, a timestamp and a body (base64).
+#[derive(Deserialize)]
+struct SignatureVector {
+    secret: String,
+    timestamp: i64,
+    body_base64: String,
+}
+
+/// `POST /_test/signature`: the `v1` MAC of a vector computed both ways the worker can, by the
+/// runtime's WebCrypto (what deliveries use) and by the `hmac` crate (what the host tests and
+/// queue mode's re-signing use), for the end-to-end tests to compare with each other and with
+/// the `stripe` package.
+async fn cross_check(vector: SignatureVector) -> Result<Response> {
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(vector.body_base64.as_bytes())
+        .map_err(|e| worker::Error::RustError(e.to_string()))?;
+    let secret = Secret::new(vector.secret);
+    let native = native::macs(
+        std::slice::from_ref(&secret),
+        vector.timestamp,
+        &Uint8Array::from(body.as_slice()),
+    )
+    .await
+    .map_err(|_| worker::Error::RustError("WebCrypto failed".into()))?;
+    let rust = signature::sign(&secret, vector.timestamp, &body);
+    Response::from_json(&serde_json::json!({
+        "webcrypto": native.first().map(hex::encode),
+        "rust": hex::encode(rust),
+    }))
 }
 
 fn settle(key: &str, op: &str, body: SettleBody, policy: ClaimPolicy) -> AuthorityRequest {

@@ -1,15 +1,18 @@
 //! `POST /webhooks/stripe`: verify, then have the event's claim authority claim, forward and
 //! settle it; answer from its report.
 
+use js_sys::Uint8Array;
 use worker::{Context, Date, Env, Method, Request, Response, Result};
 
 use super::body::{self, BodyError};
 use super::door::{self, Visit};
 use super::env_config;
+use super::native;
 use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
-use crate::config::{self, DeliveryMode};
+use crate::config::{self, Config, DeliveryMode};
 use crate::log_line::{LogLine, Route};
-use crate::stripe::{envelope, signature};
+use crate::stripe::envelope;
+use crate::stripe::signature::{self, SignatureError};
 use crate::webhook::{self, Answer, Refusal};
 
 /// Serves one delivery and writes its log line.
@@ -40,24 +43,17 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
         }
     };
     let limit = config.delivery.max_body_bytes;
-    let body = match body::read_capped(req, limit).await {
+    let body = match body::read_capped_js(req, limit).await {
         Ok(body) => body,
         Err(BodyError::TooLarge) => return refused(line, Refusal::BodyTooLarge { limit }),
         Err(BodyError::Unreadable) => return refused(line, Refusal::UnreadableBody),
     };
     let headers = req.headers();
     let signature_header = headers.get(signature::HEADER).ok().flatten();
-    let now_seconds = (Date::now().as_millis() / 1_000) as i64;
-    if let Err(error) = signature::verify(
-        signature_header.as_deref(),
-        &body,
-        &config.webhook.secrets,
-        now_seconds,
-        config.webhook.signature_tolerance_seconds,
-    ) {
+    if let Err(error) = verify(&config, signature_header.as_deref(), &body).await {
         return refused(line, Refusal::Signature(error));
     }
-    let event = match envelope::parse(&body) {
+    let event = match native::envelope_fields(&body).and_then(envelope::from_fields) {
         Ok(event) => event,
         Err(error) => return refused(line, Refusal::Envelope(error)),
     };
@@ -102,6 +98,28 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
     };
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
     webhook::after_delivery(&reply, &event.id, Date::now().as_millis())
+}
+
+/// Verifies the signature: the header parsed and the verdict decided by the pure rules, the
+/// MACs computed by the runtime's WebCrypto over the body where it lies.
+async fn verify(
+    config: &Config,
+    header: Option<&str>,
+    body: &Uint8Array,
+) -> Result<i64, SignatureError> {
+    let parsed = signature::parse_header(header.ok_or(SignatureError::Missing)?)?;
+    let secrets = &config.webhook.secrets;
+    // A failure of WebCrypto itself is not the sender's: it cannot match.
+    let expected = native::macs(secrets, parsed.timestamp, body)
+        .await
+        .unwrap_or_default();
+    let now_seconds = (Date::now().as_millis() / 1_000) as i64;
+    signature::decide(
+        &parsed,
+        &expected,
+        now_seconds,
+        config.webhook.signature_tolerance_seconds,
+    )
 }
 
 fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {

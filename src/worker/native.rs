@@ -1,0 +1,140 @@
+//! The runtime's own native code for the per-byte work of a webhook delivery, so the body never
+//! has to cross into WebAssembly: HMAC-SHA256 with WebCrypto (`crypto.subtle`, keys imported
+//! once per isolate), UTF-8 decoding with `TextDecoder`, and `JSON.parse`. The decisions stay
+//! in the pure modules ([`crate::stripe::signature::decide`], [`crate::stripe::envelope`]).
+
+use std::cell::RefCell;
+
+use js_sys::futures::JsFuture;
+use js_sys::{Array, ArrayBuffer, Object, Promise, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::secret::Secret;
+use crate::stripe::envelope::{EnvelopeError, FieldValue, Fields};
+use crate::stripe::signature;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = ["crypto", "subtle"], js_name = importKey, catch)]
+    fn import_key(
+        format: &str,
+        key: &Uint8Array,
+        algorithm: &JsValue,
+        extractable: bool,
+        usages: &Array,
+    ) -> Result<Promise, JsValue>;
+
+    #[wasm_bindgen(js_namespace = ["crypto", "subtle"], js_name = sign, catch)]
+    fn subtle_sign(algorithm: &str, key: &JsValue, data: &Uint8Array) -> Result<Promise, JsValue>;
+
+    type TextDecoder;
+
+    #[wasm_bindgen(constructor, catch)]
+    fn new(label: &str, options: &JsValue) -> Result<TextDecoder, JsValue>;
+
+    #[wasm_bindgen(method, catch)]
+    fn decode(this: &TextDecoder, bytes: &Uint8Array) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
+    fn json_parse(text: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+thread_local! {
+    /// The HMAC keys imported in this isolate, each with the secret it was made from (the
+    /// signing secrets cannot change within an isolate, so this is imported once).
+    static KEYS: RefCell<Vec<(Secret, JsValue)>> = const { RefCell::new(Vec::new()) };
+}
+
+async fn hmac_keys(secrets: &[Secret]) -> Result<Vec<JsValue>, JsValue> {
+    let cached: Option<Vec<JsValue>> = KEYS.with(|keys| {
+        let keys = keys.borrow();
+        secrets
+            .iter()
+            .map(|secret| {
+                keys.iter()
+                    .find(|(known, _)| known == secret)
+                    .map(|(_, key)| key.clone())
+            })
+            .collect()
+    });
+    if let Some(keys) = cached {
+        return Ok(keys);
+    }
+    let algorithm = Object::new();
+    Reflect::set(&algorithm, &"name".into(), &"HMAC".into())?;
+    Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
+    let usages = Array::of1(&"sign".into());
+    let mut keys = Vec::with_capacity(secrets.len());
+    for secret in secrets {
+        let raw = Uint8Array::from(secret.expose());
+        let key = JsFuture::from(import_key("raw", &raw, &algorithm, false, &usages)?).await?;
+        KEYS.with(|cached| cached.borrow_mut().push((secret.clone(), key.clone())));
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// The `v1` MAC of `body` at `timestamp` under each of `secrets`, computed by WebCrypto.
+pub async fn macs(
+    secrets: &[Secret],
+    timestamp: i64,
+    body: &Uint8Array,
+) -> Result<Vec<[u8; 32]>, JsValue> {
+    let prefix = signature::signed_prefix(timestamp);
+    let signed = Uint8Array::new_with_length(prefix.len() as u32 + body.length());
+    signed
+        .subarray(0, prefix.len() as u32)
+        .copy_from(prefix.as_bytes());
+    signed.set(body, prefix.len() as u32);
+    let mut macs = Vec::with_capacity(secrets.len());
+    for key in hmac_keys(secrets).await? {
+        let mac: ArrayBuffer = JsFuture::from(subtle_sign("HMAC", &key, &signed)?)
+            .await?
+            .dyn_into()?;
+        let mut bytes = [0u8; 32];
+        Uint8Array::new(&mac).copy_to(&mut bytes);
+        macs.push(bytes);
+    }
+    Ok(macs)
+}
+
+/// The envelope's fields of `body`, decoded as UTF-8 and parsed by the runtime's `JSON.parse`
+/// (a duplicated field keeps its last value, as in the handler's own JSON parser).
+pub fn envelope_fields(body: &Uint8Array) -> Result<Fields, EnvelopeError> {
+    let options = Object::new();
+    let _ = Reflect::set(&options, &"fatal".into(), &true.into());
+    let text = TextDecoder::new("utf-8", &options)
+        .and_then(|decoder| decoder.decode(body))
+        .map_err(|_| EnvelopeError::NotJson("not valid UTF-8".into()))?;
+    let value = json_parse(&text).map_err(|_| EnvelopeError::NotJson("not valid JSON".into()))?;
+    if !value.is_object() || Array::is_array(&value) {
+        return Err(EnvelopeError::NotAnObject);
+    }
+    let field = |name: &str| {
+        let found = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
+        (!found.is_undefined()).then(|| field_value(&found))
+    };
+    Ok(Fields {
+        id: field("id"),
+        event_type: field("type"),
+        livemode: field("livemode"),
+        created: field("created"),
+        object: field("object"),
+    })
+}
+
+fn field_value(value: &JsValue) -> FieldValue {
+    if let Some(text) = value.as_string() {
+        return FieldValue::Text(text);
+    }
+    if let Some(flag) = value.as_bool() {
+        return FieldValue::Bool(flag);
+    }
+    match value.as_f64() {
+        Some(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+            FieldValue::Integer(n as i64)
+        }
+        _ => FieldValue::Other,
+    }
+}
