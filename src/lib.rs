@@ -29,6 +29,7 @@ pub mod config;
 pub mod idempotency;
 pub mod log_line;
 pub mod origin;
+pub mod providers;
 pub mod secret;
 pub mod stripe;
 pub mod webhook;

@@ -1,0 +1,334 @@
+//! The senders this product serves, each a small unit: how its signature is verified, where its
+//! event id and type come from, which timestamp (if any) bounds replays, and how its records
+//! are named. Stripe's own rules are in [`crate::stripe`]; the senders that identify a delivery
+//! by headers are here.
+//!
+//! | route | provider | signature | event id |
+//! | --- | --- | --- | --- |
+//! | `POST /webhooks/stripe` | Stripe | `Stripe-Signature` | body `id` |
+//! | `POST /webhooks/standard` | Standard Webhooks | `webhook-signature` over `id.timestamp.body` | `webhook-id` |
+//! | `POST /webhooks/github` | GitHub | `X-Hub-Signature-256` over the body | `X-GitHub-Delivery` |
+//! | `POST /webhooks/shopify` | Shopify | `X-Shopify-Hmac-Sha256` over the body | `X-Shopify-Event-Id` |
+
+use std::fmt;
+
+use subtle::ConstantTimeEq;
+
+pub mod github;
+pub mod shopify;
+pub mod standard;
+
+/// A sender of webhooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// Stripe.
+    Stripe,
+    /// A Standard Webhooks sender (the open specification Svix and many platforms use).
+    Standard,
+    /// GitHub.
+    Github,
+    /// Shopify.
+    Shopify,
+}
+
+impl Provider {
+    /// Every provider, Stripe first.
+    pub const ALL: [Provider; 4] = [
+        Provider::Stripe,
+        Provider::Standard,
+        Provider::Github,
+        Provider::Shopify,
+    ];
+
+    /// Its name in routes, keys, logs and configuration (`stripe`, `standard`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Stripe => "stripe",
+            Provider::Standard => "standard",
+            Provider::Github => "github",
+            Provider::Shopify => "shopify",
+        }
+    }
+
+    /// The provider a name (as in `/webhooks/{name}`) stands for.
+    pub fn from_name(name: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The name of the claim authority object (and record key) of delivery `id`: a Stripe event
+    /// id as it is (so records from before providers stay valid); `{provider}:{id}` for the
+    /// others, so the same id from two providers never meets in one record.
+    pub fn key(self, id: &str) -> String {
+        match self {
+            Provider::Stripe => id.to_owned(),
+            other => format!("{}:{id}", other.name()),
+        }
+    }
+
+    /// The delivery mode used when neither `<PROVIDER>_DELIVERY_MODE` nor `DELIVERY_MODE` is
+    /// set: queue for GitHub (which does not retry a failed delivery by itself, and waits 10 s)
+    /// and Shopify (which waits 5 s); sync for the others.
+    pub fn queues_by_default(self) -> bool {
+        matches!(self, Provider::Github | Provider::Shopify)
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Longest header delivery id accepted.
+pub const MAX_HEADER_ID_LEN: usize = 255;
+
+/// True for a delivery id taken from a header: 1 to 255 printable ASCII characters, no spaces.
+pub fn is_header_id(id: &str) -> bool {
+    (1..=MAX_HEADER_ID_LEN).contains(&id.len()) && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
+}
+
+/// Why a delivery from a header-identified sender (Standard Webhooks, GitHub, Shopify) was
+/// refused. Each maps to one code, answered 400 with nothing stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No signature header, or an empty one.
+    MissingSignature,
+    /// The signature header is not in the sender's format.
+    MalformedSignature,
+    /// No signature matches any configured secret.
+    SignatureMismatch,
+    /// No timestamp header (Standard Webhooks).
+    MissingTimestamp,
+    /// The timestamp is not whole Unix seconds.
+    MalformedTimestamp,
+    /// The timestamp is older than the tolerance.
+    TimestampTooOld,
+    /// The timestamp is further in the future than the tolerance.
+    TimestampInFuture,
+    /// No delivery id header.
+    MissingId,
+    /// The delivery id is not 1 to 255 printable ASCII characters without spaces.
+    InvalidId,
+}
+
+impl Refusal {
+    /// A stable code for answers and log lines.
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::MissingSignature => "missing_signature",
+            Refusal::MalformedSignature => "malformed_signature",
+            Refusal::SignatureMismatch => "signature_mismatch",
+            Refusal::MissingTimestamp => "missing_timestamp",
+            Refusal::MalformedTimestamp => "malformed_timestamp",
+            Refusal::TimestampTooOld => "timestamp_too_old",
+            Refusal::TimestampInFuture => "timestamp_in_future",
+            Refusal::MissingId => "missing_delivery_id",
+            Refusal::InvalidId => "invalid_delivery_id",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Refusal::MissingSignature => "no signature header",
+            Refusal::MalformedSignature => "the signature header is not in the sender's format",
+            Refusal::SignatureMismatch => "no signature matches the endpoint's secrets",
+            Refusal::MissingTimestamp => "no timestamp header",
+            Refusal::MalformedTimestamp => "the timestamp is not whole Unix seconds",
+            Refusal::TimestampTooOld => "the timestamp is older than the tolerance",
+            Refusal::TimestampInFuture => "the timestamp is further ahead than the tolerance",
+            Refusal::MissingId => "no delivery id header",
+            Refusal::InvalidId => {
+                "the delivery id must be 1 to 255 printable ASCII characters without spaces"
+            }
+        })
+    }
+}
+
+/// A header-identified delivery, verified: the id (not yet the record key), the event type
+/// when the sender names one, and what the signature covers beyond the body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// The delivery id.
+    pub id: String,
+    /// The event type, when a header names it.
+    pub event_type: Option<String>,
+}
+
+/// What a header-identified sender's signature covers: `prefix` then the raw body, HMAC-SHA256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signed {
+    /// The bytes signed before the body (`id.timestamp.` for Standard Webhooks, none else).
+    pub prefix: Vec<u8>,
+    /// The signatures the sender gave (32-byte MACs).
+    pub signatures: Vec<[u8; 32]>,
+}
+
+/// A header-identified delivery as read from its headers, before its MAC is checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inbound {
+    /// Its id and type.
+    pub verified: Verified,
+    /// What its signature covers and the signatures given.
+    pub signed: Signed,
+    /// Its signed timestamp, when the sender has one (Standard Webhooks).
+    pub timestamp: Option<i64>,
+}
+
+/// The verdict on an inbound delivery given the MACs `expected` under each configured key:
+/// some signature must match (constant time), then the timestamp, when there is one, must be
+/// within `tolerance_seconds` of `now` both ways. The MAC is checked first, so an unsigned
+/// request learns nothing about the clock.
+pub fn decide(
+    inbound: Inbound,
+    expected: &[[u8; 32]],
+    now: i64,
+    tolerance_seconds: u64,
+) -> Result<Verified, Refusal> {
+    if !any_matches(&inbound.signed.signatures, expected) {
+        return Err(Refusal::SignatureMismatch);
+    }
+    if let Some(timestamp) = inbound.timestamp {
+        let age = now.saturating_sub(timestamp);
+        if age > tolerance_seconds as i64 {
+            return Err(Refusal::TimestampTooOld);
+        }
+        if -age > tolerance_seconds as i64 {
+            return Err(Refusal::TimestampInFuture);
+        }
+    }
+    Ok(inbound.verified)
+}
+
+/// Reads a delivery of `provider` (not Stripe) from its headers (`header` looks one up by its
+/// lower-case name).
+pub fn read(
+    provider: Provider,
+    header: &dyn Fn(&str) -> Option<String>,
+) -> Result<Inbound, Refusal> {
+    match provider {
+        Provider::Standard => standard::read(header),
+        Provider::Github => github::read(header),
+        Provider::Shopify => shopify::read(header),
+        Provider::Stripe => Err(Refusal::MalformedSignature),
+    }
+}
+
+/// Verifies a delivery of `provider` on the host: read, MACs with `keys`, decide.
+pub fn verify(
+    provider: Provider,
+    header: &dyn Fn(&str) -> Option<String>,
+    body: &[u8],
+    keys: &[Vec<u8>],
+    now: i64,
+    tolerance_seconds: u64,
+) -> Result<Verified, Refusal> {
+    let inbound = read(provider, header)?;
+    let expected: Vec<[u8; 32]> = keys
+        .iter()
+        .map(|key| mac(key, &inbound.signed.prefix, body))
+        .collect();
+    decide(inbound, &expected, now, tolerance_seconds)
+}
+
+/// The headers of a delivery of `provider` kept when it is forwarded, besides `content-type`:
+/// its own signature, id, timestamp and event headers, so the handler verifies it as it does
+/// today.
+pub fn forwarded_headers(provider: Provider) -> &'static [&'static str] {
+    match provider {
+        Provider::Stripe => &["stripe-signature"],
+        Provider::Standard => &[
+            standard::ID_HEADER,
+            standard::TIMESTAMP_HEADER,
+            standard::SIGNATURE_HEADER,
+        ],
+        Provider::Github => &[
+            github::SIGNATURE_HEADER,
+            "x-hub-signature",
+            github::ID_HEADER,
+            github::EVENT_HEADER,
+            "x-github-hook-id",
+            "x-github-hook-installation-target-id",
+            "x-github-hook-installation-target-type",
+            "user-agent",
+        ],
+        Provider::Shopify => &[
+            shopify::SIGNATURE_HEADER,
+            shopify::ID_HEADER,
+            shopify::TOPIC_HEADER,
+            "x-shopify-webhook-id",
+            "x-shopify-shop-domain",
+            "x-shopify-api-version",
+            "x-shopify-triggered-at",
+        ],
+    }
+}
+
+/// True when some signature equals some expected MAC, compared in constant time.
+pub fn any_matches(signatures: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
+    let mut matched = subtle::Choice::from(0);
+    for mac in expected {
+        for given in signatures {
+            matched |= mac.ct_eq(given);
+        }
+    }
+    bool::from(matched)
+}
+
+/// The header id of a delivery: present, and 1 to 255 printable ASCII without spaces.
+pub fn header_id(value: Option<&str>) -> Result<String, Refusal> {
+    match value {
+        None => Err(Refusal::MissingId),
+        Some(id) if is_header_id(id) => Ok(id.to_owned()),
+        Some(_) => Err(Refusal::InvalidId),
+    }
+}
+
+/// The HMAC-SHA256 of `prefix` then `body` under `key` (the host implementation; the worker
+/// computes the same with WebCrypto).
+pub fn mac(key: &[u8], prefix: &[u8], body: &[u8]) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(prefix);
+    mac.update(body);
+    mac.finalize().into_bytes().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_never_collide_across_providers_and_stripe_s_stay_as_they_were() {
+        assert_eq!(Provider::Stripe.key("evt_1"), "evt_1");
+        assert_eq!(Provider::Github.key("abc"), "github:abc");
+        assert_ne!(Provider::Shopify.key("abc"), Provider::Standard.key("abc"));
+        assert_eq!(Provider::from_name("github"), Some(Provider::Github));
+        assert_eq!(Provider::from_name("paypal"), None);
+    }
+
+    #[test]
+    fn header_ids_are_printable_ascii_without_spaces() {
+        assert_eq!(
+            header_id(Some("72d3162e-cc78-11e3-81ab-4c9367dc0958"))
+                .unwrap()
+                .len(),
+            36
+        );
+        assert_eq!(header_id(None), Err(Refusal::MissingId));
+        for bad in ["", "a b", "caf\u{e9}", "tab\t", &"x".repeat(256)] {
+            assert_eq!(header_id(Some(bad)), Err(Refusal::InvalidId), "{bad:?}");
+        }
+        assert!(header_id(Some(&"x".repeat(255))).is_ok());
+    }
+
+    #[test]
+    fn github_and_shopify_queue_by_default() {
+        assert!(Provider::Github.queues_by_default());
+        assert!(Provider::Shopify.queues_by_default());
+        assert!(!Provider::Stripe.queues_by_default());
+        assert!(!Provider::Standard.queues_by_default());
+    }
+}
