@@ -7,6 +7,9 @@
 // Event bodies of 1, 16 and 256 KiB, unique and duplicate deliveries; Idempotency-Key replays;
 // the time Stripe waits for a queued answer. Also the module's size, cold start, billable units
 // per delivery and host micro-benchmarks. Writes BENCHMARKS.md.
+// BENCH_PROVIDER=standard|github|shopify sends the worker's deliveries (not the peer's, which
+// speaks Stripe only) to that sender's route, signed by its library; such a run prints its
+// report and writes bench/results-<provider>.md instead of BENCHMARKS.md.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -16,6 +19,7 @@ import { gzipSync } from 'node:zlib';
 import Stripe from 'stripe';
 
 import { ROOT, startDirect, startWorker } from '../tests/harness.mjs';
+import { signedHeaders, standardSecret } from '../tests/provider-helpers.mjs';
 import { drive, summary } from './load.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -27,6 +31,14 @@ const WARMUP = 50;
 const SIZES = (process.env.BENCH_SIZES ?? '1,16,256').split(',').map(Number);
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'direct,wrangler').split(',');
 const SECRET = 'whsec_benchmark_secret';
+const PROVIDER = process.env.BENCH_PROVIDER ?? 'stripe';
+const SENDERS = {
+  stripe: { key: 'STRIPE_WEBHOOK_SECRET', secret: SECRET },
+  standard: { key: 'STANDARD_WEBHOOK_SECRET', secret: standardSecret('benchmark') },
+  github: { key: 'GITHUB_WEBHOOK_SECRET', secret: 'benchmark-github-secret' },
+  shopify: { key: 'SHOPIFY_WEBHOOK_SECRET', secret: 'benchmark-shopify-secret' },
+};
+if (!SENDERS[PROVIDER]) throw new Error(`BENCH_PROVIDER is one of ${Object.keys(SENDERS).join(', ')}`);
 const stripe = new Stripe('sk_test_unused_by_the_benchmark');
 
 function log(line) {
@@ -41,11 +53,16 @@ async function startOrigin() {
 
 /** The variables of each kind of runtime. */
 function varsOf(kind, origin) {
-  const worker = { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe`, API_ORIGIN_URL: origin.url };
+  const worker = {
+    STRIPE_WEBHOOK_SECRET: SECRET,
+    [SENDERS[PROVIDER].key]: SENDERS[PROVIDER].secret,
+    ORIGIN_URL: `${origin.url}/stripe`,
+    API_ORIGIN_URL: origin.url,
+  };
   return {
     floor: {},
     peer: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe` },
-    worker,
+    worker: { ...worker, DELIVERY_MODE: 'sync' },
     queue: { ...worker, DELIVERY_MODE: 'queue' },
   }[kind];
 }
@@ -70,8 +87,12 @@ async function wranglerRuntime(kind, vars) {
 
 const floorRequest = (id) => ({ method: 'GET', path: `/?id=${id}`, headers: {} });
 
-/** A signed Stripe delivery of event `id` whose body is about `kib` KiB. */
-function delivery(id, kib = 1) {
+/**
+ * A signed delivery of event `id` whose body is about `kib` KiB, from `provider` (the run's
+ * BENCH_PROVIDER by default): Stripe's signed by the `stripe` package, the others by their
+ * sender's library, with the same body.
+ */
+async function delivery(id, kib = 1, provider = PROVIDER) {
   const base = {
     id, object: 'event', type: 'invoice.paid', livemode: false,
     created: Math.floor(Date.now() / 1000),
@@ -82,16 +103,19 @@ function delivery(id, kib = 1) {
   const count = Math.max(0, Math.floor((kib * 1024 - JSON.stringify(base).length) / lineSize));
   base.data.object.lines = Array.from({ length: count }, () => line);
   const payload = JSON.stringify(base);
+  const signature = provider === 'stripe'
+    ? { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret: SECRET }) }
+    : await signedHeaders(provider, { id, body: payload, secret: SENDERS[provider].secret });
   return {
     method: 'POST',
-    path: '/webhooks/stripe',
-    headers: {
-      'content-type': 'application/json',
-      'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret: SECRET }),
-    },
+    path: `/webhooks/${provider}`,
+    headers: { 'content-type': 'application/json', ...signature },
     body: payload,
   };
 }
+
+/** Each of `ids` as a delivery of `kib` KiB from `provider`. */
+const deliveries = (list, kib, provider) => Promise.all(list.map((id) => delivery(id, kib, provider)));
 
 const keyed = (key) => ({
   method: 'POST',
@@ -110,26 +134,27 @@ const repeatsOf = (kib) => (kib >= 256 ? Math.ceil(REPEATS / 4) : REPEATS);
 function scenarios(round) {
   const tag = `${Date.now().toString(36)}r${round}`;
   const keys = Array.from({ length: 20 }, (_, i) => `bench-${tag}-${i}`);
-  const sized = (prefix) => SIZES.flatMap((kib) => {
+  // The peer speaks Stripe only; the worker's deliveries come from the run's provider.
+  const sized = (prefix, provider) => SIZES.flatMap((kib) => {
     const dup = ids(`${tag}${prefix}d${kib}`, 20);
     return [
-      { name: `unique-${kib}`, warm: ids(`${tag}${prefix}w${kib}`, WARMUP).map((id) => delivery(id, kib)), make: () => ids(`${tag}${prefix}u${kib}`, uniqueOf(kib)).map((id) => delivery(id, kib)) },
-      { name: `duplicate-${kib}`, warm: dup.map((id) => delivery(id, kib)), make: () => Array.from({ length: repeatsOf(kib) }, (_, i) => delivery(dup[i % 20], kib)) },
+      { name: `unique-${kib}`, warm: () => deliveries(ids(`${tag}${prefix}w${kib}`, WARMUP), kib, provider), make: () => deliveries(ids(`${tag}${prefix}u${kib}`, uniqueOf(kib)), kib, provider) },
+      { name: `duplicate-${kib}`, warm: () => deliveries(dup, kib, provider), make: () => deliveries(Array.from({ length: repeatsOf(kib) }, (_, i) => dup[i % 20]), kib, provider) },
     ];
   });
   const floorDup = ids(`${tag}fd`, 20);
   return {
     floor: [
-      { name: 'unique', warm: ids(`${tag}fw`, WARMUP).map(floorRequest), make: () => ids(`${tag}fu`, UNIQUE).map(floorRequest) },
-      { name: 'duplicate', warm: floorDup.map(floorRequest), make: () => Array.from({ length: REPEATS }, (_, i) => floorRequest(floorDup[i % 20])) },
+      { name: 'unique', warm: () => ids(`${tag}fw`, WARMUP).map(floorRequest), make: () => ids(`${tag}fu`, UNIQUE).map(floorRequest) },
+      { name: 'duplicate', warm: () => floorDup.map(floorRequest), make: () => Array.from({ length: REPEATS }, (_, i) => floorRequest(floorDup[i % 20])) },
     ],
     worker: [
-      ...sized('w'),
-      { name: 'replay', warm: keys.map(keyed), make: () => Array.from({ length: REPEATS }, (_, i) => keyed(keys[i % 20])) },
+      ...sized('w', PROVIDER),
+      { name: 'replay', warm: () => keys.map(keyed), make: () => Array.from({ length: REPEATS }, (_, i) => keyed(keys[i % 20])) },
     ],
-    peer: sized('p'),
+    peer: sized('p', 'stripe'),
     queue: [
-      { name: 'queued-1', warm: ids(`${tag}qw`, WARMUP).map((id) => delivery(id, 1)), make: () => ids(`${tag}qu`, UNIQUE).map((id) => delivery(id, 1)) },
+      { name: 'queued-1', warm: () => deliveries(ids(`${tag}qw`, WARMUP), 1, PROVIDER), make: () => deliveries(ids(`${tag}qu`, UNIQUE), 1, PROVIDER) },
     ],
   };
 }
@@ -144,8 +169,9 @@ async function runRound(transport, round, origin, results) {
     const runtime = await start(kind, varsOf(kind, origin));
     try {
       for (const scenario of plan[kind]) {
-        await drive(runtime.url, scenario.warm, Math.min(CONCURRENCY, scenario.warm.length));
-        const result = await drive(runtime.url, scenario.make(), CONCURRENCY);
+        const warm = await scenario.warm();
+        await drive(runtime.url, warm, Math.min(CONCURRENCY, warm.length));
+        const result = await drive(runtime.url, await scenario.make(), CONCURRENCY);
         const key = `${transport}/${kind}/${scenario.name}`;
         (results[key] ??= []).push(result);
         log(`${key} round ${round}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ${JSON.stringify(result.statuses)}`);
@@ -164,7 +190,7 @@ async function coldStarts(kind, origin) {
   for (let i = 0; i < COLD_STARTS; i += 1) {
     const runtime = await directRuntime(kind, varsOf(kind, origin));
     try {
-      const request = delivery(`evt_cold${Date.now().toString(36)}${i}`, 1);
+      const request = await delivery(`evt_cold${Date.now().toString(36)}${i}`, 1, kind === 'peer' ? 'stripe' : PROVIDER);
       const result = await drive(runtime.url, [request], 1);
       times.push(result.p50);
     } finally {
@@ -180,14 +206,14 @@ async function billableUnits(origin) {
   const runtime = await wranglerRuntime('worker', { ...varsOf('worker', origin), LOG_STORAGE_USAGE: 'true' });
   try {
     const unique = ids(`units${Date.now().toString(36)}`, 50);
-    await drive(runtime.url, unique.map((id) => delivery(id)), 10);
-    await drive(runtime.url, unique.map((id) => delivery(id)), 10);
+    await drive(runtime.url, await deliveries(unique, 1), 10);
+    await drive(runtime.url, await deliveries(unique, 1), 10);
     const keys = Array.from({ length: 20 }, (_, i) => `units-${Date.now()}-${i}`);
     await drive(runtime.url, keys.map(keyed), 10);
     await drive(runtime.url, keys.map(keyed), 10);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const lines = runtime.worker.logLines().filter((l) => l.route === 'authority');
-    const uniqueSet = new Set(unique);
+    const uniqueSet = new Set(unique.map((id) => (PROVIDER === 'stripe' ? id : `${PROVIDER}:${id}`)));
     const forEvents = lines.filter((l) => uniqueSet.has(l.key));
     // A delivery is one request to the object; its claim and its settle each log their rows.
     const deliveries = forEvents.filter((l) => l.outcome === 'deliver');
@@ -246,7 +272,7 @@ function report(results, units, host, cold) {
     return summary(a.map((r, i) => r[field] / b[i][field])).median;
   };
   const lines = [];
-  lines.push('# Benchmarks', '');
+  lines.push(PROVIDER === 'stripe' ? '# Benchmarks' : `# Benchmarks: ${PROVIDER} deliveries`, '');
   lines.push(`Written by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}. Every figure below was measured in one run on the machine named here; the baselines ran in the same run, interleaved round by round (each round starts a fresh runtime for each kind, in a turning order), so ratios compare like with like. Figures from another machine are not comparable.`, '');
   lines.push('## Machine', '');
   lines.push(`- CPU: ${os.cpus()[0].model}, ${os.cpus().length} cores; memory ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; ${os.type()} ${os.release()}`);
@@ -255,6 +281,7 @@ function report(results, units, host, cold) {
   lines.push('## Throughput and latency', '');
   lines.push('- **floor** (`bench/floor/`): a JavaScript Worker sending each request to a JavaScript Durable Object named by the event id, which does one conditional write.');
   lines.push('- **peer** (`bench/peer/`): the same protocol as this worker in plain JavaScript: WebCrypto HMAC (keys imported once per isolate), `JSON.parse`, an object per event id with `storage.get`/`put`, lease, fence and retention alarm, claim → forward → finalize inside `waitUntil` (two object requests per delivery, over RPC).');
+  if (PROVIDER !== 'stripe') lines.push(`- **worker** deliveries in this run are ${PROVIDER} deliveries (\`/webhooks/${PROVIDER}\`, signed by the sender's library, bodies of the same sizes); the peer's are Stripe's.`);
   lines.push('- **worker**: this project: signed Stripe deliveries (verify → one request to the event\'s object, which claims, forwards to a local origin that answers 200 at once, and finalizes), duplicates of finished events, Idempotency-Key replays, and in queue mode the time until Stripe\'s `200 queued`.', '');
   for (const transport of TRANSPORTS) {
     lines.push(`### ${transport === 'direct' ? 'Straight to the runtime (Miniflare → workerd)' : 'Through `wrangler dev` (what a user sees locally)'}`, '');
@@ -341,10 +368,15 @@ try {
   const units = await billableUnits(origin);
   const host = process.env.BENCH_SKIP_HOST === '1' ? [] : hostBenchmarks();
   const text = report(results, units, host, cold);
-  const notes = readFileSync(path.join(ROOT, 'bench', 'notes.md'), 'utf8');
-  writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), `${text}\n${notes}`);
   process.stdout.write(`${text}\n`);
-  log('wrote BENCHMARKS.md');
+  if (PROVIDER === 'stripe') {
+    const notes = readFileSync(path.join(ROOT, 'bench', 'notes.md'), 'utf8');
+    writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), `${text}\n${notes}`);
+    log('wrote BENCHMARKS.md');
+  } else {
+    writeFileSync(path.join(ROOT, 'bench', `results-${PROVIDER}.md`), `${text}\n`);
+    log(`wrote bench/results-${PROVIDER}.md`);
+  }
 } finally {
   origin.stop();
 }

@@ -14,6 +14,7 @@ use crate::claim::{
 };
 use crate::log_line::Outcome;
 use crate::origin::Reason;
+use crate::providers::{is_header_id, Provider};
 use crate::stripe::envelope::is_event_id;
 
 /// True when `authorization` is `Bearer <token>` with the configured token. Compares SHA-256
@@ -32,6 +33,10 @@ pub fn authorized(authorization: Option<&str>, token: &str) -> bool {
 pub enum Family {
     /// Stripe events, by event id (`/admin/events/{id}`).
     Events,
+    /// One provider's deliveries, by the id the sender gave
+    /// (`/admin/deliveries/{provider}/{id}`, the id percent-encoded where it holds `/`, `?`,
+    /// `#` or `%`); `stripe` addresses the same records as `events`.
+    Deliveries(Provider),
     /// Idempotency-Key records, by scope hash (`/admin/keys/{idem_…}`).
     Keys,
 }
@@ -53,9 +58,9 @@ pub enum Action {
 /// A parsed admin route.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
-    /// Events or keys.
+    /// Events, a provider's deliveries, or keys.
     pub family: Family,
-    /// The record's key (event id or scope).
+    /// The record's key (event id, `{provider}:{id}`, or scope).
     pub key: String,
     /// What to do.
     pub action: Action,
@@ -88,6 +93,12 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
         (Family::Events, rest)
     } else if let Some(rest) = path.strip_prefix("keys/") {
         (Family::Keys, rest)
+    } else if let Some((name, rest)) = path
+        .strip_prefix("deliveries/")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        let provider = Provider::from_name(name).ok_or(RouteError::NotFound)?;
+        (Family::Deliveries(provider), rest)
     } else {
         return Err(RouteError::NotFound);
     };
@@ -95,20 +106,30 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
         Some((key, tail)) => (key, Some(tail)),
         None => (rest, None),
     };
-    let valid = match family {
-        Family::Events => is_event_id(key),
-        Family::Keys => is_scope(key),
+    let (valid, key) = match family {
+        Family::Events => (is_event_id(key), key.to_owned()),
+        Family::Keys => (is_scope(key), key.to_owned()),
+        Family::Deliveries(provider) => {
+            let id = percent_encoding::percent_decode_str(key)
+                .decode_utf8()
+                .map(|id| id.into_owned())
+                .unwrap_or_default();
+            let valid = match provider {
+                Provider::Stripe => is_event_id(&id),
+                _ => is_header_id(&id),
+            };
+            (valid, provider.key(&id))
+        }
     };
+    let queued = family != Family::Keys;
     let action = match (tail, method) {
         (None, "GET") => Action::Inspect,
         (None, "DELETE") => Action::Forget,
         (None, _) => return Err(RouteError::MethodNotAllowed("GET, DELETE")),
         (Some("release"), "POST") => Action::Release,
         (Some("release"), _) => return Err(RouteError::MethodNotAllowed("POST")),
-        (Some("redeliver"), "POST") if family == Family::Events => Action::Redeliver,
-        (Some("redeliver"), _) if family == Family::Events => {
-            return Err(RouteError::MethodNotAllowed("POST"))
-        }
+        (Some("redeliver"), "POST") if queued => Action::Redeliver,
+        (Some("redeliver"), _) if queued => return Err(RouteError::MethodNotAllowed("POST")),
         (Some(_), _) => return Err(RouteError::NotFound),
     };
     if !valid {
@@ -116,7 +137,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
     }
     Ok(Route {
         family,
-        key: key.to_owned(),
+        key,
         action,
     })
 }
@@ -229,6 +250,13 @@ impl AdminAnswer {
                 "not a Stripe event id",
                 "invalid_event_id",
             ),
+            RouteError::InvalidKey(Family::Deliveries(_)) => AdminAnswer::refused(
+                400,
+                "invalid_delivery_id",
+                "not a delivery id: 1 to 255 printable ASCII characters without spaces \
+                 (percent-encoded in the path), or a Stripe event id under stripe",
+                "invalid_delivery_id",
+            ),
             RouteError::InvalidKey(Family::Keys) => AdminAnswer::refused(
                 400,
                 "invalid_scope",
@@ -331,7 +359,7 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
             Next::Answer(AdminAnswer::refused(
                 404,
                 "no_body",
-                "no stored body to redeliver (a delivered event, or one not stored by queue mode): resend it from Stripe's dashboard after DELETE",
+                "no stored body to redeliver (a delivered event, or one not stored by queue mode): resend it from the sender's dashboard after DELETE",
                 "admin_not_found",
             ))
         }
@@ -396,7 +424,7 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
 /// The claim policy a change to `family`'s records is made with.
 pub fn policy_for(family: Family, events: ClaimPolicy, keys: Option<ClaimPolicy>) -> ClaimPolicy {
     match family {
-        Family::Events => events,
+        Family::Events | Family::Deliveries(_) => events,
         Family::Keys => keys.unwrap_or(events),
     }
 }
@@ -618,6 +646,50 @@ mod tests {
         assert_eq!(
             route("GET", "keys/evt_1"),
             Err(RouteError::InvalidKey(Family::Keys))
+        );
+    }
+
+    #[test]
+    fn deliveries_are_addressed_by_provider_and_the_sender_s_id() {
+        let github = route("POST", "deliveries/github/72d3162e-cc78/redeliver").unwrap();
+        assert_eq!(
+            (github.family, github.key.as_str(), github.action),
+            (
+                Family::Deliveries(Provider::Github),
+                "github:72d3162e-cc78",
+                Action::Redeliver
+            )
+        );
+        assert_eq!(
+            route("GET", "deliveries/stripe/evt_1").unwrap().key,
+            "evt_1",
+            "the same record as events/evt_1"
+        );
+        assert_eq!(
+            route("GET", "deliveries/standard/msg%2F1%3F").unwrap().key,
+            "standard:msg/1?"
+        );
+        assert_eq!(
+            route("GET", "deliveries/shopify/a%20b"),
+            Err(RouteError::InvalidKey(Family::Deliveries(
+                Provider::Shopify
+            )))
+        );
+        assert_eq!(
+            route("GET", "deliveries/stripe/msg_1"),
+            Err(RouteError::InvalidKey(Family::Deliveries(Provider::Stripe)))
+        );
+        assert_eq!(
+            route("GET", "deliveries/paypal/1"),
+            Err(RouteError::NotFound)
+        );
+        assert_eq!(route("GET", "deliveries/github"), Err(RouteError::NotFound));
+        assert_eq!(
+            AdminAnswer::for_route_error(RouteError::InvalidKey(Family::Deliveries(
+                Provider::Github
+            )))
+            .status,
+            400
         );
     }
 }

@@ -1,5 +1,5 @@
-//! webhook-dedup: a Stripe webhook de-duplication and Idempotency-Key layer for Cloudflare
-//! Workers.
+//! webhook-dedup: a webhook de-duplication layer (Stripe, Standard Webhooks, GitHub, Shopify)
+//! and Idempotency-Key layer for Cloudflare Workers.
 //!
 //! Every rule lives in a pure module that builds and tests on the host (`cargo test`); the
 //! `worker` module, built for WebAssembly only, is the thin adapter to the Workers runtime.
@@ -9,7 +9,8 @@
 //! | [`claim`] | the claim record and its transitions: claim, finalize, release, forget, expire |
 //! | [`authority`] | the messages to the claim authority (one Durable Object per key), and a delivery's rules: what to claim, how to settle |
 //! | [`origin`] | what an origin's answer (or its absence) means for a claim |
-//! | [`webhook`] | the Stripe webhook door's answer table |
+//! | [`webhook`] | the webhook doors' refusals and answer table (every sender) |
+//! | [`providers`] | the senders: names, record keys, default modes; the other senders' signature and id rules |
 //! | [`idempotency`] | the Idempotency-Key door's rules and answer table |
 //! | [`admin`] | the admin API's routes, token check and answer table |
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |

@@ -6,6 +6,7 @@ use serde::{Serialize, Serializer};
 
 use crate::authority::SettleStep;
 use crate::claim::ClaimState;
+use crate::providers::Provider;
 
 /// How much a line matters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -35,7 +36,7 @@ impl Level {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
-    /// `POST /webhooks/stripe`.
+    /// `POST /webhooks/{provider}`, and queued attempts.
     #[default]
     Webhook,
     /// `/api/...`, the Idempotency-Key door.
@@ -163,13 +164,17 @@ pub struct LogLine {
     pub level: Level,
     /// Which front door or job.
     pub route: Route,
+    /// The webhook sender (`stripe`, `standard`, `github`, `shopify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Provider>,
     /// The HTTP method of the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
-    /// The claim key (a Stripe event id, or an Idempotency-Key scope hash).
+    /// The claim key (a Stripe event id, `{provider}:{delivery id}` for the other senders, or
+    /// an Idempotency-Key scope hash).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// The Stripe event type.
+    /// The event type (Stripe's `type`, GitHub's event, Shopify's topic).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,
     /// What happened.

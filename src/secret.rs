@@ -40,6 +40,29 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// An HMAC key as bytes (a secret decoded, e.g. a Standard Webhooks `whsec_` secret's
+/// base64). Like [`Secret`], its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HmacKey(Vec<u8>);
+
+impl HmacKey {
+    /// Wraps the key bytes.
+    pub fn new(bytes: Vec<u8>) -> HmacKey {
+        HmacKey(bytes)
+    }
+
+    /// The key's bytes.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for HmacKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HmacKey([redacted])")
+    }
+}
+
 /// A comma-separated list of secrets (several during a rotation), trimmed. `None` when an entry
 /// is empty.
 pub fn secret_list(text: &str) -> Option<Vec<Secret>> {

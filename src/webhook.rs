@@ -1,8 +1,9 @@
-//! The Stripe webhook front door's decisions, as a table from what happened to what Stripe is
-//! told. Pure: the worker adapter gathers the facts (verification, the claim authority's
+//! The webhook front doors' decisions (Stripe's and every other provider's), as a table from
+//! what happened to what the sender is told. Pure: the worker adapter gathers the facts (verification, the claim authority's
 //! reply, the origin's answer) and asks here what to answer and how to settle the claim.
 //!
-//! Stripe treats any 2xx as delivered and retries everything else, so: a finished duplicate is
+//! Senders treat any 2xx as delivered and (Stripe, Standard Webhooks, Shopify) retry
+//! everything else, so: a finished duplicate is
 //! 200; work that did not happen (in flight elsewhere, origin failed, store failed) is non-2xx
 //! so Stripe delivers again; a refusal of a bad request is 4xx and writes nothing.
 
@@ -14,6 +15,7 @@ use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis};
 use crate::config::{self, ConfigProblem};
 use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
+use crate::providers::{Provider, Refusal as SenderRefusal};
 use crate::stripe::envelope::EnvelopeError;
 use crate::stripe::signature::SignatureError;
 
@@ -55,6 +57,8 @@ impl Answer {
 pub enum Refusal {
     /// Not a `POST` (405, `Allow: POST`).
     MethodNotAllowed,
+    /// A provider whose secret is not set: its route is off (404).
+    NotEnabled(Provider),
     /// The worker's configuration is incomplete or invalid (500; names the keys only).
     Misconfigured(Vec<ConfigProblem>),
     /// The body is larger than `MAX_BODY_BYTES` (413).
@@ -68,6 +72,8 @@ pub enum Refusal {
     Signature(SignatureError),
     /// The verified body is not a usable Stripe event (400).
     Envelope(EnvelopeError),
+    /// A header-identified sender's delivery failed its checks (400).
+    Sender(SenderRefusal),
 }
 
 /// The answer to a refused delivery.
@@ -77,6 +83,14 @@ pub fn refusal_answer(refusal: &Refusal) -> Answer {
             allow: Some("POST"),
             ..Answer::error(405, "method_not_allowed", "this route accepts POST")
         },
+        Refusal::NotEnabled(provider) => Answer::error(
+            404,
+            "not_found",
+            format!(
+                "the {provider} route is off: set {} to enable it",
+                config::secret_key(*provider)
+            ),
+        ),
         Refusal::Misconfigured(problems) => Answer::error(
             500,
             "misconfigured",
@@ -97,6 +111,7 @@ pub fn refusal_answer(refusal: &Refusal) -> Answer {
         ),
         Refusal::Signature(error) => Answer::error(400, error.code(), error.to_string()),
         Refusal::Envelope(error) => Answer::error(400, error.code(), error.to_string()),
+        Refusal::Sender(refusal) => Answer::error(400, refusal.code(), refusal.to_string()),
     }
 }
 
@@ -402,5 +417,16 @@ mod tests {
             (answer.status, answer.outcome),
             (400, Outcome::Code("invalid_event_id"))
         );
+        let answer = refusal_answer(&Refusal::Sender(SenderRefusal::TimestampTooOld));
+        assert_eq!(
+            (answer.status, answer.outcome),
+            (400, Outcome::Code("timestamp_too_old"))
+        );
+        let answer = refusal_answer(&Refusal::NotEnabled(Provider::Github));
+        assert_eq!(answer.status, 404);
+        assert!(answer.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("GITHUB_WEBHOOK_SECRET"));
     }
 }

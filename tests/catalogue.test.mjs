@@ -1,12 +1,16 @@
-// The bad-input catalogue: hostile and malformed requests against both front doors and the
-// admin API. Each states its expected status; after each, every key and value the Durable
+// The bad-input catalogue: hostile and malformed requests against every front door (Stripe,
+// Standard Webhooks, GitHub, Shopify, Idempotency-Key) and the admin API. Each states its expected status; after each, every key and value the Durable
 // Objects store (and every alarm) is as before (nothing written) and the origin saw nothing.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { sign as githubSign } from '@octokit/webhooks-methods';
+import { Webhook } from 'standardwebhooks';
+
 import { call, postChunked, startDirect, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { standardSecret } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload, signatureFor } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_catalogue';
@@ -45,6 +49,27 @@ const api = (key, body = '{"amount":1}', extra = {}) => ({
   headers: Object.fromEntries(Object.entries({
     'content-type': 'application/json', authorization: 'Bearer client', 'idempotency-key': key, ...extra,
   }).filter(([, value]) => value !== undefined)),
+});
+// The other senders (Standard Webhooks and GitHub on; Shopify off: no secret).
+const STANDARD_SECRET = standardSecret('catalogue');
+const GITHUB_SECRET = 'catalogue-github-secret';
+const GITHUB_BODY = '{"zen":"Keep it logically awesome."}';
+const GITHUB_SIGNATURE = await githubSign(GITHUB_SECRET, GITHUB_BODY); // no timestamp: valid all run
+const standard = (headers, body = '{"a":1}') => ({
+  path: '/webhooks/standard', method: 'POST', body,
+  headers: Object.fromEntries(Object.entries({ 'content-type': 'application/json', ...headers }).filter(([, v]) => v !== undefined)),
+});
+const standardSigned = ({ id = 'msg_catalogue', at = new Date(), body = '{"a":1}', secret = STANDARD_SECRET } = {}) => ({
+  'webhook-id': id,
+  'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+  'webhook-signature': new Webhook(secret).sign(id, at, body),
+});
+const github = (headers, body = GITHUB_BODY) => ({
+  path: '/webhooks/github', method: 'POST', body,
+  headers: Object.fromEntries(Object.entries({
+    'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': 'catalogue-1',
+    'x-hub-signature-256': GITHUB_SIGNATURE, ...headers,
+  }).filter(([, v]) => v !== undefined)),
 });
 const admin = (method, suffix, authorization) => ({
   path: `/admin/${suffix}`, method, headers: authorization ? { authorization } : {},
@@ -110,6 +135,32 @@ function cases() {
     ['trailing slash', { ...signed(payload), path: '/webhooks/stripe/' }, 404, 'not_found'],
     ['unknown path', { ...signed(payload), path: '/webhooks/paypal' }, 404, 'not_found'],
     ['path traversal', { ...signed(payload), path: '/webhooks/../admin/events' }, 401, 'unauthorized'],
+    // Standard Webhooks
+    ['standard: forged signature', standard({ ...standardSigned(), 'webhook-signature': `v1,${Buffer.alloc(32, 7).toString('base64')}` }), 400, 'signature_mismatch'],
+    ['standard: another secret', standard(standardSigned({ secret: standardSecret('attacker') })), 400, 'signature_mismatch'],
+    ['standard: tampered body', standard(standardSigned(), '{"a":2}'), 400, 'signature_mismatch'],
+    ['standard: signature of another id', standard({ ...standardSigned(), 'webhook-id': 'msg_other' }), 400, 'signature_mismatch'],
+    ['standard: timestamp 10 minutes old', standard(standardSigned({ at: new Date(Date.now() - 600_000) })), 400, 'timestamp_too_old'],
+    ['standard: timestamp 10 minutes ahead', standard(standardSigned({ at: new Date(Date.now() + 600_000) })), 400, 'timestamp_in_future'],
+    ['standard: only an asymmetric v1a signature', standard({ ...standardSigned(), 'webhook-signature': `v1a,${Buffer.alloc(64).toString('base64')}` }), 400, 'malformed_signature'],
+    ['standard: no signature', standard({ ...standardSigned(), 'webhook-signature': undefined }), 400, 'missing_signature'],
+    ['standard: no webhook-id', standard({ ...standardSigned(), 'webhook-id': undefined }), 400, 'missing_delivery_id'],
+    ['standard: webhook-id with a space', standard(standardSigned({ id: 'msg a' })), 400, 'invalid_delivery_id'],
+    ['standard: webhook-id of 256 characters', standard(standardSigned({ id: 'm'.repeat(256) })), 400, 'invalid_delivery_id'],
+    ['standard: no timestamp', standard({ ...standardSigned(), 'webhook-timestamp': undefined }), 400, 'missing_timestamp'],
+    ['standard: timestamp in milliseconds with a dot', standard({ ...standardSigned(), 'webhook-timestamp': '1796000000.5' }), 400, 'malformed_timestamp'],
+    ['standard: body over the cap', standard(standardSigned({ body: 'x'.repeat(MAX + 1) }), 'x'.repeat(MAX + 1)), 413, 'body_too_large'],
+    // GitHub
+    ['github: forged signature', github({ 'x-hub-signature-256': `sha256=${hex(32)}` }), 400, 'signature_mismatch'],
+    ['github: tampered body', github({}, GITHUB_BODY.replace('awesome', 'awful')), 400, 'signature_mismatch'],
+    ['github: only the SHA-1 signature', github({ 'x-hub-signature-256': undefined, 'x-hub-signature': `sha1=${'ab'.repeat(20)}` }), 400, 'missing_signature'],
+    ['github: sha1= in the SHA-256 header', github({ 'x-hub-signature-256': `sha1=${'ab'.repeat(20)}` }), 400, 'malformed_signature'],
+    ['github: signature not hex', github({ 'x-hub-signature-256': `sha256=${'zz'.repeat(32)}` }), 400, 'malformed_signature'],
+    ['github: no delivery id', github({ 'x-github-delivery': undefined }), 400, 'missing_delivery_id'],
+    ['github: delivery id with a tab', github({ 'x-github-delivery': 'a\tb' }), 400, 'invalid_delivery_id'],
+    ['github: GET', { path: '/webhooks/github', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
+    // Shopify (no secret: off)
+    ['shopify without its secret', { path: '/webhooks/shopify', method: 'POST', body: '{}', headers: { 'x-shopify-hmac-sha256': 'x', 'x-shopify-event-id': '1' } }, 404, 'not_found'],
     // Idempotency-Key front door
     ['empty Idempotency-Key', api(''), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
     ['256-character key', api('k'.repeat(256)), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
@@ -133,6 +184,9 @@ function cases() {
     ['admin with a bad event id', admin('GET', 'events/ch_1', `Bearer ${TOKEN}`), 400, 'invalid_event_id'],
     ['admin with a bad scope', admin('DELETE', 'keys/idem_zz', `Bearer ${TOKEN}`), 400, 'invalid_scope'],
     ['admin unknown route', admin('GET', 'everything', `Bearer ${TOKEN}`), 404, 'not_found'],
+    ['admin with a bad delivery id', admin('GET', 'deliveries/github/a%20b', `Bearer ${TOKEN}`), 400, 'invalid_delivery_id'],
+    ['admin with an unknown provider', admin('GET', 'deliveries/paypal/1', `Bearer ${TOKEN}`), 404, 'not_found'],
+    ['admin deliveries without a token', admin('GET', 'deliveries/github/catalogue-1'), 401, 'unauthorized'],
     // Test routes (on here): guarded by the admin token too
     ['test route claim without a token', { path: `/_test/claims/${eventId('tr')}/claim`, method: 'POST', headers: {} }, 401, 'unauthorized'],
     ['test route read with a wrong token', { path: `/_test/claims/${id}`, method: 'GET', headers: { authorization: 'Bearer wrong-token-wrong-token' } }, 401, 'unauthorized'],
@@ -155,6 +209,8 @@ describe('bad-input catalogue', () => {
         ADMIN_TOKEN: TOKEN,
         ENABLE_TEST_ROUTES: 'true',
         MAX_BODY_BYTES: String(MAX),
+        STANDARD_WEBHOOK_SECRET: STANDARD_SECRET,
+        GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
       },
     });
     objects = worker.persistDir;

@@ -41,3 +41,18 @@ test('reduced chaos run in queue mode: every event delivered once or dead-letter
   const held = history.origin.find((r) => r.held);
   assert.ok(held && history.origin.some((r) => r.eventId === held.eventId && r.takeover), 'the attempt cut off by the restart was taken over');
 });
+
+test('reduced chaos run of GitHub deliveries (queue mode, its default): every delivery run once or dead-lettered', { timeout: 240_000 }, async (t) => {
+  const { options, history } = await runChaos({
+    provider: 'github', mode: 'queue', events: 100, maxDuplicates: 5, concurrency: 32, failureRate: 0.2, slowRate: 0.05,
+    beyondRate: 0, restarts: 0, leaseSeconds: 8, forwardTimeoutMs: 2_000, lateWaitSeconds: 3, queueTimeoutMs: 2_000,
+  });
+  const { table, failures } = check(history);
+  const report = `seed ${options.seed}\n${format(table)}\n${failures.join('\n')}`;
+  for (const line of report.split('\n')) t.diagnostic(line);
+  assert.deepEqual(failures, [], report);
+  assert.ok(history.deliveries.every((d) => d.status === undefined || d.status === 200), 'every delivery acknowledged at once');
+  assert.ok(Object.values(history.finalStates).every((state) => state === 'done' || state === 'dead'), JSON.stringify(history.finalStates));
+  assert.ok(history.log.some((l) => l.provider === 'github' && l.outcome === 'delivered'), 'delivered as GitHub deliveries');
+  assert.ok(history.log.some((l) => l.outcome === 'retry_scheduled'), 'failed attempts were retried');
+});

@@ -16,6 +16,7 @@ use crate::claim::{
 };
 use crate::log_line::Route;
 use crate::origin::{OriginOutcome, Verdict};
+use crate::providers::Provider;
 
 /// Where and how the object forwards the delivery, and how long it waits for the answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,25 +47,32 @@ pub enum Door {
     },
 }
 
-/// Headers the webhook door adds to each forward: the event id, the attempt number, and whether
-/// it took over a claim whose lease ran out.
+/// Headers the webhook doors add to each forward: the event (or delivery) id as the sender
+/// gave it, the sender, the attempt number, and whether it took over a claim whose lease ran
+/// out.
 pub const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
 /// See [`EVENT_ID_HEADER`].
 pub const ATTEMPT_HEADER: &str = "x-webhook-dedup-attempt";
 /// See [`EVENT_ID_HEADER`].
 pub const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
+/// See [`EVENT_ID_HEADER`]: the sender (`stripe`, `standard`, `github`, `shopify`).
+pub const PROVIDER_HEADER: &str = "x-webhook-dedup-provider";
 
 impl Door {
     /// The headers this door adds to the forward of attempt `attempt` of `key` (`takeover`:
-    /// it took over an attempt whose lease ran out): for webhooks the event id, the attempt
-    /// number and the takeover flag; none for the Idempotency-Key door.
+    /// it took over an attempt whose lease ran out): for webhooks the event id, the provider,
+    /// the attempt number and the takeover flag; none for the Idempotency-Key door.
     pub fn attempt_headers(self, key: &str, attempt: u32, takeover: bool) -> Vec<(String, String)> {
         match self {
-            Door::Webhook => vec![
-                (EVENT_ID_HEADER.into(), key.into()),
-                (ATTEMPT_HEADER.into(), attempt.to_string()),
-                (TAKEOVER_HEADER.into(), takeover.to_string()),
-            ],
+            Door::Webhook => {
+                let (provider, id) = Provider::of_key(key);
+                vec![
+                    (EVENT_ID_HEADER.into(), id.into()),
+                    (PROVIDER_HEADER.into(), provider.name().into()),
+                    (ATTEMPT_HEADER.into(), attempt.to_string()),
+                    (TAKEOVER_HEADER.into(), takeover.to_string()),
+                ]
+            }
             Door::Api { .. } => Vec::new(),
         }
     }

@@ -9,15 +9,20 @@ mod api;
 mod delivery;
 mod queue;
 mod reader;
+mod senders;
 mod webhook;
 
 pub use admin::{AdminConfig, MIN_ADMIN_TOKEN_LEN};
 pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
 pub use queue::{DeliveryMode, QueueConfig, QUEUE_MAX_BODY_BYTES};
+pub use senders::{origin_key, secret_key, SenderConfig};
 pub use webhook::WebhookConfig;
 
 use reader::Reader;
+
+use crate::providers::Provider;
+use crate::secret::{HmacKey, Secret};
 
 /// The name of every configuration key (a wrangler var or secret).
 pub mod keys {
@@ -57,6 +62,27 @@ pub mod keys {
     pub const ENABLE_TEST_ROUTES: &str = "ENABLE_TEST_ROUTES";
     /// `sync` (forward while the sender waits) or `queue` (store, acknowledge, deliver later).
     pub const DELIVERY_MODE: &str = "DELIVERY_MODE";
+    /// Stripe's delivery mode, over `DELIVERY_MODE`.
+    pub const STRIPE_DELIVERY_MODE: &str = "STRIPE_DELIVERY_MODE";
+    /// Standard Webhooks' delivery mode, over `DELIVERY_MODE`.
+    pub const STANDARD_DELIVERY_MODE: &str = "STANDARD_DELIVERY_MODE";
+    /// GitHub's delivery mode, over `DELIVERY_MODE` (default `queue`).
+    pub const GITHUB_DELIVERY_MODE: &str = "GITHUB_DELIVERY_MODE";
+    /// Shopify's delivery mode, over `DELIVERY_MODE` (default `queue`).
+    pub const SHOPIFY_DELIVERY_MODE: &str = "SHOPIFY_DELIVERY_MODE";
+    /// The Standard Webhooks endpoint's secrets (`whsec_` + base64), comma-separated; the
+    /// route is off without it.
+    pub const STANDARD_WEBHOOK_SECRET: &str = "STANDARD_WEBHOOK_SECRET";
+    /// The GitHub webhook's secrets, comma-separated; the route is off without it.
+    pub const GITHUB_WEBHOOK_SECRET: &str = "GITHUB_WEBHOOK_SECRET";
+    /// The Shopify app's client secrets, comma-separated; the route is off without it.
+    pub const SHOPIFY_WEBHOOK_SECRET: &str = "SHOPIFY_WEBHOOK_SECRET";
+    /// Where Standard Webhooks deliveries go, else `ORIGIN_URL`.
+    pub const STANDARD_ORIGIN_URL: &str = "STANDARD_ORIGIN_URL";
+    /// Where GitHub deliveries go, else `ORIGIN_URL`.
+    pub const GITHUB_ORIGIN_URL: &str = "GITHUB_ORIGIN_URL";
+    /// Where Shopify deliveries go, else `ORIGIN_URL`.
+    pub const SHOPIFY_ORIGIN_URL: &str = "SHOPIFY_ORIGIN_URL";
     /// Queue mode: the first back-off (seconds).
     pub const RETRY_BASE_SECONDS: &str = "RETRY_BASE_SECONDS";
     /// Queue mode: the longest back-off (seconds).
@@ -78,6 +104,10 @@ pub mod keys {
         SIGNATURE_TOLERANCE_SECONDS,
         MAX_BODY_BYTES,
         DELIVERY_MODE,
+        STRIPE_DELIVERY_MODE,
+        STANDARD_DELIVERY_MODE,
+        GITHUB_DELIVERY_MODE,
+        SHOPIFY_DELIVERY_MODE,
         RETRY_BASE_SECONDS,
         RETRY_MAX_DELAY_SECONDS,
         RETRY_MAX_ATTEMPTS,
@@ -85,6 +115,12 @@ pub mod keys {
         QUEUE_FORWARD_TIMEOUT_MS,
         STRIPE_WEBHOOK_SECRET,
         ORIGIN_URL,
+        STANDARD_WEBHOOK_SECRET,
+        STANDARD_ORIGIN_URL,
+        GITHUB_WEBHOOK_SECRET,
+        GITHUB_ORIGIN_URL,
+        SHOPIFY_WEBHOOK_SECRET,
+        SHOPIFY_ORIGIN_URL,
         ENABLE_TEST_ROUTES,
         API_ORIGIN_URL,
         IDEMPOTENCY_RETENTION_HOURS,
@@ -106,8 +142,11 @@ pub struct Config {
     pub delivery: DeliveryConfig,
     /// The delivery mode, and how queued events are retried.
     pub queue: QueueConfig,
-    /// The Stripe webhook front door.
+    /// The Stripe webhook front door, and what every webhook door shares (retention,
+    /// signature tolerance).
     pub webhook: WebhookConfig,
+    /// The other senders whose secret is set (Standard Webhooks, GitHub, Shopify).
+    pub senders: Vec<SenderConfig>,
     /// The Idempotency-Key front door (`/api/`), when `API_ORIGIN_URL` is set.
     pub api: Option<ApiConfig>,
     /// The admin API and the test routes.
@@ -122,8 +161,15 @@ impl Config {
     pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Vec<ConfigProblem>> {
         let mut r = Reader::new(lookup);
         let delivery = DeliveryConfig::load(&mut r);
-        let queue = QueueConfig::load(&mut r, &delivery);
         let webhook = WebhookConfig::load(&mut r, &delivery);
+        let origin = r
+            .raw(keys::ORIGIN_URL)
+            .and_then(|text| url::Url::parse(&text).ok());
+        let senders = SenderConfig::load_all(&mut r, origin.as_ref());
+        let enabled: Vec<Provider> = std::iter::once(Provider::Stripe)
+            .chain(senders.iter().map(|sender| sender.provider))
+            .collect();
+        let queue = QueueConfig::load(&mut r, &delivery, &enabled);
         let api = ApiConfig::load(&mut r, &delivery);
         let admin = AdminConfig::load(&mut r);
         let webhook = r.finish(webhook)?;
@@ -138,9 +184,22 @@ impl Config {
             delivery,
             queue,
             webhook,
+            senders,
             api,
             admin,
         })
+    }
+
+    /// The settings of `provider`'s door when it is enabled (Stripe always is): its HMAC keys
+    /// and its origin.
+    pub fn sender(&self, provider: Provider) -> Option<(Vec<&[u8]>, &url::Url)> {
+        if provider == Provider::Stripe {
+            let keys = self.webhook.secrets.iter().map(Secret::expose).collect();
+            return Some((keys, &self.webhook.origin_url));
+        }
+        let sender = self.senders.iter().find(|s| s.provider == provider)?;
+        let keys = sender.keys.iter().map(HmacKey::expose).collect();
+        Some((keys, &sender.origin_url))
     }
 }
 

@@ -1,12 +1,14 @@
 //! Queue mode's settings: which mode deliveries use, and how queued events are retried.
 
 use super::keys::{
-    DELIVERY_MODE, LEASE_SECONDS, MAX_BODY_BYTES, QUEUE_FORWARD_TIMEOUT_MS, RETRY_BASE_SECONDS,
-    RETRY_MAX_AGE_HOURS, RETRY_MAX_ATTEMPTS, RETRY_MAX_DELAY_SECONDS,
+    DELIVERY_MODE, GITHUB_DELIVERY_MODE, LEASE_SECONDS, MAX_BODY_BYTES, QUEUE_FORWARD_TIMEOUT_MS,
+    RETRY_BASE_SECONDS, RETRY_MAX_AGE_HOURS, RETRY_MAX_ATTEMPTS, RETRY_MAX_DELAY_SECONDS,
+    SHOPIFY_DELIVERY_MODE, STANDARD_DELIVERY_MODE, STRIPE_DELIVERY_MODE,
 };
 use super::reader::Reader;
 use super::{settle_margin_ms, DeliveryConfig};
 use crate::claim::RetryPolicy;
+use crate::providers::Provider;
 
 /// Default first back-off of a failed queued delivery.
 pub const DEFAULT_RETRY_BASE_SECONDS: u64 = 30;
@@ -36,11 +38,22 @@ pub enum DeliveryMode {
     Queue,
 }
 
+/// The key choosing `provider`'s delivery mode over `DELIVERY_MODE`.
+pub fn mode_key(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Stripe => STRIPE_DELIVERY_MODE,
+        Provider::Standard => STANDARD_DELIVERY_MODE,
+        Provider::Github => GITHUB_DELIVERY_MODE,
+        Provider::Shopify => SHOPIFY_DELIVERY_MODE,
+    }
+}
+
 /// Queue mode's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueConfig {
-    /// The mode deliveries use (`DELIVERY_MODE`).
-    pub mode: DeliveryMode,
+    /// The mode of each provider's deliveries, in [`Provider::ALL`]'s order: its own
+    /// `<PROVIDER>_DELIVERY_MODE`, else `DELIVERY_MODE`, else the provider's default.
+    modes: [DeliveryMode; 4],
     /// How failed attempts are retried (`RETRY_…`).
     pub retry: RetryPolicy,
     /// How long one attempt waits for the origin (`QUEUE_FORWARD_TIMEOUT_MS`); a later answer
@@ -48,21 +61,51 @@ pub struct QueueConfig {
     pub forward_timeout_ms: u64,
 }
 
+fn read_mode<F: Fn(&str) -> Option<String>>(
+    r: &mut Reader<F>,
+    key: &'static str,
+) -> Option<DeliveryMode> {
+    match r.raw(key).as_deref() {
+        None => None,
+        Some("sync") => Some(DeliveryMode::Sync),
+        Some("queue") => Some(DeliveryMode::Queue),
+        Some(_) => {
+            r.problem(key, "not `sync` or `queue`");
+            None
+        }
+    }
+}
+
 impl QueueConfig {
-    /// Reads the queue keys. In queue mode the lease must outlast an attempt with its settle
-    /// margin, and the body cap must fit one stored value.
+    /// The mode `provider`'s deliveries use.
+    pub fn mode(&self, provider: Provider) -> DeliveryMode {
+        let index = Provider::ALL.iter().position(|p| *p == provider);
+        self.modes[index.unwrap_or(0)]
+    }
+
+    /// Reads the queue keys. When an `enabled` provider queues, the lease must outlast an
+    /// attempt with its settle margin, and the body cap must fit one stored value.
     pub fn load<F: Fn(&str) -> Option<String>>(
         r: &mut Reader<F>,
         delivery: &DeliveryConfig,
+        enabled: &[Provider],
     ) -> QueueConfig {
-        let mode = match r.raw(DELIVERY_MODE).as_deref() {
-            None | Some("sync") => DeliveryMode::Sync,
-            Some("queue") => DeliveryMode::Queue,
-            Some(_) => {
-                r.problem(DELIVERY_MODE, "not `sync` or `queue`");
-                DeliveryMode::Sync
-            }
-        };
+        let fallback = read_mode(r, DELIVERY_MODE);
+        let modes = Provider::ALL.map(|provider| {
+            read_mode(r, mode_key(provider)).or(fallback).unwrap_or(
+                if provider.queues_by_default() {
+                    DeliveryMode::Queue
+                } else {
+                    DeliveryMode::Sync
+                },
+            )
+        });
+        let queued: Vec<&str> = Provider::ALL
+            .iter()
+            .zip(modes)
+            .filter(|(p, mode)| enabled.contains(p) && *mode == DeliveryMode::Queue)
+            .map(|(p, _)| p.name())
+            .collect();
         let base_ms = r.integer(RETRY_BASE_SECONDS, DEFAULT_RETRY_BASE_SECONDS, 1, 86_400) * 1_000;
         let max_delay_ms = r.integer(
             RETRY_MAX_DELAY_SECONDS,
@@ -85,14 +128,15 @@ impl QueueConfig {
             1,
             MAX_QUEUE_FORWARD_TIMEOUT_MS,
         );
-        if mode == DeliveryMode::Queue {
+        if !queued.is_empty() {
+            let who = queued.join(", ");
             let margin_ms = settle_margin_ms(delivery.lease_ms);
             if forward_timeout_ms + margin_ms > delivery.lease_ms {
                 r.problem(
                     QUEUE_FORWARD_TIMEOUT_MS,
                     format!(
                         "plus a settle margin ({margin_ms} ms) must fit in {LEASE_SECONDS} \
-                         ({} ms)",
+                         ({} ms), as queue mode is used by {who}",
                         delivery.lease_ms
                     ),
                 );
@@ -101,14 +145,15 @@ impl QueueConfig {
                 r.problem(
                     MAX_BODY_BYTES,
                     format!(
-                        "queue mode stores each event in one value of at most about 2 MB: \
-                         at most {QUEUE_MAX_BODY_BYTES} bytes"
+                        "queue mode (used by {who}) stores each event in one value of at \
+                         most about 2 MB: at most {QUEUE_MAX_BODY_BYTES} bytes, or set \
+                         those providers' <PROVIDER>_DELIVERY_MODE=sync"
                     ),
                 );
             }
         }
         QueueConfig {
-            mode,
+            modes,
             retry: RetryPolicy {
                 base_ms,
                 max_delay_ms,

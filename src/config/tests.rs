@@ -1,6 +1,7 @@
 //! Host tests of the configuration.
 
 use super::*;
+use crate::providers::Provider;
 use std::collections::HashMap;
 
 fn load(pairs: &[(&str, &str)]) -> Result<Config, Vec<ConfigProblem>> {
@@ -250,7 +251,7 @@ fn retention_must_outlast_the_lease() {
 #[test]
 fn queue_mode_defaults_try_for_72_hours() {
     let config = load(&[]).unwrap();
-    assert_eq!(config.queue.mode, DeliveryMode::Sync);
+    assert_eq!(config.queue.mode(Provider::Stripe), DeliveryMode::Sync);
     let retry = config.queue.retry;
     assert_eq!((retry.base_ms, retry.max_delay_ms), (30_000, 3_600_000));
     assert_eq!(retry.max_age_ms, 72 * 3_600_000);
@@ -270,7 +271,7 @@ fn queue_mode_keys_are_checked() {
         ("RETRY_MAX_DELAY_SECONDS", "4"),
     ])
     .unwrap();
-    assert_eq!(config.queue.mode, DeliveryMode::Queue);
+    assert_eq!(config.queue.mode(Provider::Stripe), DeliveryMode::Queue);
     assert_eq!(
         keys(load(&[("DELIVERY_MODE", "later")]).unwrap_err()),
         ["DELIVERY_MODE"]
@@ -307,4 +308,93 @@ fn queue_mode_keys_are_checked() {
         ),
         ["RETRY_MAX_DELAY_SECONDS"]
     );
+}
+
+#[test]
+fn a_sender_is_enabled_by_its_secret_and_forwards_to_its_origin_or_origin_url() {
+    let config = load(&[]).unwrap();
+    assert!(config.senders.is_empty());
+    assert!(config.sender(Provider::Github).is_none());
+    assert!(config.sender(Provider::Stripe).is_some());
+    let config = load(&[
+        ("GITHUB_WEBHOOK_SECRET", "old, new"),
+        ("SHOPIFY_WEBHOOK_SECRET", "shpss_1"),
+        ("SHOPIFY_ORIGIN_URL", "https://shop.example/hooks"),
+        (
+            "STANDARD_WEBHOOK_SECRET",
+            "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        ),
+    ])
+    .unwrap();
+    let (keys, origin) = config.sender(Provider::Github).unwrap();
+    assert_eq!(keys, [b"old".as_slice(), b"new".as_slice()]);
+    assert_eq!(origin.as_str(), "http://127.0.0.1:9000/hook");
+    let (_, origin) = config.sender(Provider::Shopify).unwrap();
+    assert_eq!(origin.as_str(), "https://shop.example/hooks");
+    let (keys, _) = config.sender(Provider::Standard).unwrap();
+    assert_eq!(keys, [b"0123456789abcdef0123456789abcdef".as_slice()]);
+    assert_eq!(
+        format!("{:?}", config.senders[0].keys),
+        "[HmacKey([redacted])]"
+    );
+}
+
+#[test]
+fn sender_problems_are_named() {
+    assert_eq!(
+        keys(
+            load(&[
+                ("STANDARD_WEBHOOK_SECRET", "whsec_not base64!"),
+                ("GITHUB_WEBHOOK_SECRET", "a,,b"),
+                ("SHOPIFY_WEBHOOK_SECRET", "s"),
+                ("SHOPIFY_ORIGIN_URL", "shop.example"),
+            ])
+            .unwrap_err()
+        ),
+        [
+            "STANDARD_WEBHOOK_SECRET",
+            "GITHUB_WEBHOOK_SECRET",
+            "SHOPIFY_ORIGIN_URL"
+        ]
+    );
+}
+
+#[test]
+fn each_provider_picks_its_mode_github_and_shopify_queue_by_default() {
+    let config = load(&[]).unwrap();
+    assert_eq!(config.queue.mode(Provider::Stripe), DeliveryMode::Sync);
+    assert_eq!(config.queue.mode(Provider::Standard), DeliveryMode::Sync);
+    assert_eq!(config.queue.mode(Provider::Github), DeliveryMode::Queue);
+    assert_eq!(config.queue.mode(Provider::Shopify), DeliveryMode::Queue);
+    let config = load(&[
+        ("DELIVERY_MODE", "sync"),
+        ("STANDARD_DELIVERY_MODE", "queue"),
+        ("STRIPE_DELIVERY_MODE", "queue"),
+    ])
+    .unwrap();
+    assert_eq!(config.queue.mode(Provider::Stripe), DeliveryMode::Queue);
+    assert_eq!(config.queue.mode(Provider::Standard), DeliveryMode::Queue);
+    assert_eq!(config.queue.mode(Provider::Github), DeliveryMode::Sync);
+    assert_eq!(
+        keys(load(&[("GITHUB_DELIVERY_MODE", "soon")]).unwrap_err()),
+        ["GITHUB_DELIVERY_MODE"]
+    );
+    // Queue mode's limits apply once an enabled provider queues: GitHub by default.
+    assert!(load(&[("MAX_BODY_BYTES", "2000000")]).is_ok());
+    assert_eq!(
+        keys(
+            load(&[
+                ("MAX_BODY_BYTES", "2000000"),
+                ("GITHUB_WEBHOOK_SECRET", "g")
+            ])
+            .unwrap_err()
+        ),
+        ["MAX_BODY_BYTES"]
+    );
+    assert!(load(&[
+        ("MAX_BODY_BYTES", "2000000"),
+        ("GITHUB_WEBHOOK_SECRET", "g"),
+        ("GITHUB_DELIVERY_MODE", "sync"),
+    ])
+    .is_ok());
 }

@@ -66,6 +66,18 @@ impl Provider {
         }
     }
 
+    /// The provider and delivery id a record key (see [`Provider::key`]) stands for. A key
+    /// without a provider's prefix is Stripe's: Stripe event ids never hold a `:`.
+    pub fn of_key(key: &str) -> (Provider, &str) {
+        key.split_once(':')
+            .and_then(|(name, id)| {
+                Provider::from_name(name)
+                    .filter(|p| *p != Provider::Stripe)
+                    .map(|p| (p, id))
+            })
+            .unwrap_or((Provider::Stripe, key))
+    }
+
     /// The delivery mode used when neither `<PROVIDER>_DELIVERY_MODE` nor `DELIVERY_MODE` is
     /// set: queue for GitHub (which does not retry a failed delivery by itself, and waits 10 s)
     /// and Shopify (which waits 5 s); sync for the others.
@@ -266,6 +278,50 @@ pub fn forwarded_headers(provider: Provider) -> &'static [&'static str] {
     }
 }
 
+/// The headers a queued attempt of delivery `id` sends at `now` (Unix seconds), from the
+/// `stored` ones: a sender whose signature carries a time (Stripe, Standard Webhooks) is
+/// signed anew with `key`, the first configured secret, over the exact stored `body`, so a
+/// handler that checks the signature's age accepts an attempt made long after the delivery;
+/// GitHub's and Shopify's signatures carry no time and are kept as they came.
+pub fn refresh_signature(
+    provider: Provider,
+    id: &str,
+    stored: &mut Vec<(String, String)>,
+    key: &[u8],
+    now: i64,
+    body: &[u8],
+) {
+    let (drop, fresh): (&[&str], Vec<(String, String)>) = match provider {
+        Provider::Stripe => (
+            &[crate::stripe::signature::HEADER],
+            vec![(
+                crate::stripe::signature::HEADER.into(),
+                format!(
+                    "t={now},v1={}",
+                    hex::encode(mac(
+                        key,
+                        crate::stripe::signature::signed_prefix(now).as_bytes(),
+                        body
+                    ))
+                ),
+            )],
+        ),
+        Provider::Standard => (
+            &[standard::TIMESTAMP_HEADER, standard::SIGNATURE_HEADER],
+            vec![
+                (standard::TIMESTAMP_HEADER.into(), now.to_string()),
+                (
+                    standard::SIGNATURE_HEADER.into(),
+                    standard::signature_for(key, id, now, body),
+                ),
+            ],
+        ),
+        Provider::Github | Provider::Shopify => return,
+    };
+    stored.retain(|(name, _)| !drop.contains(&name.as_str()));
+    stored.extend(fresh);
+}
+
 /// True when some signature equals some expected MAC, compared in constant time.
 pub fn any_matches(signatures: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
     let mut matched = subtle::Choice::from(0);
@@ -322,6 +378,82 @@ mod tests {
             assert_eq!(header_id(Some(bad)), Err(Refusal::InvalidId), "{bad:?}");
         }
         assert!(header_id(Some(&"x".repeat(255))).is_ok());
+    }
+
+    #[test]
+    fn a_key_names_its_provider_and_id() {
+        assert_eq!(Provider::of_key("evt_1"), (Provider::Stripe, "evt_1"));
+        assert_eq!(Provider::of_key("github:a:b"), (Provider::Github, "a:b"));
+        assert_eq!(Provider::of_key("shopify:9"), (Provider::Shopify, "9"));
+        assert_eq!(Provider::of_key("stripe:x"), (Provider::Stripe, "stripe:x"));
+        for provider in Provider::ALL {
+            assert_eq!(Provider::of_key(&provider.key("d-1")), (provider, "d-1"));
+        }
+    }
+
+    #[test]
+    fn queued_attempts_are_signed_anew_where_the_signature_carries_a_time() {
+        let body = br#"{"id":"evt_1"}"#;
+        let mut stripe = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("stripe-signature".to_owned(), "t=1,v1=00".to_owned()),
+        ];
+        refresh_signature(
+            Provider::Stripe,
+            "evt_1",
+            &mut stripe,
+            b"whsec_k",
+            1_800_000_000,
+            body,
+        );
+        assert_eq!(stripe.len(), 2);
+        assert!(crate::stripe::signature::verify(
+            Some(&stripe[1].1),
+            body,
+            &[crate::secret::Secret::new("whsec_k")],
+            1_800_000_000,
+            300
+        )
+        .is_ok());
+
+        let key =
+            standard::secret_key("whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=").unwrap();
+        let mut headers = vec![
+            ("webhook-id".to_owned(), "msg_1".to_owned()),
+            ("webhook-timestamp".to_owned(), "1".to_owned()),
+            ("webhook-signature".to_owned(), "v1,old".to_owned()),
+        ];
+        refresh_signature(
+            Provider::Standard,
+            "msg_1",
+            &mut headers,
+            &key,
+            1_800_000_000,
+            body,
+        );
+        let lookup = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(lookup("webhook-timestamp").as_deref(), Some("1800000000"));
+        assert!(verify(
+            Provider::Standard,
+            &lookup,
+            body,
+            std::slice::from_ref(&key),
+            1_800_000_000,
+            300
+        )
+        .is_ok());
+
+        let mut github = vec![("x-hub-signature-256".to_owned(), "sha256=ab".to_owned())];
+        refresh_signature(Provider::Github, "d", &mut github, b"k", 1, body);
+        assert_eq!(
+            github,
+            vec![("x-hub-signature-256".to_owned(), "sha256=ab".to_owned())]
+        );
     }
 
     #[test]

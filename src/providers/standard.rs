@@ -21,6 +21,13 @@ pub fn secret_key(secret: &str) -> Option<Vec<u8>> {
     BASE64.decode(encoded).ok().filter(|key| !key.is_empty())
 }
 
+/// The `webhook-signature` value for delivery `id` at `timestamp` over `body` with `key`: one
+/// `v1,<base64>` entry, as the reference libraries sign.
+pub fn signature_for(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
+    let mac = super::mac(key, format!("{id}.{timestamp}.").as_bytes(), body);
+    format!("v1,{}", BASE64.encode(mac))
+}
+
 /// Reads a delivery's headers: its id, timestamp and `v1` signatures (others, such as
 /// asymmetric `v1a`, and entries that are not 32 bytes of base64, are skipped).
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {

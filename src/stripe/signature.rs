@@ -163,16 +163,6 @@ pub fn sign(secret: &Secret, timestamp: i64, body: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
-/// A `Stripe-Signature` header for `body` signed now (`timestamp`) with `secret`, in Stripe's
-/// format (`t=…,v1=…`): what queue mode sends with each attempt, so a handler that checks the
-/// signature's age accepts an attempt made long after Stripe's delivery.
-pub fn header_for(secret: &Secret, timestamp: i64, body: &[u8]) -> String {
-    format!(
-        "t={timestamp},v1={}",
-        hex::encode(sign(secret, timestamp, body))
-    )
-}
-
 /// Verifies a delivery: `header` is the `Stripe-Signature` value (if any), `body` the raw bytes
 /// as received, `now` our clock in Unix seconds. Returns the signed timestamp when some `v1`
 /// matches some secret (in constant time) and the timestamp is within the tolerance.

@@ -19,7 +19,7 @@ use crate::claim::{AttemptOutcome, ClaimStore, Nonce};
 use crate::config::Config;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::origin::{OriginOutcome, Verdict};
-use crate::stripe::signature;
+use crate::providers::{self, Provider};
 
 /// Runs the attempt due for `key`, if one is: claims it under a lease (the alarm is moved to
 /// the lease's end first, so an attempt that dies is taken over), forwards the stored event
@@ -74,6 +74,7 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         .await
         .and_then(|end| end);
     let mut line = LogLine {
+        provider: Some(Provider::of_key(key).0),
         key: Some(key.to_owned()),
         attempt: Some(attempt),
         takeover: Some(takeover),
@@ -116,9 +117,11 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
     metrics::count(keeper.env(), &line);
 }
 
-/// Forwards the stored event of `key` to the origin with a fresh `Stripe-Signature` (signed
-/// now with the first configured secret over the exact stored bytes) and the attempt headers,
-/// and waits at most the queue's forward time-out.
+/// Forwards the stored event of `key` to its provider's origin with the attempt headers and,
+/// where the sender's signature carries a time (Stripe, Standard Webhooks), a fresh one
+/// (signed now with the first configured secret over the exact stored bytes), and waits at
+/// most the queue's forward time-out. A provider whose secret has since been removed cannot
+/// be delivered (`NotSent`: the attempt fails and is retried).
 async fn forward_stored(
     keeper: &Rc<Keeper>,
     config: &Config,
@@ -136,18 +139,18 @@ async fn forward_stored(
     let Ok((mut headers, body)) = queue::read_payload(&stored) else {
         return OriginOutcome::NotSent;
     };
-    let Some(secret) = config.webhook.secrets.first() else {
+    let (provider, id) = Provider::of_key(key);
+    let Some((keys, origin_url)) = config.sender(provider) else {
+        return OriginOutcome::NotSent;
+    };
+    let Some(first_key) = keys.first() else {
         return OriginOutcome::NotSent;
     };
     let now_seconds = (Date::now().as_millis() / 1_000) as i64;
-    headers.retain(|(name, _)| name != signature::HEADER);
-    headers.push((
-        signature::HEADER.into(),
-        signature::header_for(secret, now_seconds, body),
-    ));
+    providers::refresh_signature(provider, id, &mut headers, first_key, now_seconds, body);
     headers.extend(Door::Webhook.attempt_headers(key, attempt, takeover));
     let body = JsValue::from(Uint8Array::from(body));
-    let url = config.webhook.origin_url.to_string();
+    let url = origin_url.to_string();
     let exchange = match Exchange::start(&Outgoing {
         url: &url,
         method: "POST",

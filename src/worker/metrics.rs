@@ -8,7 +8,7 @@ use crate::log_line::LogLine;
 pub const BINDING: &str = "METRICS";
 
 /// Writes one data point for `line`: index = route; blobs = route, outcome, settle step, event
-/// type or method; doubles = 1 (the count), status, duration in ms, origin time in ms.
+/// type or method, provider; doubles = 1 (the count), status, duration in ms, origin time in ms.
 /// Without the binding it does nothing, and a failed write is ignored: metrics never change
 /// an answer.
 pub fn count(env: &Env, line: &LogLine) {
@@ -25,6 +25,7 @@ pub fn count(env: &Env, line: &LogLine) {
                 .as_deref()
                 .or(line.method.as_deref())
                 .unwrap_or(""),
+            line.provider.map_or("", |p| p.name()),
         ])
         .doubles([
             1.0,

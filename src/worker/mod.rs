@@ -26,6 +26,7 @@ use worker::{event, Context, Env, Method, Request, Response, Result};
 
 use crate::config;
 use crate::log_line::{Level, LogLine, Outcome, Route};
+use crate::providers::Provider;
 
 /// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
 #[event(fetch)]
@@ -34,8 +35,11 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     if path == "/healthz" {
         return health(&req, &env);
     }
-    if path == "/webhooks/stripe" {
-        return webhook::serve(req, &env, &ctx).await;
+    if let Some(provider) = path
+        .strip_prefix("/webhooks/")
+        .and_then(Provider::from_name)
+    {
+        return webhook::serve(provider, req, &env, &ctx).await;
     }
     if path.starts_with("/api/") {
         return api::serve(req, &env, &ctx).await;
@@ -59,7 +63,23 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     )
 }
 
-/// `GET /healthz`: 200 when the configuration is valid, else 503 naming each key with a
+/// Each enabled provider with its delivery mode, e.g. `{"stripe":"sync","github":"queue"}`.
+fn enabled_providers(config: &config::Config) -> serde_json::Map<String, serde_json::Value> {
+    Provider::ALL
+        .into_iter()
+        .filter(|provider| config.sender(*provider).is_some())
+        .map(|provider| {
+            let mode = match config.queue.mode(provider) {
+                config::DeliveryMode::Sync => "sync",
+                config::DeliveryMode::Queue => "queue",
+            };
+            (provider.name().to_owned(), mode.into())
+        })
+        .collect()
+}
+
+/// `GET /healthz`: 200 when the configuration is valid (with the enabled providers and their
+/// delivery modes), else 503 naming each key with a
 /// problem (logged once per check, never a value).
 fn health(req: &Request, env: &Env) -> Result<Response> {
     if req.method() != Method::Get && req.method() != Method::Head {
@@ -74,12 +94,13 @@ fn health(req: &Request, env: &Env) -> Result<Response> {
         );
     }
     let (status, body) = match env_config::config(env) {
-        Ok(_) => (
+        Ok(config) => (
             200,
             serde_json::json!({
                 "name": env!("CARGO_PKG_NAME"),
                 "version": env!("CARGO_PKG_VERSION"),
                 "status": "ok",
+                "providers": enabled_providers(&config),
             }),
         ),
         Err(problems) => {

@@ -1,7 +1,8 @@
 //! The runtime's own native code for the per-byte work of a webhook delivery, so the body never
 //! has to cross into WebAssembly: HMAC-SHA256 with WebCrypto (`crypto.subtle`, keys imported
 //! once per isolate), UTF-8 decoding with `TextDecoder`, and `JSON.parse`. The decisions stay
-//! in the pure modules ([`crate::stripe::signature::decide`], [`crate::stripe::envelope`]).
+//! in the pure modules ([`crate::stripe::signature::decide`], [`crate::providers::decide`],
+//! [`crate::stripe::envelope`]).
 
 use std::cell::RefCell;
 
@@ -10,9 +11,7 @@ use js_sys::{Array, ArrayBuffer, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::secret::Secret;
 use crate::stripe::envelope::{EnvelopeError, FieldValue, Fields};
-use crate::stripe::signature;
 
 #[wasm_bindgen]
 extern "C" {
@@ -41,19 +40,19 @@ extern "C" {
 }
 
 thread_local! {
-    /// The HMAC keys imported in this isolate, each with the secret it was made from (the
-    /// signing secrets cannot change within an isolate, so this is imported once).
-    static KEYS: RefCell<Vec<(Secret, JsValue)>> = const { RefCell::new(Vec::new()) };
+    /// The HMAC keys imported in this isolate, each with the key bytes it was made from (the
+    /// signing secrets cannot change within an isolate, so each is imported once).
+    static KEYS: RefCell<Vec<(Vec<u8>, JsValue)>> = const { RefCell::new(Vec::new()) };
 }
 
-async fn hmac_keys(secrets: &[Secret]) -> Result<Vec<JsValue>, JsValue> {
+async fn hmac_keys(raw_keys: &[&[u8]]) -> Result<Vec<JsValue>, JsValue> {
     let cached: Option<Vec<JsValue>> = KEYS.with(|keys| {
         let keys = keys.borrow();
-        secrets
+        raw_keys
             .iter()
-            .map(|secret| {
+            .map(|raw| {
                 keys.iter()
-                    .find(|(known, _)| known == secret)
+                    .find(|(known, _)| known.as_slice() == *raw)
                     .map(|(_, key)| key.clone())
             })
             .collect()
@@ -65,30 +64,34 @@ async fn hmac_keys(secrets: &[Secret]) -> Result<Vec<JsValue>, JsValue> {
     Reflect::set(&algorithm, &"name".into(), &"HMAC".into())?;
     Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
     let usages = Array::of1(&"sign".into());
-    let mut keys = Vec::with_capacity(secrets.len());
-    for secret in secrets {
-        let raw = Uint8Array::from(secret.expose());
-        let key = JsFuture::from(import_key("raw", &raw, &algorithm, false, &usages)?).await?;
-        KEYS.with(|cached| cached.borrow_mut().push((secret.clone(), key.clone())));
+    let mut keys = Vec::with_capacity(raw_keys.len());
+    for raw in raw_keys {
+        let bytes = Uint8Array::from(*raw);
+        let key = JsFuture::from(import_key("raw", &bytes, &algorithm, false, &usages)?).await?;
+        KEYS.with(|cached| cached.borrow_mut().push((raw.to_vec(), key.clone())));
         keys.push(key);
     }
     Ok(keys)
 }
 
-/// The `v1` MAC of `body` at `timestamp` under each of `secrets`, computed by WebCrypto.
+/// The HMAC-SHA256 of `prefix` then `body` under each of `keys`, computed by WebCrypto (for
+/// Stripe the prefix is `"{t}."`, for Standard Webhooks `"{id}.{t}."`, for GitHub and Shopify
+/// nothing).
 pub async fn macs(
-    secrets: &[Secret],
-    timestamp: i64,
+    keys: &[&[u8]],
+    prefix: &[u8],
     body: &Uint8Array,
 ) -> Result<Vec<[u8; 32]>, JsValue> {
-    let prefix = signature::signed_prefix(timestamp);
-    let signed = Uint8Array::new_with_length(prefix.len() as u32 + body.length());
-    signed
-        .subarray(0, prefix.len() as u32)
-        .copy_from(prefix.as_bytes());
-    signed.set(body, prefix.len() as u32);
-    let mut macs = Vec::with_capacity(secrets.len());
-    for key in hmac_keys(secrets).await? {
+    let signed = if prefix.is_empty() {
+        body.clone()
+    } else {
+        let signed = Uint8Array::new_with_length(prefix.len() as u32 + body.length());
+        signed.subarray(0, prefix.len() as u32).copy_from(prefix);
+        signed.set(body, prefix.len() as u32);
+        signed
+    };
+    let mut macs = Vec::with_capacity(keys.len());
+    for key in hmac_keys(keys).await? {
         let mac: ArrayBuffer = JsFuture::from(subtle_sign("HMAC", &key, &signed)?)
             .await?
             .dyn_into()?;

@@ -104,8 +104,8 @@ async fn cross_check(vector: SignatureVector) -> Result<Response> {
         .map_err(|e| worker::Error::RustError(e.to_string()))?;
     let secret = Secret::new(vector.secret);
     let native = native::macs(
-        std::slice::from_ref(&secret),
-        vector.timestamp,
+        &[secret.expose()],
+        signature::signed_prefix(vector.timestamp).as_bytes(),
         &Uint8Array::from(body.as_slice()),
     )
     .await

@@ -1,24 +1,33 @@
-//! `POST /webhooks/stripe`: verify, then have the event's claim authority claim, forward and
-//! settle it; answer from its report.
+//! `POST /webhooks/{provider}`: verify the delivery as its sender signs it, then have its
+//! claim authority claim, forward and settle it (sync mode), or store it for the object to
+//! deliver (queue mode); answer from its report. One sequence for every provider; what differs
+//! (signature, id, type) is in [`crate::stripe`] and [`crate::providers`].
 
 use js_sys::Uint8Array;
-use worker::{Context, Date, Env, Method, Request, Response, Result};
+use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
 
 use super::body::{self, BodyError};
 use super::door::{self, Visit};
 use super::env_config;
 use super::native;
 use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
-use crate::config::{self, Config, DeliveryMode};
+use crate::config::{self, DeliveryMode};
 use crate::log_line::{LogLine, Route};
+use crate::providers::{self, Provider};
 use crate::stripe::envelope;
 use crate::stripe::signature::{self, SignatureError};
 use crate::webhook::{self, Answer, Refusal};
 
-/// Serves one delivery and writes its log line.
-pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Response> {
+/// Serves one delivery from `provider` and writes its log line.
+pub async fn serve(
+    provider: Provider,
+    mut req: Request,
+    env: &Env,
+    ctx: &Context,
+) -> Result<Response> {
     let mut visit = Visit::start(Route::Webhook, &req.method());
-    let answer = deliver(&mut req, env, ctx, &mut visit.line).await;
+    visit.line.provider = Some(provider);
+    let answer = deliver(provider, &mut req, env, ctx, &mut visit.line).await;
     visit.line.outcome = answer.outcome;
     let response = door::json(
         answer.status,
@@ -29,8 +38,20 @@ pub async fn serve(mut req: Request, env: &Env, ctx: &Context) -> Result<Respons
     Ok(visit.finish(env, response))
 }
 
-/// Config, body, verify, envelope, then the delivery; the answer.
-async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine) -> Answer {
+/// A verified delivery: the id its sender gave and its type, when known.
+struct Identified {
+    id: String,
+    event_type: Option<String>,
+}
+
+/// Config, body, verify, then the delivery (sync) or its storage (queue); the answer.
+async fn deliver(
+    provider: Provider,
+    req: &mut Request,
+    env: &Env,
+    ctx: &Context,
+    line: &mut LogLine,
+) -> Answer {
     if req.method() != Method::Post {
         return refused(line, Refusal::MethodNotAllowed);
     }
@@ -42,6 +63,9 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
             return answer;
         }
     };
+    let Some((keys, origin_url)) = config.sender(provider) else {
+        return refused(line, Refusal::NotEnabled(provider));
+    };
     let limit = config.delivery.max_body_bytes;
     let body = match body::read_capped_js(req, limit).await {
         Ok(body) => body,
@@ -49,77 +73,121 @@ async fn deliver(req: &mut Request, env: &Env, ctx: &Context, line: &mut LogLine
         Err(BodyError::Unreadable) => return refused(line, Refusal::UnreadableBody),
     };
     let headers = req.headers();
-    let signature_header = headers.get(signature::HEADER).ok().flatten();
-    if let Err(error) = verify(&config, signature_header.as_deref(), &body).await {
-        return refused(line, Refusal::Signature(error));
-    }
-    let event = match native::envelope_fields(&body).and_then(envelope::from_fields) {
-        Ok(event) => event,
-        Err(error) => return refused(line, Refusal::Envelope(error)),
+    let tolerance = config.webhook.signature_tolerance_seconds;
+    let identified = match provider {
+        Provider::Stripe => identify_stripe(headers, &keys, &body, tolerance).await,
+        other => identify(other, headers, &keys, &body, tolerance).await,
     };
-    line.key = Some(event.id.clone());
-    line.event_type = Some(event.event_type.clone());
-    let content_type = headers
-        .get("content-type")
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| "application/json".into());
-    if config.queue.mode == DeliveryMode::Queue {
-        // Stored, then acknowledged; the event's object delivers it (its alarm), signing each
-        // attempt anew.
+    let Identified { id, event_type } = match identified {
+        Ok(identified) => identified,
+        Err(refusal) => return refused(line, refusal),
+    };
+    let key = provider.key(&id);
+    line.key = Some(key.clone());
+    line.event_type = event_type;
+    let forwarded = forwarded_headers(provider, headers);
+    let policy = config.webhook.claims;
+    if config.queue.mode(provider) == DeliveryMode::Queue {
+        // Stored, then acknowledged; the object delivers it from its alarm, signing each attempt
+        // anew where the sender's signature carries a time.
         let enqueue = AuthorityRequest::Enqueue {
-            key: event.id.clone(),
-            policy: config.webhook.claims,
-            headers: vec![("content-type".into(), content_type)],
+            key,
+            policy,
+            headers: forwarded,
         };
         let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
-        return webhook::after_enqueue(&reply, &event.id);
+        return webhook::after_enqueue(&reply, &id);
     }
     let forward = Forward {
-        url: config.webhook.origin_url.to_string(),
+        url: origin_url.to_string(),
         method: "POST".into(),
-        headers: vec![
-            ("content-type".into(), content_type),
-            (
-                signature::HEADER.into(),
-                signature_header.unwrap_or_default(),
-            ),
-        ],
+        headers: forwarded,
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
     let make = |nonce| Deliver {
-        key: event.id.clone(),
-        policy: config.webhook.claims,
+        key,
+        policy,
         nonce,
         fingerprint: None,
         forward,
         door: Door::Webhook,
     };
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
-    webhook::after_delivery(&reply, &event.id, Date::now().as_millis())
+    webhook::after_delivery(&reply, &id, Date::now().as_millis())
 }
 
-/// Verifies the signature: the header parsed and the verdict decided by the pure rules, the
-/// MACs computed by the runtime's WebCrypto over the body where it lies.
-async fn verify(
-    config: &Config,
-    header: Option<&str>,
+/// A Stripe delivery: `Stripe-Signature` parsed and decided by the pure rules over MACs that
+/// WebCrypto computes where the body lies, then the event envelope read by `JSON.parse`.
+async fn identify_stripe(
+    headers: &Headers,
+    keys: &[&[u8]],
     body: &Uint8Array,
-) -> Result<i64, SignatureError> {
-    let parsed = signature::parse_header(header.ok_or(SignatureError::Missing)?)?;
-    let secrets = &config.webhook.secrets;
+    tolerance: u64,
+) -> std::result::Result<Identified, Refusal> {
+    let header = headers.get(signature::HEADER).ok().flatten();
+    let parsed = header
+        .as_deref()
+        .ok_or(SignatureError::Missing)
+        .and_then(signature::parse_header)
+        .map_err(Refusal::Signature)?;
+    let prefix = signature::signed_prefix(parsed.timestamp);
     // A failure of WebCrypto itself is not the sender's: it cannot match.
-    let expected = native::macs(secrets, parsed.timestamp, body)
+    let expected = native::macs(keys, prefix.as_bytes(), body)
         .await
         .unwrap_or_default();
-    let now_seconds = (Date::now().as_millis() / 1_000) as i64;
-    signature::decide(
-        &parsed,
-        &expected,
-        now_seconds,
-        config.webhook.signature_tolerance_seconds,
-    )
+    signature::decide(&parsed, &expected, now_seconds(), tolerance).map_err(Refusal::Signature)?;
+    let event = native::envelope_fields(body)
+        .and_then(envelope::from_fields)
+        .map_err(Refusal::Envelope)?;
+    Ok(Identified {
+        id: event.id,
+        event_type: Some(event.event_type),
+    })
+}
+
+/// A delivery from a header-identified sender: its headers read and decided by the pure rules
+/// of [`providers`] over MACs that WebCrypto computes. The body is not parsed: it is the
+/// handler's.
+async fn identify(
+    provider: Provider,
+    headers: &Headers,
+    keys: &[&[u8]],
+    body: &Uint8Array,
+    tolerance: u64,
+) -> std::result::Result<Identified, Refusal> {
+    let header = |name: &str| headers.get(name).ok().flatten();
+    let inbound = providers::read(provider, &header).map_err(Refusal::Sender)?;
+    let expected = native::macs(keys, &inbound.signed.prefix, body)
+        .await
+        .unwrap_or_default();
+    let verified =
+        providers::decide(inbound, &expected, now_seconds(), tolerance).map_err(Refusal::Sender)?;
+    Ok(Identified {
+        id: verified.id,
+        event_type: verified.event_type,
+    })
+}
+
+/// What the handler receives besides the body: its `Content-Type` and the sender's own
+/// headers (signature, id, timestamp, event), so it verifies the delivery as it does today.
+fn forwarded_headers(provider: Provider, headers: &Headers) -> Vec<(String, String)> {
+    let content_type = headers
+        .get("content-type")
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "application/json".into());
+    let mut forwarded = vec![("content-type".to_owned(), content_type)];
+    for name in providers::forwarded_headers(provider) {
+        if let Ok(Some(value)) = headers.get(name) {
+            forwarded.push(((*name).to_owned(), value));
+        }
+    }
+    forwarded
+}
+
+fn now_seconds() -> i64 {
+    (Date::now().as_millis() / 1_000) as i64
 }
 
 fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {

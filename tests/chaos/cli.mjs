@@ -1,6 +1,7 @@
 // `npm run chaos`: the full chaos run (1,000 events by default); prints the checker's table,
 // writes RELIABILITY.md with --write, and exits non-zero when the checker finds a failure.
 //   npm run chaos -- --events 200 --restarts 1 --seed 42
+//   npm run chaos -- --provider github --mode queue --write
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import { runChaos } from './run.mjs';
 
 const { values } = parseArgs({
   options: {
+    provider: { type: 'string', default: 'stripe' },
     mode: { type: 'string', default: 'sync' },
     events: { type: 'string', default: '1000' },
     'max-duplicates': { type: 'string', default: '10' },
@@ -24,7 +26,20 @@ const { values } = parseArgs({
     write: { type: 'boolean', default: false },
   },
 });
+const PROVIDERS = ['stripe', 'standard', 'github', 'shopify'];
+if (!PROVIDERS.includes(values.provider) || !['sync', 'queue'].includes(values.mode)) {
+  process.stderr.write(`--provider is one of ${PROVIDERS.join(', ')}; --mode is sync or queue\n`);
+  process.exit(2);
+}
+const SIGNED_BY = {
+  stripe: 'the `stripe` package',
+  standard: 'the `standardwebhooks` package',
+  github: '`@octokit/webhooks-methods`',
+  shopify: 'Shopify\'s documented HMAC',
+};
+const TITLES = { stripe: 'Stripe', standard: 'Standard Webhooks', github: 'GitHub', shopify: 'Shopify' };
 const options = {
+  provider: values.provider,
   mode: values.mode,
   events: Number(values.events),
   maxDuplicates: Number(values['max-duplicates']),
@@ -44,11 +59,14 @@ process.stdout.write(`chaos run (seed ${used.seed}, ${seconds} s)\n${text}\n`);
 for (const failure of failures.slice(0, 50)) process.stdout.write(`FAIL ${failure}\n`);
 if (values.write) {
   const queue = used.mode === 'queue';
+  const stripe = used.provider === 'stripe';
+  const marker = stripe ? used.mode : `${used.provider}-${used.mode}`;
+  const flags = `${stripe ? '' : `--provider ${used.provider} `}${queue ? '--mode queue ' : ''}`;
   const section = [
-    `<!-- ${used.mode} -->`,
-    `## ${queue ? 'Queue mode (`DELIVERY_MODE=queue`)' : 'Sync mode (the default)'}`,
+    `<!-- ${marker} -->`,
+    `## ${stripe ? '' : `${TITLES[used.provider]}, `}${queue ? `${stripe ? 'Queue' : 'queue'} mode (\`DELIVERY_MODE=queue\`)` : `${stripe ? 'Sync' : 'sync'} mode${stripe ? ' (the default)' : ''}`}`,
     '',
-    `Written by \`npm run chaos -- ${queue ? '--mode queue ' : ''}--write\` on ${new Date().toISOString().slice(0, 10)}: the real worker under \`wrangler dev\` with persisted storage, deliveries signed by the \`stripe\` package, a recording origin that fails ${used.failureRate * 100}% of requests, answers ${used.slowRate * 100}% ${queue ? 'slowly but within the attempt\'s time-out' : 'between the forward time-out and the end of the late-answer wait'}${used.beyondRate ? ` and ${used.beyondRate * 100}% only after ${queue ? 'that time-out' : 'it'}` : ''}, and ${used.restarts} restarts of the runtime in the middle of the run, each while the origin holds a forward. Every delivery is re-sent with back-off, as Stripe does, until it gets a 2xx (at most ${used.maxSends} sends).`,
+    `Written by \`npm run chaos -- ${flags}--write\` on ${new Date().toISOString().slice(0, 10)}: the real worker under \`wrangler dev\` with persisted storage, deliveries to \`/webhooks/${used.provider}\` signed by ${SIGNED_BY[used.provider]}, a recording origin that fails ${used.failureRate * 100}% of requests, answers ${used.slowRate * 100}% ${queue ? 'slowly but within the attempt\'s time-out' : 'between the forward time-out and the end of the late-answer wait'}${used.beyondRate ? ` and ${used.beyondRate * 100}% only after ${queue ? 'that time-out' : 'it'}` : ''}, and ${used.restarts} restarts of the runtime in the middle of the run, each while the origin holds a forward. Every delivery is re-sent with back-off, as Stripe does, until it gets a 2xx (at most ${used.maxSends} sends).`,
     '',
     `Parameters: ${used.events} events, each delivered 1 to ${used.maxDuplicates} times (some copies at once, some later), ${used.concurrency} requests in flight, lease ${used.leaseSeconds} s, ${queue ? `attempt time-out ${used.queueTimeoutMs} ms, retries from 1 s doubling to 2 s, ${used.retryMaxAttempts} attempts at most` : `forward time-out ${used.forwardTimeoutMs} ms, late-answer wait ${used.lateWaitSeconds} s`}, seed ${used.seed}. Machine: ${os.cpus()[0].model}, ${os.cpus().length} cores. Took ${seconds} s.`,
     '',
@@ -61,19 +79,20 @@ if (values.write) {
     queue
       ? 'Each event is acknowledged once stored; its object delivers it, retrying failed attempts with back-off. An attempt cut off by a restart is taken over when its lease runs out; an answer slower than the attempt\'s time-out counts as a failed attempt, the one documented case that may run twice.'
       : 'A time-out does not release the claim: the claim authority keeps waiting for the answer and settles on it, so the answers learned late are processed once. The takeovers come from the restarts (and from answers slower than the wait horizon, when the run has them), whose claims are taken over when their lease runs out; those are the only cases the contract lets run twice.',
-    `<!-- /${used.mode} -->`,
+    `<!-- /${marker} -->`,
   ].join('\n');
   const file = path.join(ROOT, 'RELIABILITY.md');
   const header = [
     '# Reliability',
     '',
-    'Figures of the full chaos runs (`npm run chaos`), one section per delivery mode. The checker (`tests/chaos/checker.mjs`) reads the whole history of a run and fails it when an event is lost (acknowledged to Stripe but never succeeded at the origin, or never acknowledged within the budget; in queue mode, acknowledged but neither delivered nor dead-lettered by the rules), when an event succeeded at the origin twice (every 2xx the origin answered counts, whether or not the worker received it) unless a restart of the runtime happened between the two or the first took longer than the wait horizon (sync: forward time-out plus late-answer wait; queue: the attempt\'s time-out), when a takeover came inside the lease of the claim it replaced, when one attempt number was forwarded twice or out of order, or when any answer is a 500.',
+    'Figures of the full chaos runs (`npm run chaos`), one section per delivery mode (and per sender, for the runs with `--provider`). The checker (`tests/chaos/checker.mjs`) reads the whole history of a run and fails it when an event is lost (acknowledged to Stripe but never succeeded at the origin, or never acknowledged within the budget; in queue mode, acknowledged but neither delivered nor dead-lettered by the rules), when an event succeeded at the origin twice (every 2xx the origin answered counts, whether or not the worker received it) unless a restart of the runtime happened between the two or the first took longer than the wait horizon (sync: forward time-out plus late-answer wait; queue: the attempt\'s time-out), when a takeover came inside the lease of the claim it replaced, when one attempt number was forwarded twice or out of order, or when any answer is a 500.',
     '',
   ].join('\n');
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const sections = ['sync', 'queue'].map((mode) => {
-    if (mode === used.mode) return section;
-    const found = old.match(new RegExp(`<!-- ${mode} -->[\\s\\S]*?<!-- /${mode} -->`));
+  const markers = PROVIDERS.flatMap((p) => ['sync', 'queue'].map((mode) => (p === 'stripe' ? mode : `${p}-${mode}`)));
+  const sections = markers.map((name) => {
+    if (name === marker) return section;
+    const found = old.match(new RegExp(`<!-- ${name} -->[\\s\\S]*?<!-- /${name} -->`));
     return found ? found[0] : '';
   }).filter(Boolean);
   writeFileSync(file, `${header}\n${sections.join('\n\n')}\n`);

@@ -1,13 +1,27 @@
-// The chaos driver: signs deliveries with the `stripe` package and sends them to the real
-// worker under `wrangler dev` with persisted storage, while a recording origin fails and
+// The chaos driver: signs deliveries as their sender does (the `stripe` package by default;
+// `provider: 'standard' | 'github' | 'shopify'` signs with that sender's library) and sends
+// them to the real worker under `wrangler dev` with persisted storage, while a recording origin fails and
 // stalls at random and the runtime is restarted; it redelivers as Stripe does until each
 // delivery got a 2xx or its retry budget is spent. Returns the whole history.
 import http from 'node:http';
 
 import { sleep, startWorker } from '../harness.mjs';
+import { signedHeaders, standardSecret } from '../provider-helpers.mjs';
 import { eventPayload, signatureFor } from '../stripe-helpers.mjs';
 
 const SECRET = 'whsec_chaos';
+const SENDERS = {
+  stripe: { secretKey: 'STRIPE_WEBHOOK_SECRET', secret: SECRET },
+  standard: { secretKey: 'STANDARD_WEBHOOK_SECRET', secret: standardSecret('chaos') },
+  github: { secretKey: 'GITHUB_WEBHOOK_SECRET', secret: 'chaos-github-secret' },
+  shopify: { secretKey: 'SHOPIFY_WEBHOOK_SECRET', secret: 'chaos-shopify-secret' },
+};
+
+/** The headers `provider` sends with `payload` for delivery `id`, signed now. */
+async function headersFor(provider, id, payload) {
+  if (provider === 'stripe') return { 'stripe-signature': signatureFor(payload, SECRET) };
+  return signedHeaders(provider, { id, body: payload, secret: SENDERS[provider].secret });
+}
 const ADMIN_TOKEN = 'chaos-admin-token-0123456789abcdef';
 
 /** A seeded random number generator (mulberry32), so a failing run can be repeated. */
@@ -95,12 +109,14 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
  */
 export async function runChaos(options) {
   const o = {
-    mode: 'sync', events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05, beyondRate: 0,
+    provider: 'stripe', mode: 'sync', events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05, beyondRate: 0,
     restarts: 2, leaseSeconds: 6, forwardTimeoutMs: 1000, lateWaitSeconds: 3, maxSends: 25, seed: Date.now() % 2 ** 31,
     queueTimeoutMs: 2000, retryMaxAttempts: 8,
     ...options,
   };
   const queue = o.mode === 'queue';
+  const sender = SENDERS[o.provider];
+  if (!sender) throw new Error(`unknown provider ${o.provider}`);
   // The horizon: how long after a forward began its answer can still be learned. In queue
   // mode an answer later than the attempt's time-out counts as a failed attempt.
   const horizonMs = queue ? o.queueTimeoutMs : o.forwardTimeoutMs + o.lateWaitSeconds * 1000;
@@ -112,13 +128,14 @@ export async function runChaos(options) {
   const worker = await startWorker({
     vars: {
       STRIPE_WEBHOOK_SECRET: SECRET,
+      [sender.secretKey]: sender.secret,
       ORIGIN_URL: `${origin.url}/stripe`,
+      DELIVERY_MODE: o.mode,
       LEASE_SECONDS: String(o.leaseSeconds),
       FORWARD_TIMEOUT_MS: String(o.forwardTimeoutMs),
       LATE_ANSWER_WAIT_SECONDS: String(o.lateWaitSeconds),
       ADMIN_TOKEN: ADMIN_TOKEN,
       ...(queue ? {
-        DELIVERY_MODE: 'queue',
         RETRY_BASE_SECONDS: '1',
         RETRY_MAX_DELAY_SECONDS: '2',
         RETRY_MAX_ATTEMPTS: String(o.retryMaxAttempts),
@@ -128,6 +145,8 @@ export async function runChaos(options) {
   });
   const run = `${Date.now().toString(36)}${o.seed}`;
   const events = Array.from({ length: o.events }, (_, i) => `evt_chaos_${run}_${i}`);
+  // The record key of an event (what log lines carry), and how the admin API addresses it.
+  const keyOf = (id) => (o.provider === 'stripe' ? id : `${o.provider}:${id}`);
   const deliveries = [];
   const chains = [];
   let inFlight = 0;
@@ -147,11 +166,12 @@ export async function runChaos(options) {
     await restarting;
     await acquire();
     try {
+      const signed = await headersFor(o.provider, eventId, payload);
       const status = await new Promise((resolve, reject) => {
-        const url = new URL(`${worker.url}/webhooks/stripe`);
+        const url = new URL(`${worker.url}/webhooks/${o.provider}`);
         const req = http.request({
           host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
-          headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(payload, SECRET) },
+          headers: { 'content-type': 'application/json', ...signed },
           timeout: 30_000,
         }, (res) => {
           res.resume();
@@ -228,12 +248,12 @@ export async function runChaos(options) {
       const ended = new Set(worker.logLines()
         .filter((l) => l.outcome === 'delivered' || l.outcome === 'dead_lettered')
         .map((l) => l.key));
-      return events.every((id) => ended.has(id));
+      return events.every((id) => ended.has(keyOf(id)));
     };
     const deadline = Date.now() + 120_000;
     while (!settled() && Date.now() < deadline) await sleep(500);
     for (const id of events) {
-      const answer = await fetch(`${worker.url}/admin/events/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       finalStates[id] = answer.status === 200 ? (await answer.json()).record.state : `absent (${answer.status})`;
     }
   }
@@ -245,7 +265,7 @@ export async function runChaos(options) {
   return {
     options: o,
     history: {
-      mode: o.mode, events, deliveries, chains, origin: origin.records, log, restartsAt, finalStates,
+      provider: o.provider, mode: o.mode, events, deliveries, chains, origin: origin.records, log, restartsAt, finalStates,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
     },

@@ -1,0 +1,297 @@
+// Beyond Stripe: Standard Webhooks, GitHub and Shopify deliveries through the same claim
+// machinery. Real worker under `wrangler dev`, deliveries signed by each sender's own library
+// (`standardwebhooks`, `@octokit/webhooks-methods`; Shopify's documented HMAC), a real origin
+// that verifies what it receives as the sender's library does.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { adminHeaders, call, sleep, startOrigin, startWorker } from './harness.mjs';
+import { deliveryId, deliverAs, handlerVerifies, send, signedHeaders, standardSecret } from './provider-helpers.mjs';
+import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
+
+const STRIPE_SECRET = 'whsec_providers_stripe';
+const SECRETS = {
+  standard: [standardSecret('standard-new'), standardSecret('standard-old')],
+  github: ['gh-secret-new', 'gh-secret-old'],
+  shopify: ['shpss_client_secret'],
+};
+const QUEUE_TIMINGS = {
+  LEASE_SECONDS: '8',
+  FORWARD_TIMEOUT_MS: '1000',
+  LATE_ANSWER_WAIT_SECONDS: '0',
+  QUEUE_FORWARD_TIMEOUT_MS: '3000',
+  RETRY_BASE_SECONDS: '1',
+  RETRY_MAX_DELAY_SECONDS: '2',
+  RETRY_MAX_ATTEMPTS: '3',
+};
+
+async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const body = (provider, id) => JSON.stringify({ sender: provider, delivery: id, note: 'caf\u00e9 \u2603' });
+
+describe('every provider on its defaults (Standard sync; GitHub and Shopify queue)', () => {
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req, n) => {
+      const decide = behaviour.get(req.headers['x-webhook-dedup-event-id']);
+      return decide ? decide(req, n) : { status: 200, body: 'ok' };
+    });
+    worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+        ORIGIN_URL: `${origin.url}/hooks`,
+        STANDARD_WEBHOOK_SECRET: SECRETS.standard.join(','),
+        GITHUB_WEBHOOK_SECRET: SECRETS.github.join(', '),
+        SHOPIFY_WEBHOOK_SECRET: SECRETS.shopify.join(','),
+        SHOPIFY_ORIGIN_URL: `${origin.url}/shopify`,
+        ENABLE_TEST_ROUTES: 'true',
+        ...QUEUE_TIMINGS,
+      },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const seen = (provider, id) => origin.requests.filter(
+    (r) => r.headers['x-webhook-dedup-event-id'] === id && r.headers['x-webhook-dedup-provider'] === provider,
+  );
+  const inspect = (provider, id) => call(`${worker.url}/admin/deliveries/${provider}/${encodeURIComponent(id)}`, { headers: adminHeaders(worker) });
+  const done = async (provider, id) => (await inspect(provider, id)).json?.record?.state === 'done';
+
+  test('/healthz lists the enabled providers and their delivery modes', async () => {
+    const health = await call(`${worker.url}/healthz`);
+    assert.deepEqual(health.json.providers, { stripe: 'sync', standard: 'sync', github: 'queue', shopify: 'queue' });
+  });
+
+  for (const provider of ['standard', 'github', 'shopify']) {
+    const queued = provider !== 'standard';
+
+    test(`${provider}: a valid delivery is forwarded once, byte for byte, verifiable by the handler; a repeat is a duplicate`, async () => {
+      const id = deliveryId(provider);
+      const payload = body(provider, id);
+      const answer = await deliverAs(worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
+      assert.equal(answer.status, 200, answer.text);
+      assert.deepEqual(answer.json, queued
+        ? { status: 'queued', event_id: id }
+        : { status: 'processed', event_id: id, origin_status: 200 });
+      const [forwarded] = await until(() => seen(provider, id).length && seen(provider, id), 10_000, 'the forward');
+      assert.equal(forwarded.url, provider === 'shopify' ? '/shopify' : '/hooks', 'its own origin, else ORIGIN_URL');
+      assert.ok(forwarded.body.equals(Buffer.from(payload)), 'the body as sent');
+      assert.equal(forwarded.headers['content-type'], 'application/json');
+      assert.equal(forwarded.headers['x-webhook-dedup-attempt'], '1');
+      assert.ok(await handlerVerifies(provider, forwarded, SECRETS[provider][0]), 'the sender\'s own headers are kept');
+      await until(() => done(provider, id), 5_000, 'the record to be done');
+
+      const repeat = await deliverAs(worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
+      assert.equal(repeat.status, 200);
+      assert.deepEqual(repeat.json, { status: 'duplicate' });
+      await sleep(300);
+      assert.equal(seen(provider, id).length, 1, 'ran once');
+
+      const record = (await inspect(provider, id)).json.record;
+      assert.equal(record.key, `${provider}:${id}`, 'named by provider and id');
+      const line = await worker.waitForLog((l) => l.key === `${provider}:${id}` && l.outcome === 'duplicate');
+      assert.equal(line.provider, provider);
+      const eventType = { standard: undefined, github: 'push', shopify: 'orders/create' }[provider];
+      assert.equal(line.event_type, eventType);
+    });
+
+    test(`${provider}: forged, tampered, unsigned or unidentified deliveries are refused with a code and store nothing`, async () => {
+      const secret = SECRETS[provider][0];
+      const cases = [];
+      const make = async (label, change) => {
+        const id = deliveryId(provider);
+        const payload = body(provider, id);
+        const headers = await signedHeaders(provider, { id, body: payload, secret });
+        const sent = await change({ id, payload, headers });
+        cases.push({ label, id, ...sent });
+      };
+      const signatureHeader = { standard: 'webhook-signature', github: 'x-hub-signature-256', shopify: 'x-shopify-hmac-sha256' }[provider];
+      const idHeader = { standard: 'webhook-id', github: 'x-github-delivery', shopify: 'x-shopify-event-id' }[provider];
+      await make('signature_mismatch', async ({ id, payload }) => ({
+        payload,
+        headers: await signedHeaders(provider, { id, body: payload, secret: provider === 'standard' ? standardSecret('forger') : 'forger' }),
+      }));
+      await make('signature_mismatch', ({ payload, headers }) => ({ payload: payload.replace('caf', 'cap'), headers }));
+      await make('missing_signature', ({ payload, headers }) => ({ payload, headers: { ...headers, [signatureHeader]: undefined } }));
+      await make('malformed_signature', ({ payload, headers }) => ({ payload, headers: { ...headers, [signatureHeader]: 'not-a-signature' } }));
+      await make('missing_delivery_id', ({ payload, headers }) => ({ payload, headers: { ...headers, [idHeader]: undefined } }));
+      await make('invalid_delivery_id', async ({ payload }) => ({
+        payload,
+        headers: await signedHeaders(provider, { id: 'has a space', body: payload, secret }),
+      }));
+      if (provider === 'standard') {
+        const minutes = (n) => new Date(Date.now() + n * 60_000);
+        await make('timestamp_too_old', async ({ id, payload }) => ({ payload, headers: await signedHeaders(provider, { id, body: payload, secret, timestamp: minutes(-10) }) }));
+        await make('timestamp_in_future', async ({ id, payload }) => ({ payload, headers: await signedHeaders(provider, { id, body: payload, secret, timestamp: minutes(10) }) }));
+        await make('missing_timestamp', ({ payload, headers }) => ({ payload, headers: { ...headers, 'webhook-timestamp': undefined } }));
+        await make('malformed_timestamp', ({ payload, headers }) => ({ payload, headers: { ...headers, 'webhook-timestamp': 'yesterday' } }));
+      }
+      for (const { label, id, payload, headers } of cases) {
+        const clean = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined));
+        const answer = await send(worker, provider, payload, clean);
+        assert.equal(answer.status, 400, `${label}: ${answer.text}`);
+        assert.equal(answer.json.error, label, answer.text);
+        assert.ok(answer.json.detail, 'a readable detail');
+        if (label !== 'invalid_delivery_id') {
+          assert.equal((await inspect(provider, id)).status, 404, `${label}: nothing stored`);
+        }
+      }
+      await sleep(300);
+      assert.equal(cases.filter(({ id }) => seen(provider, id).length).length, 0, 'nothing forwarded');
+    });
+  }
+
+  test('rotation: a delivery signed with any listed secret is accepted', async () => {
+    for (const provider of ['standard', 'github']) {
+      for (const secret of SECRETS[provider]) {
+        const id = deliveryId(provider);
+        const answer = await deliverAs(worker, provider, { id, body: body(provider, id), secret });
+        assert.equal(answer.status, 200, `${provider}: ${answer.text}`);
+      }
+    }
+  });
+
+  test('the same id from two providers (and Stripe): separate records, each run once', async () => {
+    const shared = eventId('shared'); // a Stripe event id is also a valid header id
+    const stripeAnswer = await deliver(worker, eventPayload(shared), { secret: STRIPE_SECRET });
+    assert.equal(stripeAnswer.json.status, 'processed', stripeAnswer.text);
+    for (const provider of ['standard', 'github', 'shopify']) {
+      const answer = await deliverAs(worker, provider, { id: shared, body: body(provider, shared), secret: SECRETS[provider][0] });
+      assert.equal(answer.status, 200, `${provider}: ${answer.text}`);
+      assert.notEqual(answer.json.status, 'duplicate', provider);
+    }
+    for (const provider of ['standard', 'github', 'shopify']) {
+      await until(() => done(provider, shared), 10_000, `${provider}'s record`);
+      assert.equal(seen(provider, shared).length, 1, provider);
+    }
+    assert.equal(seen('stripe', shared).length, 1, 'stripe');
+  });
+
+  test('Stripe is one provider among them, unchanged: its records keep their names, both admin paths reach them', async () => {
+    const id = eventId('providers');
+    const answer = await deliver(worker, eventPayload(id), { secret: STRIPE_SECRET });
+    assert.equal(answer.json.status, 'processed', answer.text);
+    const [forwarded] = seen('stripe', id);
+    assert.ok(forwarded.headers['stripe-signature']);
+    const viaEvents = await call(`${worker.url}/admin/events/${id}`, { headers: adminHeaders(worker) });
+    const viaDeliveries = await inspect('stripe', id);
+    assert.equal(viaEvents.json.record.key, id);
+    assert.deepEqual(viaDeliveries.json, viaEvents.json);
+    const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'processed');
+    assert.equal(line.provider, 'stripe');
+  });
+
+  test('github in queue mode: a failing handler is retried with the original signature, then dead-letters and is redelivered', async () => {
+    const id = deliveryId('github');
+    let healthy = false;
+    behaviour.set(id, () => (healthy ? { status: 200 } : { status: 500 }));
+    assert.equal((await deliverAs(worker, 'github', { id, body: body('github', id), secret: SECRETS.github[1] })).json.status, 'queued');
+    const dead = await until(async () => {
+      const record = (await inspect('github', id)).json?.record;
+      return record?.state === 'dead' && record;
+    }, 20_000, 'the dead letter');
+    assert.equal(dead.attempts, 3);
+    for (const attempt of seen('github', id)) {
+      assert.ok(await handlerVerifies('github', attempt, SECRETS.github[1]), 'every attempt verifies');
+    }
+    healthy = true;
+    const redelivered = await call(`${worker.url}/admin/deliveries/github/${id}/redeliver`, { method: 'POST', headers: adminHeaders(worker) });
+    assert.equal(redelivered.status, 200, redelivered.text);
+    await until(() => done('github', id), 10_000, 'the redelivery');
+    assert.deepEqual(seen('github', id).map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4']);
+    const line = await worker.waitForLog((l) => l.key === `github:${id}` && l.outcome === 'delivered');
+    assert.equal(line.provider, 'github');
+  });
+
+  test('admin: a bad delivery id or an unknown provider is refused', async () => {
+    const auth = { headers: adminHeaders(worker) };
+    assert.equal((await call(`${worker.url}/admin/deliveries/github/a%20b`, auth)).json.error, 'invalid_delivery_id');
+    assert.equal((await call(`${worker.url}/admin/deliveries/paypal/1`, auth)).status, 404);
+    assert.equal((await call(`${worker.url}/admin/deliveries/github/${deliveryId('github')}`, auth)).status, 404);
+  });
+});
+
+describe('each provider picks its mode; a provider without a secret is off', () => {
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req, n) => {
+      const decide = behaviour.get(req.headers['x-webhook-dedup-event-id']);
+      return decide ? decide(req, n) : { status: 200, body: 'ok' };
+    });
+    worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+        ORIGIN_URL: `${origin.url}/hooks`,
+        STANDARD_WEBHOOK_SECRET: SECRETS.standard[0],
+        STANDARD_ORIGIN_URL: `${origin.url}/standard`,
+        STANDARD_DELIVERY_MODE: 'queue',
+        GITHUB_WEBHOOK_SECRET: SECRETS.github[0],
+        GITHUB_DELIVERY_MODE: 'sync',
+        ENABLE_TEST_ROUTES: 'true',
+        ...QUEUE_TIMINGS,
+      },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+
+  test('a provider without a secret answers 404 and stores nothing', async () => {
+    const id = deliveryId('shopify');
+    const answer = await deliverAs(worker, 'shopify', { id, body: '{}', secret: 'any' });
+    assert.equal(answer.status, 404);
+    assert.equal(answer.json.error, 'not_found');
+    assert.match(answer.json.detail, /SHOPIFY_WEBHOOK_SECRET/);
+    assert.deepEqual((await call(`${worker.url}/healthz`)).json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
+  });
+
+  test('github in sync mode: a failed handler answers 502 and runs again on the next delivery; then duplicates', async () => {
+    const id = deliveryId('github');
+    behaviour.set(id, (req, n) => ({ status: seen(id).length === 1 ? 500 : 200 }));
+    const payload = body('github', id);
+    const first = await deliverAs(worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
+    assert.equal(first.status, 502, first.text);
+    assert.equal(first.json.error, 'origin_failed');
+    const second = await deliverAs(worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
+    assert.equal(second.status, 200, second.text);
+    assert.equal(second.json.status, 'processed');
+    const third = await deliverAs(worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
+    assert.deepEqual(third.json, { status: 'duplicate' });
+    assert.equal(seen(id).length, 2);
+  });
+
+  test('standard in queue mode: each attempt is signed anew, so a late retry verifies at arrival', async () => {
+    const id = deliveryId('standard');
+    const acceptedMs = Date.now();
+    behaviour.set(id, () => (Date.now() - acceptedMs < 1_500 ? { status: 503 } : { status: 200 }));
+    const signedAt = new Date(Date.now() - 200_000); // an old (still valid) signature
+    const answer = await deliverAs(worker, 'standard', { id, body: body('standard', id), secret: SECRETS.standard[0], timestamp: signedAt });
+    assert.equal(answer.json.status, 'queued', answer.text);
+    await until(() => seen(id).some((r) => r.answer?.status === 200), 15_000, 'the delivery');
+    const attempts = seen(id);
+    assert.ok(attempts.length >= 2);
+    for (const attempt of attempts) {
+      assert.equal(attempt.url, '/standard');
+      assert.ok(await handlerVerifies('standard', attempt, SECRETS.standard[0]), 'verifies');
+      const t = Number(attempt.headers['webhook-timestamp']) * 1000;
+      assert.ok(Math.abs(t - attempt.receivedAt) < 2_000, `signed at the attempt (${t}), not at acceptance (${signedAt.getTime()})`);
+      assert.equal(attempt.headers['webhook-id'], id, 'the id is kept');
+    }
+  });
+});
