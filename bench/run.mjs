@@ -362,7 +362,10 @@ try {
       await runRound(transport, round, origin, results);
     }
   }
-  if (process.env.BENCH_ONLY_LOAD === '1') process.exit(0);
+  if (process.env.BENCH_ONLY_LOAD === '1') {
+    origin.stop();
+    process.exit(0);
+  }
   const cold = { worker: await coldStarts('worker', origin), peer: await coldStarts('peer', origin) };
   log(`cold start: worker ${cold.worker.median.toFixed(1)} ms, peer ${cold.peer.median.toFixed(1)} ms`);
   const units = await billableUnits(origin);
