@@ -216,10 +216,10 @@ async function billableUnits(origin) {
     const uniqueSet = new Set(unique.map((id) => (PROVIDER === 'stripe' ? id : `${PROVIDER}:${id}`)));
     const forEvents = lines.filter((l) => uniqueSet.has(l.key));
     // A delivery is one request to the object; its claim and its settle each log their rows.
-    const deliveries = forEvents.filter((l) => l.outcome === 'deliver');
+    const delivered = forEvents.filter((l) => l.outcome === 'deliver');
     const settles = forEvents.filter((l) => l.outcome === 'settle');
-    const firstDeliveries = deliveries.filter((l) => l.rows_written > 0);
-    const duplicates = deliveries.filter((l) => l.rows_written === 0);
+    const firstDeliveries = delivered.filter((l) => l.rows_written > 0);
+    const duplicates = delivered.filter((l) => l.rows_written === 0);
     const scopes = lines.filter((l) => l.key.startsWith('idem_'));
     const sum = (list, f) => list.reduce((a, l) => a + l[f], 0);
     return {
