@@ -354,6 +354,12 @@ function report(results, units, host, cold) {
 
 // ---- main -----------------------------------------------------------------------------------
 
+// The host micro-benchmarks are compiled first, so a run does not spend its load phase only to
+// fail at the end.
+if (process.env.BENCH_SKIP_HOST !== '1') {
+  const built = spawnSync('cargo', ['bench', '--manifest-path', path.join(ROOT, 'bench', 'host', 'Cargo.toml'), '--bench', 'parsers', '--no-run'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('the host micro-benchmarks do not build');
+}
 const origin = await startOrigin();
 const results = {};
 try {

@@ -44,6 +44,20 @@ export async function freePort() {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * Polls `predicate` every 100 ms until it returns something truthy (returned) or `ms` have
+ * passed (an error naming `what`). Checked once more after the deadline.
+ */
+export async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/**
  * The admin token a test worker gets when it turns the test routes on without naming one (the
  * test routes need ADMIN_TOKEN), and the headers that present a worker's token.
  */

@@ -4,23 +4,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { call, sleep, startOrigin, startWorker } from './harness.mjs';
+import { call, startOrigin, startWorker, until } from './harness.mjs';
 import { deliver, eventId, eventPayload, record } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_late_answer_tests';
 const ADMIN_TOKEN = 'late-answer-admin-token-0123456789';
 const TIMEOUT_MS = 1_000;
 const WAIT_SECONDS = 3;
-
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await predicate();
-    if (value) return value;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('late answers on the webhook route', () => {
   const behaviour = new Map();

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { adminHeaders, call, sleep, startOrigin, startWorker } from './harness.mjs';
+import { adminHeaders, call, sleep, startOrigin, startWorker, until } from './harness.mjs';
 import { deliveryId, deliverAs, handlerVerifies, send, signedHeaders, standardSecret } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
@@ -25,52 +25,47 @@ const QUEUE_TIMINGS = {
   RETRY_MAX_ATTEMPTS: '3',
 };
 
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 const body = (provider, id) => JSON.stringify({ sender: provider, delivery: id, note: 'caf\u00e9 \u2603' });
 
-describe('every provider on its defaults (Standard sync; GitHub and Shopify queue)', () => {
+/**
+ * An origin whose answer to a delivery id is `behaviour.get(id)` (200 otherwise), and a worker
+ * with `vars(origin)` and the queue timings, started before the suite and stopped after it.
+ */
+function setup(vars) {
   const behaviour = new Map();
-  let origin;
-  let worker;
+  const ctx = { behaviour, origin: null, worker: null };
   before(async () => {
-    origin = await startOrigin((req, n) => {
+    ctx.origin = await startOrigin((req, n) => {
       const decide = behaviour.get(req.headers['x-webhook-dedup-event-id']);
       return decide ? decide(req, n) : { status: 200, body: 'ok' };
     });
-    worker = await startWorker({
-      vars: {
-        STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
-        ORIGIN_URL: `${origin.url}/hooks`,
-        STANDARD_WEBHOOK_SECRET: SECRETS.standard.join(','),
-        GITHUB_WEBHOOK_SECRET: SECRETS.github.join(', '),
-        SHOPIFY_WEBHOOK_SECRET: SECRETS.shopify.join(','),
-        SHOPIFY_ORIGIN_URL: `${origin.url}/shopify`,
-        ENABLE_TEST_ROUTES: 'true',
-        ...QUEUE_TIMINGS,
-      },
+    ctx.worker = await startWorker({
+      vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET, ORIGIN_URL: `${ctx.origin.url}/hooks`, ENABLE_TEST_ROUTES: 'true', ...QUEUE_TIMINGS, ...vars(ctx.origin) },
     });
   });
   after(async () => {
-    await worker?.dispose();
-    await origin?.close();
+    await ctx.worker?.dispose();
+    await ctx.origin?.close();
   });
-  const seen = (provider, id) => origin.requests.filter(
+  return ctx;
+}
+
+describe('every provider on its defaults (Standard sync; GitHub and Shopify queue)', () => {
+  const ctx = setup((origin) => ({
+    STANDARD_WEBHOOK_SECRET: SECRETS.standard.join(','),
+    GITHUB_WEBHOOK_SECRET: SECRETS.github.join(', '),
+    SHOPIFY_WEBHOOK_SECRET: SECRETS.shopify.join(','),
+    SHOPIFY_ORIGIN_URL: `${origin.url}/shopify`,
+  }));
+  const { behaviour } = ctx;
+  const seen = (provider, id) => ctx.origin.requests.filter(
     (r) => r.headers['x-webhook-dedup-event-id'] === id && r.headers['x-webhook-dedup-provider'] === provider,
   );
-  const inspect = (provider, id) => call(`${worker.url}/admin/deliveries/${provider}/${encodeURIComponent(id)}`, { headers: adminHeaders(worker) });
+  const inspect = (provider, id) => call(`${ctx.worker.url}/admin/deliveries/${provider}/${encodeURIComponent(id)}`, { headers: adminHeaders(ctx.worker) });
   const done = async (provider, id) => (await inspect(provider, id)).json?.record?.state === 'done';
 
   test('/healthz lists the enabled providers and their delivery modes', async () => {
-    const health = await call(`${worker.url}/healthz`);
+    const health = await call(`${ctx.worker.url}/healthz`);
     assert.deepEqual(health.json.providers, { stripe: 'sync', standard: 'sync', github: 'queue', shopify: 'queue' });
   });
 
@@ -80,7 +75,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     test(`${provider}: a valid delivery is forwarded once, byte for byte, verifiable by the handler; a repeat is a duplicate`, async () => {
       const id = deliveryId(provider);
       const payload = body(provider, id);
-      const answer = await deliverAs(worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
+      const answer = await deliverAs(ctx.worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
       assert.equal(answer.status, 200, answer.text);
       assert.deepEqual(answer.json, queued
         ? { status: 'queued', event_id: id }
@@ -93,7 +88,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       assert.ok(await handlerVerifies(provider, forwarded, SECRETS[provider][0]), 'the sender\'s own headers are kept');
       await until(() => done(provider, id), 5_000, 'the record to be done');
 
-      const repeat = await deliverAs(worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
+      const repeat = await deliverAs(ctx.worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
       assert.equal(repeat.status, 200);
       assert.deepEqual(repeat.json, { status: 'duplicate' });
       await sleep(300);
@@ -101,7 +96,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
 
       const record = (await inspect(provider, id)).json.record;
       assert.equal(record.key, `${provider}:${id}`, 'named by provider and id');
-      const line = await worker.waitForLog((l) => l.key === `${provider}:${id}` && l.outcome === 'duplicate');
+      const line = await ctx.worker.waitForLog((l) => l.key === `${provider}:${id}` && l.outcome === 'duplicate');
       assert.equal(line.provider, provider);
       const eventType = { standard: undefined, github: 'push', shopify: 'orders/create' }[provider];
       assert.equal(line.event_type, eventType);
@@ -140,7 +135,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       }
       for (const { label, id, payload, headers } of cases) {
         const clean = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined));
-        const answer = await send(worker, provider, payload, clean);
+        const answer = await send(ctx.worker, provider, payload, clean);
         assert.equal(answer.status, 400, `${label}: ${answer.text}`);
         assert.equal(answer.json.error, label, answer.text);
         assert.ok(answer.json.detail, 'a readable detail');
@@ -157,7 +152,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     for (const provider of ['standard', 'github']) {
       for (const secret of SECRETS[provider]) {
         const id = deliveryId(provider);
-        const answer = await deliverAs(worker, provider, { id, body: body(provider, id), secret });
+        const answer = await deliverAs(ctx.worker, provider, { id, body: body(provider, id), secret });
         assert.equal(answer.status, 200, `${provider}: ${answer.text}`);
       }
     }
@@ -165,10 +160,10 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
 
   test('the same id from two providers (and Stripe): separate records, each run once', async () => {
     const shared = eventId('shared'); // a Stripe event id is also a valid header id
-    const stripeAnswer = await deliver(worker, eventPayload(shared), { secret: STRIPE_SECRET });
+    const stripeAnswer = await deliver(ctx.worker, eventPayload(shared), { secret: STRIPE_SECRET });
     assert.equal(stripeAnswer.json.status, 'processed', stripeAnswer.text);
     for (const provider of ['standard', 'github', 'shopify']) {
-      const answer = await deliverAs(worker, provider, { id: shared, body: body(provider, shared), secret: SECRETS[provider][0] });
+      const answer = await deliverAs(ctx.worker, provider, { id: shared, body: body(provider, shared), secret: SECRETS[provider][0] });
       assert.equal(answer.status, 200, `${provider}: ${answer.text}`);
       assert.notEqual(answer.json.status, 'duplicate', provider);
     }
@@ -181,15 +176,15 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
 
   test('Stripe is one provider among them, unchanged: its records keep their names, both admin paths reach them', async () => {
     const id = eventId('providers');
-    const answer = await deliver(worker, eventPayload(id), { secret: STRIPE_SECRET });
+    const answer = await deliver(ctx.worker, eventPayload(id), { secret: STRIPE_SECRET });
     assert.equal(answer.json.status, 'processed', answer.text);
     const [forwarded] = seen('stripe', id);
     assert.ok(forwarded.headers['stripe-signature']);
-    const viaEvents = await call(`${worker.url}/admin/events/${id}`, { headers: adminHeaders(worker) });
+    const viaEvents = await call(`${ctx.worker.url}/admin/events/${id}`, { headers: adminHeaders(ctx.worker) });
     const viaDeliveries = await inspect('stripe', id);
     assert.equal(viaEvents.json.record.key, id);
     assert.deepEqual(viaDeliveries.json, viaEvents.json);
-    const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'processed');
+    const line = await ctx.worker.waitForLog((l) => l.key === id && l.outcome === 'processed');
     assert.equal(line.provider, 'stripe');
   });
 
@@ -197,7 +192,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     const id = deliveryId('github');
     let healthy = false;
     behaviour.set(id, () => (healthy ? { status: 200 } : { status: 500 }));
-    assert.equal((await deliverAs(worker, 'github', { id, body: body('github', id), secret: SECRETS.github[1] })).json.status, 'queued');
+    assert.equal((await deliverAs(ctx.worker, 'github', { id, body: body('github', id), secret: SECRETS.github[1] })).json.status, 'queued');
     const dead = await until(async () => {
       const record = (await inspect('github', id)).json?.record;
       return record?.state === 'dead' && record;
@@ -207,71 +202,53 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       assert.ok(await handlerVerifies('github', attempt, SECRETS.github[1]), 'every attempt verifies');
     }
     healthy = true;
-    const redelivered = await call(`${worker.url}/admin/deliveries/github/${id}/redeliver`, { method: 'POST', headers: adminHeaders(worker) });
+    const redelivered = await call(`${ctx.worker.url}/admin/deliveries/github/${id}/redeliver`, { method: 'POST', headers: adminHeaders(ctx.worker) });
     assert.equal(redelivered.status, 200, redelivered.text);
     await until(() => done('github', id), 10_000, 'the redelivery');
     assert.deepEqual(seen('github', id).map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4']);
-    const line = await worker.waitForLog((l) => l.key === `github:${id}` && l.outcome === 'delivered');
+    const line = await ctx.worker.waitForLog((l) => l.key === `github:${id}` && l.outcome === 'delivered');
     assert.equal(line.provider, 'github');
   });
 
   test('admin: a bad delivery id or an unknown provider is refused', async () => {
-    const auth = { headers: adminHeaders(worker) };
-    assert.equal((await call(`${worker.url}/admin/deliveries/github/a%20b`, auth)).json.error, 'invalid_delivery_id');
-    assert.equal((await call(`${worker.url}/admin/deliveries/paypal/1`, auth)).status, 404);
-    assert.equal((await call(`${worker.url}/admin/deliveries/github/${deliveryId('github')}`, auth)).status, 404);
+    const auth = { headers: adminHeaders(ctx.worker) };
+    assert.equal((await call(`${ctx.worker.url}/admin/deliveries/github/a%20b`, auth)).json.error, 'invalid_delivery_id');
+    assert.equal((await call(`${ctx.worker.url}/admin/deliveries/paypal/1`, auth)).status, 404);
+    assert.equal((await call(`${ctx.worker.url}/admin/deliveries/github/${deliveryId('github')}`, auth)).status, 404);
   });
 });
 
 describe('each provider picks its mode; a provider without a secret is off', () => {
-  const behaviour = new Map();
-  let origin;
-  let worker;
-  before(async () => {
-    origin = await startOrigin((req, n) => {
-      const decide = behaviour.get(req.headers['x-webhook-dedup-event-id']);
-      return decide ? decide(req, n) : { status: 200, body: 'ok' };
-    });
-    worker = await startWorker({
-      vars: {
-        STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
-        ORIGIN_URL: `${origin.url}/hooks`,
-        STANDARD_WEBHOOK_SECRET: SECRETS.standard[0],
-        STANDARD_ORIGIN_URL: `${origin.url}/standard`,
-        STANDARD_DELIVERY_MODE: 'queue',
-        GITHUB_WEBHOOK_SECRET: SECRETS.github[0],
-        GITHUB_DELIVERY_MODE: 'sync',
-        ENABLE_TEST_ROUTES: 'true',
-        ...QUEUE_TIMINGS,
-      },
-    });
-  });
-  after(async () => {
-    await worker?.dispose();
-    await origin?.close();
-  });
-  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+  const ctx = setup((origin) => ({
+    STANDARD_WEBHOOK_SECRET: SECRETS.standard[0],
+    STANDARD_ORIGIN_URL: `${origin.url}/standard`,
+    STANDARD_DELIVERY_MODE: 'queue',
+    GITHUB_WEBHOOK_SECRET: SECRETS.github[0],
+    GITHUB_DELIVERY_MODE: 'sync',
+  }));
+  const { behaviour } = ctx;
+  const seen = (id) => ctx.origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
 
   test('a provider without a secret answers 404 and stores nothing', async () => {
     const id = deliveryId('shopify');
-    const answer = await deliverAs(worker, 'shopify', { id, body: '{}', secret: 'any' });
+    const answer = await deliverAs(ctx.worker, 'shopify', { id, body: '{}', secret: 'any' });
     assert.equal(answer.status, 404);
     assert.equal(answer.json.error, 'not_found');
     assert.match(answer.json.detail, /SHOPIFY_WEBHOOK_SECRET/);
-    assert.deepEqual((await call(`${worker.url}/healthz`)).json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
+    assert.deepEqual((await call(`${ctx.worker.url}/healthz`)).json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
   });
 
   test('github in sync mode: a failed handler answers 502 and runs again on the next delivery; then duplicates', async () => {
     const id = deliveryId('github');
     behaviour.set(id, (req, n) => ({ status: seen(id).length === 1 ? 500 : 200 }));
     const payload = body('github', id);
-    const first = await deliverAs(worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
+    const first = await deliverAs(ctx.worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
     assert.equal(first.status, 502, first.text);
     assert.equal(first.json.error, 'origin_failed');
-    const second = await deliverAs(worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
+    const second = await deliverAs(ctx.worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
     assert.equal(second.status, 200, second.text);
     assert.equal(second.json.status, 'processed');
-    const third = await deliverAs(worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
+    const third = await deliverAs(ctx.worker, 'github', { id, body: payload, secret: SECRETS.github[0] });
     assert.deepEqual(third.json, { status: 'duplicate' });
     assert.equal(seen(id).length, 2);
   });
@@ -281,7 +258,7 @@ describe('each provider picks its mode; a provider without a secret is off', () 
     const acceptedMs = Date.now();
     behaviour.set(id, () => (Date.now() - acceptedMs < 1_500 ? { status: 503 } : { status: 200 }));
     const signedAt = new Date(Date.now() - 200_000); // an old (still valid) signature
-    const answer = await deliverAs(worker, 'standard', { id, body: body('standard', id), secret: SECRETS.standard[0], timestamp: signedAt });
+    const answer = await deliverAs(ctx.worker, 'standard', { id, body: body('standard', id), secret: SECRETS.standard[0], timestamp: signedAt });
     assert.equal(answer.json.status, 'queued', answer.text);
     await until(() => seen(id).some((r) => r.answer?.status === 200), 15_000, 'the delivery');
     const attempts = seen(id);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { call, sleep, startOrigin, startWorker } from './harness.mjs';
+import { call, sleep, startOrigin, startWorker, until } from './harness.mjs';
 import { deliver, eventId, eventPayload, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_queue_tests';
@@ -26,16 +26,6 @@ function queueVars(origin, extra = {}) {
     QUEUE_FORWARD_TIMEOUT_MS: '3000',
     ...extra,
   };
-}
-
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 describe('queue mode', () => {

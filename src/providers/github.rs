@@ -1,7 +1,7 @@
 //! GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`, the delivery id in
 //! `X-GitHub-Delivery` (kept by redeliveries), the event in `X-GitHub-Event`. No timestamp.
 
-use super::{header_id, Inbound, Refusal, Signed, Verified};
+use super::{Inbound, Refusal};
 
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";
@@ -12,27 +12,12 @@ pub const EVENT_HEADER: &str = "x-github-event";
 
 /// Reads a delivery's headers: its signature, id and event.
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
-    let signature = header(SIGNATURE_HEADER)
-        .filter(|v| !v.trim().is_empty())
-        .ok_or(Refusal::MissingSignature)?;
-    let mut mac = [0u8; 32];
-    signature
-        .trim()
-        .strip_prefix("sha256=")
-        .and_then(|hex_digits| hex::decode_to_slice(hex_digits, &mut mac).ok())
-        .ok_or(Refusal::MalformedSignature)?;
-    let id = header_id(header(ID_HEADER).as_deref())?;
-    Ok(Inbound {
-        verified: Verified {
-            id,
-            event_type: header(EVENT_HEADER),
-        },
-        signed: Signed {
-            prefix: Vec::new(),
-            signatures: vec![mac],
-        },
-        timestamp: None,
-    })
+    let decode = |text: &str| {
+        let mut mac = [0u8; 32];
+        let digits = text.strip_prefix("sha256=")?;
+        hex::decode_to_slice(digits, &mut mac).ok().map(|()| mac)
+    };
+    super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, EVENT_HEADER)
 }
 
 #[cfg(test)]

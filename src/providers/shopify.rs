@@ -6,7 +6,7 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{header_id, Inbound, Refusal, Signed, Verified};
+use super::{Inbound, Refusal};
 
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "x-shopify-hmac-sha256";
@@ -17,26 +17,8 @@ pub const TOPIC_HEADER: &str = "x-shopify-topic";
 
 /// Reads a delivery's headers: its signature, event id and topic.
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
-    let signature = header(SIGNATURE_HEADER)
-        .filter(|v| !v.trim().is_empty())
-        .ok_or(Refusal::MissingSignature)?;
-    let mac: [u8; 32] = BASE64
-        .decode(signature.trim())
-        .ok()
-        .and_then(|bytes| bytes.try_into().ok())
-        .ok_or(Refusal::MalformedSignature)?;
-    let id = header_id(header(ID_HEADER).as_deref())?;
-    Ok(Inbound {
-        verified: Verified {
-            id,
-            event_type: header(TOPIC_HEADER),
-        },
-        signed: Signed {
-            prefix: Vec::new(),
-            signatures: vec![mac],
-        },
-        timestamp: None,
-    })
+    let decode = |text: &str| BASE64.decode(text).ok()?.try_into().ok();
+    super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, TOPIC_HEADER)
 }
 
 #[cfg(test)]

@@ -31,9 +31,7 @@ pub fn signature_for(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> Strin
 /// Reads a delivery's headers: its id, timestamp and `v1` signatures (others, such as
 /// asymmetric `v1a`, and entries that are not 32 bytes of base64, are skipped).
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
-    let signature = header(SIGNATURE_HEADER)
-        .filter(|v| !v.trim().is_empty())
-        .ok_or(Refusal::MissingSignature)?;
+    let signature = super::signature_header(header, SIGNATURE_HEADER)?;
     let id = header_id(header(ID_HEADER).as_deref())?;
     let timestamp = header(TIMESTAMP_HEADER).ok_or(Refusal::MissingTimestamp)?;
     let timestamp: i64 = match timestamp.trim() {

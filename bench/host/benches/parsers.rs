@@ -30,7 +30,7 @@ fn verify_and_parse(c: &mut Criterion) {
         _ => None,
     })
     .expect("valid configuration");
-    let secrets = config.webhook_secrets;
+    let secrets = config.webhook.secrets.clone();
     let mut group = c.benchmark_group("verify+parse");
     for size in [1024, 64 * 1024, 512 * 1024] {
         let body = event(size);
