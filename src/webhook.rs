@@ -1,5 +1,5 @@
-//! The webhook front doors' decisions (Stripe's and every other provider's), as a table from
-//! what happened to what the sender is told. Pure: the worker adapter gathers the facts (verification, the claim authority's
+//! The webhook front doors' decisions (Stripe's and every other provider's), as a table
+//! from what happened to what the sender is told. Pure: the worker adapter gathers the facts (verification, the claim authority's
 //! reply, the origin's answer) and asks here what to answer and how to settle the claim.
 //!
 //! Senders treat any 2xx as delivered and (Stripe, Standard Webhooks, Shopify) retry
@@ -76,6 +76,18 @@ pub enum Refusal {
     Sender(SenderRefusal),
 }
 
+/// What the log line says of a refusal: the answer's detail, or for a route that is off, the
+/// key that would enable it.
+pub fn log_detail(refusal: &Refusal, answer: &Answer) -> Option<String> {
+    match refusal {
+        Refusal::NotEnabled(provider) => Some(format!(
+            "the {provider} route is off: {} is not set",
+            config::secret_key(*provider)
+        )),
+        _ => answer.detail(),
+    }
+}
+
 /// The answer to a refused delivery.
 pub fn refusal_answer(refusal: &Refusal) -> Answer {
     match refusal {
@@ -83,13 +95,12 @@ pub fn refusal_answer(refusal: &Refusal) -> Answer {
             allow: Some("POST"),
             ..Answer::error(405, "method_not_allowed", "this route accepts POST")
         },
+        // As for any unknown path: which senders are off is not told to the caller (the log
+        // line says which key would enable it, see `log_detail`).
         Refusal::NotEnabled(provider) => Answer::error(
             404,
             "not_found",
-            format!(
-                "the {provider} route is off: set {} to enable it",
-                config::secret_key(*provider)
-            ),
+            format!("no route for /webhooks/{provider}"),
         ),
         Refusal::Misconfigured(problems) => Answer::error(
             500,
@@ -422,10 +433,11 @@ mod tests {
             (answer.status, answer.outcome),
             (400, Outcome::Code("timestamp_too_old"))
         );
-        let answer = refusal_answer(&Refusal::NotEnabled(Provider::Github));
+        let off = Refusal::NotEnabled(Provider::Github);
+        let answer = refusal_answer(&off);
         assert_eq!(answer.status, 404);
-        assert!(answer.body["detail"]
-            .as_str()
+        assert!(!answer.body.to_string().contains("SECRET"), "no hint to callers");
+        assert!(log_detail(&off, &answer)
             .unwrap()
             .contains("GITHUB_WEBHOOK_SECRET"));
     }

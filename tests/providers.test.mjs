@@ -148,6 +148,23 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     });
   }
 
+  test('standard: Svix\'s header names (svix-id, svix-timestamp, svix-signature) are read and forwarded', async () => {
+    const id = deliveryId('standard');
+    const payload = body('standard', id);
+    const signed = await signedHeaders('standard', { id, body: payload, secret: SECRETS.standard[0] });
+    const svix = Object.fromEntries(Object.entries(signed).map(([name, value]) => [name.replace('webhook-', 'svix-'), value]));
+    const answer = await send(ctx.worker, 'standard', payload, svix);
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.json.status, 'processed');
+    const [forwarded] = seen('standard', id);
+    assert.equal(forwarded.headers['svix-signature'], svix['svix-signature']);
+    assert.equal(forwarded.headers['webhook-signature'], undefined);
+    const unbranded = { ...forwarded, headers: Object.fromEntries(Object.entries(forwarded.headers).map(([n, v]) => [n.replace('svix-', 'webhook-'), v])) };
+    assert.ok(await handlerVerifies('standard', unbranded, SECRETS.standard[0]));
+    const repeat = await send(ctx.worker, 'standard', payload, svix);
+    assert.deepEqual(repeat.json, { status: 'duplicate' });
+  });
+
   test('rotation: a delivery signed with any listed secret is accepted', async () => {
     for (const provider of ['standard', 'github']) {
       for (const secret of SECRETS[provider]) {
@@ -220,7 +237,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
 
 describe('each provider picks its mode; a provider without a secret is off', () => {
   const ctx = setup((origin) => ({
-    STANDARD_WEBHOOK_SECRET: SECRETS.standard[0],
+    STANDARD_WEBHOOK_SECRET: SECRETS.standard.join(','),
     STANDARD_ORIGIN_URL: `${origin.url}/standard`,
     STANDARD_DELIVERY_MODE: 'queue',
     GITHUB_WEBHOOK_SECRET: SECRETS.github[0],
@@ -234,7 +251,9 @@ describe('each provider picks its mode; a provider without a secret is off', () 
     const answer = await deliverAs(ctx.worker, 'shopify', { id, body: '{}', secret: 'any' });
     assert.equal(answer.status, 404);
     assert.equal(answer.json.error, 'not_found');
-    assert.match(answer.json.detail, /SHOPIFY_WEBHOOK_SECRET/);
+    assert.doesNotMatch(answer.text, /SECRET/, 'callers are not told which key would enable it');
+    const line = await ctx.worker.waitForLog((l) => l.provider === 'shopify' && l.status === 404);
+    assert.match(line.detail, /SHOPIFY_WEBHOOK_SECRET is not set/, 'the operator is');
     assert.deepEqual((await call(`${ctx.worker.url}/healthz`)).json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
   });
 
@@ -258,7 +277,8 @@ describe('each provider picks its mode; a provider without a secret is off', () 
     const acceptedMs = Date.now();
     behaviour.set(id, () => (Date.now() - acceptedMs < 1_500 ? { status: 503 } : { status: 200 }));
     const signedAt = new Date(Date.now() - 200_000); // an old (still valid) signature
-    const answer = await deliverAs(ctx.worker, 'standard', { id, body: body('standard', id), secret: SECRETS.standard[0], timestamp: signedAt });
+    // Signed with the second listed secret; each attempt is signed with the first.
+    const answer = await deliverAs(ctx.worker, 'standard', { id, body: body('standard', id), secret: SECRETS.standard[1], timestamp: signedAt });
     assert.equal(answer.json.status, 'queued', answer.text);
     await until(() => seen(id).some((r) => r.answer?.status === 200), 15_000, 'the delivery');
     const attempts = seen(id);

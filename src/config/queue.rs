@@ -61,6 +61,7 @@ pub struct QueueConfig {
     pub forward_timeout_ms: u64,
 }
 
+/// The mode `key` names, `None` when unset (or invalid: the problem is recorded).
 fn read_mode<F: Fn(&str) -> Option<String>>(
     r: &mut Reader<F>,
     key: &'static str,

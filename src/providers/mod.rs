@@ -159,10 +159,10 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// A header-identified delivery, verified: the id (not yet the record key), the event type
-/// when the sender names one, and what the signature covers beyond the body.
+/// Who a header-identified delivery says it is: its id (not yet the record key) and its event
+/// type when the sender names one. Trusted only once [`decide`] returned it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verified {
+pub struct Identity {
     /// The delivery id.
     pub id: String,
     /// The event type, when a header names it.
@@ -181,8 +181,8 @@ pub struct Signed {
 /// A header-identified delivery as read from its headers, before its MAC is checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inbound {
-    /// Its id and type.
-    pub verified: Verified,
+    /// Its id and type, as its headers give them.
+    pub identity: Identity,
     /// What its signature covers and the signatures given.
     pub signed: Signed,
     /// Its signed timestamp, when the sender has one (Standard Webhooks).
@@ -191,14 +191,14 @@ pub struct Inbound {
 
 /// The verdict on an inbound delivery given the MACs `expected` under each configured key:
 /// some signature must match (constant time), then the timestamp, when there is one, must be
-/// within `tolerance_seconds` of `now` both ways. The MAC is checked first, so an unsigned
-/// request learns nothing about the clock.
+/// within `tolerance_seconds` of `now` both ways; its identity once verified. The MAC is
+/// checked first, so an unsigned request learns nothing about the clock.
 pub fn decide(
     inbound: Inbound,
     expected: &[[u8; 32]],
     now: i64,
     tolerance_seconds: u64,
-) -> Result<Verified, Refusal> {
+) -> Result<Identity, Refusal> {
     if !any_matches(&inbound.signed.signatures, expected) {
         return Err(Refusal::SignatureMismatch);
     }
@@ -211,7 +211,7 @@ pub fn decide(
             return Err(Refusal::TimestampInFuture);
         }
     }
-    Ok(inbound.verified)
+    Ok(inbound.identity)
 }
 
 /// Reads a delivery of `provider` (not Stripe) from its headers (`header` looks one up by its
@@ -236,7 +236,7 @@ pub fn verify(
     keys: &[Vec<u8>],
     now: i64,
     tolerance_seconds: u64,
-) -> Result<Verified, Refusal> {
+) -> Result<Identity, Refusal> {
     let inbound = read(provider, header)?;
     let expected: Vec<[u8; 32]> = keys
         .iter()
@@ -255,6 +255,9 @@ pub fn forwarded_headers(provider: Provider) -> &'static [&'static str] {
             standard::ID_HEADER,
             standard::TIMESTAMP_HEADER,
             standard::SIGNATURE_HEADER,
+            "svix-id",
+            "svix-timestamp",
+            "svix-signature",
         ],
         Provider::Github => &[
             github::SIGNATURE_HEADER,
@@ -280,46 +283,38 @@ pub fn forwarded_headers(provider: Provider) -> &'static [&'static str] {
 
 /// The headers a queued attempt of delivery `id` sends at `now` (Unix seconds), from the
 /// `stored` ones: a sender whose signature carries a time (Stripe, Standard Webhooks) is
-/// signed anew with `key`, the first configured secret, over the exact stored `body`, so a
-/// handler that checks the signature's age accepts an attempt made long after the delivery;
+/// signed anew with `hmac_key`, the first configured secret, over the exact stored `body`, so
+/// a handler that checks the signature's age accepts an attempt made long after the delivery;
 /// GitHub's and Shopify's signatures carry no time and are kept as they came.
 pub fn refresh_signature(
     provider: Provider,
     id: &str,
     stored: &mut Vec<(String, String)>,
-    key: &[u8],
+    hmac_key: &[u8],
     now: i64,
     body: &[u8],
 ) {
-    let (drop, fresh): (&[&str], Vec<(String, String)>) = match provider {
-        Provider::Stripe => (
-            &[crate::stripe::signature::HEADER],
-            vec![(
-                crate::stripe::signature::HEADER.into(),
-                format!(
-                    "t={now},v1={}",
-                    hex::encode(mac(
-                        key,
-                        crate::stripe::signature::signed_prefix(now).as_bytes(),
-                        body
-                    ))
-                ),
-            )],
-        ),
-        Provider::Standard => (
-            &[standard::TIMESTAMP_HEADER, standard::SIGNATURE_HEADER],
-            vec![
-                (standard::TIMESTAMP_HEADER.into(), now.to_string()),
-                (
-                    standard::SIGNATURE_HEADER.into(),
-                    standard::signature_for(key, id, now, body),
-                ),
-            ],
-        ),
-        Provider::Github | Provider::Shopify => return,
-    };
-    stored.retain(|(name, _)| !drop.contains(&name.as_str()));
-    stored.extend(fresh);
+    match provider {
+        Provider::Stripe => {
+            let header = crate::stripe::signature::HEADER;
+            let prefix = crate::stripe::signature::signed_prefix(now);
+            let mac = mac(hmac_key, prefix.as_bytes(), body);
+            stored.retain(|(name, _)| name != header);
+            stored.push((header.into(), format!("t={now},v1={}", hex::encode(mac))));
+        }
+        Provider::Standard => standard::resign(stored, id, hmac_key, now, body),
+        Provider::Github | Provider::Shopify => {}
+    }
+}
+
+/// Longest event type kept from a header (GitHub's event, Shopify's topic).
+pub const MAX_EVENT_TYPE_LEN: usize = 100;
+
+/// True for an event type taken from a header worth logging: 1 to 100 printable ASCII
+/// characters. The header is not signed, so anything else is dropped, never logged.
+pub fn is_event_type(value: &str) -> bool {
+    (1..=MAX_EVENT_TYPE_LEN).contains(&value.len())
+        && value.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 /// True when some signature equals some expected MAC, compared in constant time.
@@ -357,9 +352,9 @@ fn read_body_mac(
         decode(signature_header(header, signature)?.trim()).ok_or(Refusal::MalformedSignature)?;
     let id = header_id(header(id).as_deref())?;
     Ok(Inbound {
-        verified: Verified {
+        identity: Identity {
             id,
-            event_type: header(event_type),
+            event_type: header(event_type).filter(|t| is_event_type(t)),
         },
         signed: Signed {
             prefix: Vec::new(),

@@ -1,11 +1,14 @@
 //! Standard Webhooks (standardwebhooks.com): `webhook-id`, `webhook-timestamp` (Unix seconds)
 //! and `webhook-signature`, a space-separated list of `v1,<base64 HMAC-SHA256>` over
-//! `{id}.{timestamp}.{body}`, keyed by the secret's base64 part (`whsec_` + base64).
+//! `{id}.{timestamp}.{body}`, keyed by the secret's base64 part (`whsec_` + base64). Svix, the
+//! largest sender of this format, names the same three headers `svix-id`, `svix-timestamp` and
+//! `svix-signature` unless a sender opts into the unbranded names; both are read, as the
+//! reference libraries do.
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{header_id, Inbound, Refusal, Signed, Verified};
+use super::{header_id, Identity, Inbound, Refusal, Signed};
 
 /// The delivery id header.
 pub const ID_HEADER: &str = "webhook-id";
@@ -14,6 +17,12 @@ pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "webhook-signature";
 
+/// The header names of a delivery: the unbranded ones, then Svix's (id, timestamp, signature).
+pub const HEADER_NAMES: [[&str; 3]; 2] = [
+    [ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER],
+    ["svix-id", "svix-timestamp", "svix-signature"],
+];
+
 /// The HMAC key of a Standard Webhooks secret: the base64 after `whsec_` (the prefix is
 /// optional, as in the reference libraries). `None` when it is not base64 or is empty.
 pub fn secret_key(secret: &str) -> Option<Vec<u8>> {
@@ -21,19 +30,44 @@ pub fn secret_key(secret: &str) -> Option<Vec<u8>> {
     BASE64.decode(encoded).ok().filter(|key| !key.is_empty())
 }
 
-/// The `webhook-signature` value for delivery `id` at `timestamp` over `body` with `key`: one
-/// `v1,<base64>` entry, as the reference libraries sign.
-pub fn signature_for(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
-    let mac = super::mac(key, format!("{id}.{timestamp}.").as_bytes(), body);
+/// The signature header's value for delivery `id` at `timestamp` over `body` with `hmac_key`:
+/// one `v1,<base64>` entry, as the reference libraries sign.
+pub fn signature_for(hmac_key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
+    let mac = super::mac(hmac_key, format!("{id}.{timestamp}.").as_bytes(), body);
     format!("v1,{}", BASE64.encode(mac))
 }
 
-/// Reads a delivery's headers: its id, timestamp and `v1` signatures (others, such as
-/// asymmetric `v1a`, and entries that are not 32 bytes of base64, are skipped).
+/// Signs a stored delivery anew at `now` with `hmac_key`: in each header family it came with,
+/// the timestamp becomes `now` and the signature list one `v1` entry (signatures under other
+/// secrets, and asymmetric `v1a` ones, are not carried over).
+pub fn resign(
+    stored: &mut Vec<(String, String)>,
+    id: &str,
+    hmac_key: &[u8],
+    now: i64,
+    body: &[u8],
+) {
+    for [_, timestamp, signature] in HEADER_NAMES {
+        if !stored.iter().any(|(name, _)| name == signature) {
+            continue;
+        }
+        stored.retain(|(name, _)| name != timestamp && name != signature);
+        stored.push((timestamp.into(), now.to_string()));
+        stored.push((signature.into(), signature_for(hmac_key, id, now, body)));
+    }
+}
+
+/// Reads a delivery's headers (the unbranded names, else Svix's): its id, timestamp and `v1`
+/// signatures (others, such as asymmetric `v1a`, and entries that are not 32 bytes of base64,
+/// are skipped).
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
-    let signature = super::signature_header(header, SIGNATURE_HEADER)?;
-    let id = header_id(header(ID_HEADER).as_deref())?;
-    let timestamp = header(TIMESTAMP_HEADER).ok_or(Refusal::MissingTimestamp)?;
+    let [id_name, timestamp_name, signature_name] = HEADER_NAMES
+        .into_iter()
+        .find(|[_, _, signature]| header(signature).is_some())
+        .unwrap_or(HEADER_NAMES[0]);
+    let signature = super::signature_header(header, signature_name)?;
+    let id = header_id(header(id_name).as_deref())?;
+    let timestamp = header(timestamp_name).ok_or(Refusal::MissingTimestamp)?;
     let timestamp: i64 = match timestamp.trim() {
         t if !t.is_empty() && t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit()) => {
             t.parse().map_err(|_| Refusal::MalformedTimestamp)?
@@ -55,7 +89,7 @@ pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal>
             prefix: format!("{id}.{timestamp}.").into_bytes(),
             signatures,
         },
-        verified: Verified {
+        identity: Identity {
             id,
             event_type: None,
         },
@@ -73,7 +107,7 @@ mod tests {
     /// Made by the `standardwebhooks` npm package (1.1.1) for secret
     /// `whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=`, id `msg_1`, timestamp NOW, body
     /// `{"a":1}`.
-    const FROM_LIBRARY: &str = "v1,9A1A5Cf9VmEhxDn+Nwt4Yw1F6vYC9bQ7Nj6Zs3XP9LU=";
+    const FROM_LIBRARY: &str = "v1,jTxIFkEKUwim4Gt2ljKTKi9Ls3MYC4g0UHC30b3yUrw=";
 
     fn headers(signature: &str, id: &str, timestamp: &str) -> impl Fn(&str) -> Option<String> {
         let (signature, id, timestamp) =
@@ -91,28 +125,56 @@ mod tests {
     }
 
     fn sign(id: &str, t: i64, body: &[u8]) -> String {
-        let mac = super::super::mac(&key(), format!("{id}.{t}.").as_bytes(), body);
-        format!("v1,{}", BASE64.encode(mac))
+        signature_for(&key(), id, t, body)
     }
 
     #[test]
-    fn verifies_as_the_reference_library_signs() {
-        let expected = sign("msg_1", NOW, br#"{"a":1}"#);
+    fn verifies_what_the_reference_library_signs_and_signs_as_it_does() {
+        assert_eq!(
+            signature_for(&key(), "msg_1", NOW, br#"{"a":1}"#),
+            FROM_LIBRARY
+        );
         assert_eq!(
             verify(
                 Provider::Standard,
-                &headers(&expected, "msg_1", &NOW.to_string()),
+                &headers(FROM_LIBRARY, "msg_1", &NOW.to_string()),
                 br#"{"a":1}"#,
                 &[key()],
                 NOW,
                 300
             ),
-            Ok(Verified {
+            Ok(Identity {
                 id: "msg_1".into(),
                 event_type: None
             })
         );
-        let _ = FROM_LIBRARY;
+    }
+
+    #[test]
+    fn svix_header_names_are_read_and_re_signed() {
+        let svix = |name: &str| match name {
+            "svix-signature" => Some(FROM_LIBRARY.to_owned()),
+            "svix-id" => Some("msg_1".to_owned()),
+            "svix-timestamp" => Some(NOW.to_string()),
+            _ => None,
+        };
+        let body = br#"{"a":1}"#;
+        assert!(verify(Provider::Standard, &svix, body, &[key()], NOW, 300).is_ok());
+        let mut stored = vec![
+            ("svix-id".to_owned(), "msg_1".to_owned()),
+            ("svix-timestamp".to_owned(), NOW.to_string()),
+            ("svix-signature".to_owned(), FROM_LIBRARY.to_owned()),
+        ];
+        resign(&mut stored, "msg_1", &key(), NOW + 3_600, body);
+        let later = |name: &str| {
+            stored
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(later("svix-timestamp"), Some((NOW + 3_600).to_string()));
+        assert!(verify(Provider::Standard, &later, body, &[key()], NOW + 3_600, 300).is_ok());
+        assert_eq!(later("webhook-signature"), None, "no other family added");
     }
 
     #[test]

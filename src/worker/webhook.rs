@@ -186,12 +186,13 @@ fn forwarded_headers(provider: Provider, headers: &Headers) -> Vec<(String, Stri
     forwarded
 }
 
+/// The worker's clock in Unix seconds.
 fn now_seconds() -> i64 {
     (Date::now().as_millis() / 1_000) as i64
 }
 
 fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {
     let answer = webhook::refusal_answer(&refusal);
-    line.detail = answer.detail();
+    line.detail = webhook::log_detail(&refusal, &answer);
     answer
 }
