@@ -436,7 +436,10 @@ mod tests {
         let off = Refusal::NotEnabled(Provider::Github);
         let answer = refusal_answer(&off);
         assert_eq!(answer.status, 404);
-        assert!(!answer.body.to_string().contains("SECRET"), "no hint to callers");
+        assert!(
+            !answer.body.to_string().contains("SECRET"),
+            "no hint to callers"
+        );
         assert!(log_detail(&off, &answer)
             .unwrap()
             .contains("GITHUB_WEBHOOK_SECRET"));
