@@ -87,6 +87,8 @@ if (values.write) {
     '',
     'Figures of the full chaos runs (`npm run chaos`), one section per delivery mode (and per sender, for the runs with `--provider`). The checker (`tests/chaos/checker.mjs`) reads the whole history of a run and fails it when an event is lost (acknowledged to Stripe but never succeeded at the origin, or never acknowledged within the budget; in queue mode, acknowledged but neither delivered nor dead-lettered by the rules), when an event succeeded at the origin twice (every 2xx the origin answered counts, whether or not the worker received it) unless a restart of the runtime happened between the two or the first took longer than the wait horizon (sync: forward time-out plus late-answer wait; queue: the attempt\'s time-out), when a takeover came inside the lease of the claim it replaced, when one attempt number was forwarded twice or out of order, or when any answer is a 500.',
     '',
+    'The runtime: these runs use wrangler 4.164.0 (workerd 2026-11-17, compatibility date 2026-11-17) on Node.js 24. When the toolchain moved there from wrangler 4.86.0 (workerd 2026-04-26) on Node.js 20, the same full run with the same protocol and checker was made on both (commits a35b195 and 470f80c): no failure either way, 77 s and 79 s, 60 and 54 origin answers after the time-out, 4 and 3 takeovers; nothing the checker counts changed with the runtime. The runs below also include the later changes (late answers, queue mode, other senders).',
+    '',
   ].join('\n');
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const markers = PROVIDERS.flatMap((p) => ['sync', 'queue'].map((mode) => (p === 'stripe' ? mode : `${p}-${mode}`)));
