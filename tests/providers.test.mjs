@@ -252,6 +252,14 @@ describe('each provider picks its mode; a provider without a secret is off', () 
     assert.equal(answer.status, 404);
     assert.equal(answer.json.error, 'not_found');
     assert.doesNotMatch(answer.text, /SECRET/, 'callers are not told which key would enable it');
+    for (const method of ['GET', 'PUT']) {
+      const disabled = await call(`${ctx.worker.url}/webhooks/shopify`, { method });
+      const unknown = await call(`${ctx.worker.url}/webhooks/paypal`, { method });
+      assert.equal(disabled.status, 404, `${method} on the disabled route answers as an unknown path`);
+      assert.equal(unknown.status, 404);
+      assert.equal(disabled.headers.get('allow'), unknown.headers.get('allow'));
+      assert.equal(disabled.json.error, unknown.json.error);
+    }
     const line = await ctx.worker.waitForLog((l) => l.provider === 'shopify' && l.status === 404);
     assert.match(line.detail, /SHOPIFY_WEBHOOK_SECRET is not set/, 'the operator is');
     assert.deepEqual((await call(`${ctx.worker.url}/healthz`)).json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });

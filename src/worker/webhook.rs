@@ -44,7 +44,8 @@ struct Identified {
     event_type: Option<String>,
 }
 
-/// Config, body, verify, then the delivery (sync) or its storage (queue); the answer.
+/// Config, sender enabled, method, body, verify, then the delivery (sync) or its storage
+/// (queue); the answer.
 async fn deliver(
     provider: Provider,
     req: &mut Request,
@@ -52,9 +53,6 @@ async fn deliver(
     ctx: &Context,
     line: &mut LogLine,
 ) -> Answer {
-    if req.method() != Method::Post {
-        return refused(line, Refusal::MethodNotAllowed);
-    }
     let config = match env_config::config(env) {
         Ok(config) => config,
         Err(problems) => {
@@ -66,6 +64,10 @@ async fn deliver(
     let Some((keys, origin_url)) = config.sender(provider) else {
         return refused(line, Refusal::NotEnabled(provider));
     };
+    // After the sender check, so that a disabled route answers as an unknown path does.
+    if req.method() != Method::Post {
+        return refused(line, Refusal::MethodNotAllowed);
+    }
     let limit = config.delivery.max_body_bytes;
     let body = match body::read_capped_js(req, limit).await {
         Ok(body) => body,
