@@ -13,16 +13,16 @@ pub enum BodyError {
     Unreadable,
 }
 
+/// The body length the request's `Content-Length` declares, when it is a number.
+fn declared_length(req: &Request) -> Option<u64> {
+    let value = req.headers().get("content-length").ok().flatten()?;
+    value.trim().parse().ok()
+}
+
 /// Reads the whole body, refusing (without reading it all) one larger than `limit` bytes,
 /// whatever its `Content-Length` claims.
 pub async fn read_capped(req: &mut Request, limit: u64) -> Result<Vec<u8>, BodyError> {
-    let declared = req
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match declared {
+    match declared_length(req) {
         Some(length) if length > limit => return Err(BodyError::TooLarge),
         // A declared length within the cap: the runtime enforces it, so read it in one call.
         Some(_) => return req.bytes().await.map_err(|_| BodyError::Unreadable),
@@ -49,13 +49,7 @@ pub async fn read_capped_js(
     limit: u64,
 ) -> Result<js_sys::Uint8Array, BodyError> {
     use js_sys::futures::JsFuture;
-    let declared = req
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match declared {
+    match declared_length(req) {
         Some(length) if length > limit => return Err(BodyError::TooLarge),
         // A declared length within the cap: the runtime enforces it, so read it in one call.
         Some(_) => {
