@@ -314,9 +314,11 @@ pub enum Next {
 /// expiry already reads as absent), at `now`:
 ///
 /// - inspect: 200 with the record's view; 404 without a record;
-/// - release: 409 `not_processing` for a done or released record; 409 `lease_live` while the
-///   claim's lease is live (its attempt may still run or await its answer) unless `force`;
-///   else release with the fence read;
+/// - release: 409 `not_processing` for a done or released record; 409 `queued_delivery` for
+///   an attempt of queue mode (released, the event would never be delivered: the object takes
+///   a dead attempt over itself when its lease ends, and `redeliver` serves a dead event);
+///   409 `lease_live` while the claim's lease is live (its attempt may still run or await its
+///   answer) unless `force`; else release with the fence read;
 /// - forget: forget with the fence read (the claim authority refuses a processing record).
 pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force: bool) -> Next {
     let record = match reply {
@@ -336,6 +338,17 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
             Next::Answer(AdminAnswer::new(
                 409,
                 json!({ "error": "not_processing", "state": record.state, "detail": "only a processing claim can be released" }),
+                "admin_release_refused",
+            ))
+        }
+        Action::Release if record.queue.as_ref().is_some_and(|q| q.body_held) => {
+            Next::Answer(AdminAnswer::new(
+                409,
+                json!({
+                    "error": "queued_delivery",
+                    "lease_expires_at": record.lease_expires_at,
+                    "detail": "an attempt of queue mode: the event's object takes it over itself when its lease ends; redeliver serves a dead event",
+                }),
                 "admin_release_refused",
             ))
         }
@@ -499,6 +512,27 @@ mod tests {
             after_inspect(Action::Release, &processing(), 5_000, false),
             Next::Release { reason, .. } if reason == "released by an operator"
         ));
+        // An attempt of queue mode is never released, even forced: the queue takes it over.
+        let mut attempt = record(ClaimState::Processing, 5_000);
+        attempt.queue = Some(crate::claim::QueueInfo {
+            accepted_at: 0,
+            next_attempt_at: None,
+            budget_first_attempt: 0,
+            budget_started_at: 0,
+            body_held: true,
+        });
+        for (now, force) in [(4_999, true), (5_000, false)] {
+            let (status, body) = answered(after_inspect(
+                Action::Release,
+                &read(attempt.clone()),
+                now,
+                force,
+            ));
+            assert_eq!(
+                (status, body["error"].as_str()),
+                (409, Some("queued_delivery"))
+            );
+        }
         let done = read(record(ClaimState::Done, 5_000));
         let (status, body) = answered(after_inspect(Action::Release, &done, 0, true));
         assert_eq!(

@@ -208,11 +208,12 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
     }
 }
 
-/// The answer to storing an event in queue mode: 200 `queued` once the write is durable, 200
-/// `duplicate` for an event already known (queued, in delivery, delivered or dead: nothing
-/// stored), or a store failure (503 + Retry-After / 500), so the sender retries and an
-/// acknowledged event is never lost.
-pub fn after_enqueue(reply: &AuthorityReply, event_id: &str) -> Answer {
+/// The answer to storing an event in queue mode at `now`: 200 `queued` once the write is
+/// durable, 200 `duplicate` for an event already known (queued, in delivery, delivered or dead:
+/// nothing stored), 409 `in_flight` + Retry-After while a forward made in sync mode holds it,
+/// or a store failure (503 + Retry-After / 500), so the sender retries and an acknowledged
+/// event is never lost.
+pub fn after_enqueue(reply: &AuthorityReply, event_id: &str, now: Millis) -> Answer {
     let (body, outcome) = match reply {
         AuthorityReply::Enqueue(EnqueueOutcome::Queued) => (
             json!({ "status": "queued", "event_id": event_id }),
@@ -220,6 +221,17 @@ pub fn after_enqueue(reply: &AuthorityReply, event_id: &str) -> Answer {
         ),
         AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. }) => {
             (json!({ "status": "duplicate" }), Outcome::Duplicate)
+        }
+        AuthorityReply::Enqueue(EnqueueOutcome::InFlight { retry_at }) => {
+            return Answer {
+                retry_after: Some(retry_after_seconds(*retry_at, now)),
+                outcome: Outcome::InFlight,
+                ..Answer::error(
+                    409,
+                    "in_flight",
+                    "another delivery of this event is being processed; retry later",
+                )
+            }
         }
         other => return store_failure_answer(StoreFailure::of(other)),
     };
@@ -376,7 +388,7 @@ mod tests {
 
     #[test]
     fn queued_events_are_acknowledged_once_stored() {
-        let queued = after_enqueue(&AuthorityReply::Enqueue(EnqueueOutcome::Queued), "evt_1");
+        let queued = after_enqueue(&AuthorityReply::Enqueue(EnqueueOutcome::Queued), "evt_1", 0);
         assert_eq!((queued.status, queued.outcome), (200, Outcome::Queued));
         assert_eq!(queued.body["status"], "queued");
         assert_eq!(queued.body["event_id"], "evt_1");
@@ -385,14 +397,27 @@ mod tests {
                 state: crate::claim::ClaimState::Dead,
             }),
             "evt_1",
+            0,
         );
         assert_eq!(repeat.body, json!({ "status": "duplicate" }));
+        // A forward made in sync mode before the switch still holds the event: come back.
+        let held = after_enqueue(
+            &AuthorityReply::Enqueue(EnqueueOutcome::InFlight { retry_at: 30_500 }),
+            "evt_1",
+            10_000,
+        );
+        assert_eq!((held.status, held.retry_after), (409, Some(21)));
+        assert_eq!(
+            (held.body["error"].as_str(), held.outcome),
+            (Some("in_flight"), Outcome::InFlight)
+        );
         let busy = after_enqueue(
             &AuthorityReply::StoreFailed {
                 retryable: true,
                 detail: String::new(),
             },
             "evt_1",
+            0,
         );
         assert_eq!((busy.status, busy.retry_after), (503, Some(10)));
     }

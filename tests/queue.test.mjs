@@ -2,6 +2,8 @@
 // delivers it from its alarm, retries with back-off, dead-letters, and redelivers on request.
 // Real worker under `wrangler dev` with persisted storage, deliveries signed by `stripe`.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { call, sleep, startOrigin, startWorker, until } from './harness.mjs';
@@ -186,6 +188,64 @@ test('queue mode: a restart while the origin holds a delivery; the alarm deliver
   assert.ok(origin.requests[1].receivedAt - origin.requests[0].receivedAt >= 5_000, 'not before the lease ended');
   const record = (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json.record;
   assert.equal(record.state, 'done');
+});
+
+test('switching modes over the same storage: no event dropped, none delivered twice at once', { timeout: 120_000 }, async (t) => {
+  let hold = true;
+  const origin = await startOrigin(() => (hold ? { hang: true } : { status: 200 }));
+  const dir = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-switch-'));
+  let worker;
+  t.after(async () => {
+    await worker?.dispose();
+    await origin.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const run = async (mode) => {
+    await worker?.dispose();
+    worker = await startWorker({ persistDir: dir, vars: queueVars(origin, { DELIVERY_MODE: mode }) });
+  };
+  const record = async (id) => (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json?.record;
+
+  // Sync → queue while a forward made in sync mode still holds the event (the runtime stopped
+  // with it): the sender is told to come back, not that the event is a duplicate.
+  await run('sync');
+  const id = eventId('switch');
+  const payload = eventPayload(id);
+  const claimedAt = Date.now();
+  assert.equal((await deliver(worker, payload, { secret: SECRET })).status, 504);
+  await run('queue');
+  const held = await deliver(worker, payload, { secret: SECRET });
+  assert.equal(held.status, 409, held.text);
+  assert.equal(held.json.error, 'in_flight');
+  assert.ok(Number(held.headers.get('retry-after')) >= 1);
+  // Once that claim's lease has run out, the event is stored and delivered, attempts continuing.
+  hold = false;
+  await sleep(Math.max(0, claimedAt + 8_500 - Date.now()));
+  const stored = await deliver(worker, payload, { secret: SECRET });
+  assert.deepEqual(stored.json, { status: 'queued', event_id: id }, stored.text);
+  await until(async () => (await record(id))?.state === 'done', 10_000, 'the delivery');
+  const attempts = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+  assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2']);
+
+  // An attempt of queue mode is never released by an operator, even forced: the sender was
+  // told `queued` and will not send the event again.
+  hold = true;
+  const other = eventId('switchback');
+  assert.equal((await deliver(worker, eventPayload(other), { secret: SECRET })).json.status, 'queued');
+  await until(() => origin.requests.some((r) => r.headers['x-webhook-dedup-event-id'] === other), 10_000, 'the attempt');
+  const release = await call(`${worker.url}/admin/events/${other}/release?force=true`, { method: 'POST', headers: auth });
+  assert.equal(release.status, 409, release.text);
+  assert.equal(release.json.error, 'queued_delivery');
+  assert.equal((await record(other)).state, 'processing');
+
+  // Queue → sync while that attempt holds the event: a duplicate, never a second forward.
+  await run('sync');
+  hold = false;
+  const again = await deliver(worker, eventPayload(other), { secret: SECRET });
+  assert.deepEqual(again.json, { status: 'duplicate' }, again.text);
+  await until(async () => (await record(other))?.state === 'done', 30_000, 'the takeover by the queue');
+  const sent = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === other);
+  assert.deepEqual(sent.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2'], 'only the queue forwarded it');
 });
 
 test('queue mode refuses a body cap that cannot be stored: 500 misconfigured', async (t) => {

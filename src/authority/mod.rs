@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{
-    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimStore,
-    EnqueueOutcome, Fence, FinalizeOutcome, ForgetOutcome, Millis, Nonce, RedeliverOutcome,
-    ReleaseOutcome, StoreError,
+    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimState,
+    ClaimStore, EnqueueOutcome, Fence, FinalizeOutcome, ForgetOutcome, Millis, Nonce,
+    RedeliverOutcome, ReleaseOutcome, StoreError,
 };
 
 mod delivery;
@@ -299,8 +299,19 @@ pub fn handle<S: ClaimStore>(
             key,
             policy,
             headers,
-        } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body))
-            .map(AuthorityReply::Enqueue),
+        } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).and_then(
+            |outcome| {
+                // A repeat of an event still to deliver re-asserts its alarm (nothing is
+                // written): if setting it failed before, the event is not left stranded.
+                if let EnqueueOutcome::Duplicate {
+                    state: ClaimState::Queued | ClaimState::Processing,
+                } = outcome
+                {
+                    store.wake = queue::wake_for(store, key)?;
+                }
+                Ok(AuthorityReply::Enqueue(outcome))
+            },
+        ),
         AuthorityRequest::Redeliver { key, policy } => {
             claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver)
         }

@@ -109,6 +109,21 @@ pub fn settle_attempt<S: ClaimStore>(
     (end, watched.wake)
 }
 
+/// How long the object waits before trying again an attempt that was due but could not start.
+pub const BLOCKED_RETRY_MS: Millis = 60_000;
+
+/// When the alarm that ran at `ran_at` fires next, for work due at `at`: then, unless that was
+/// already due when the alarm ran, which means its attempt could not start (a configuration
+/// problem, a store error): then a minute after `now`, so the event waits, stored, and the
+/// object does not spin on an alarm that fires again at once.
+pub fn rearm_at(at: Millis, ran_at: Millis, now: Millis) -> Millis {
+    if at > ran_at {
+        at
+    } else {
+        now.saturating_add(BLOCKED_RETRY_MS)
+    }
+}
+
 /// The alarm `key`'s record needs now, if it has one (none: nothing left to do or keep).
 pub fn wake_for<S: ClaimStore>(store: &mut S, key: &str) -> Result<WakeBy, StoreError> {
     Ok(store
@@ -120,7 +135,8 @@ pub fn wake_for<S: ClaimStore>(store: &mut S, key: &str) -> Result<WakeBy, Store
 mod tests {
     use super::*;
 
-    use crate::claim::{enqueue, ClaimState, MemoryClaimStore};
+    use crate::authority::{AuthorityReply, AuthorityRequest};
+    use crate::claim::{enqueue, ClaimState, EnqueueOutcome, MemoryClaimStore};
     use crate::origin::Reason;
 
     const POLICY: ClaimPolicy = ClaimPolicy {
@@ -133,6 +149,38 @@ mod tests {
         max_attempts: 2,
         max_age_ms: 100_000,
     };
+
+    #[test]
+    fn a_due_attempt_that_could_not_start_is_tried_again_a_minute_later() {
+        assert_eq!(rearm_at(5_000, 1_000, 1_200), 5_000, "work ahead: as due");
+        assert_eq!(
+            rearm_at(1_000, 1_000, 1_200),
+            1_200 + BLOCKED_RETRY_MS,
+            "due when the alarm ran and still there: blocked, not spun on"
+        );
+    }
+
+    #[test]
+    fn a_repeat_of_an_event_still_to_deliver_re_asserts_its_alarm() {
+        let mut store = MemoryClaimStore::new();
+        let enqueue_request = AuthorityRequest::Enqueue {
+            key: "evt_q".into(),
+            policy: POLICY,
+            headers: vec![],
+        };
+        let (_, first) = super::super::handle(&mut store, &enqueue_request, b"x", 0);
+        assert_eq!(first.map(|w| (w.at, w.due)), Some((0, true)));
+        let (reply, again) = super::super::handle(&mut store, &enqueue_request, b"x", 7);
+        assert!(matches!(
+            reply,
+            AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
+        ));
+        assert_eq!(
+            again.map(|w| (w.at, w.due)),
+            Some((0, true)),
+            "nothing written, but the alarm the record needs"
+        );
+    }
 
     #[test]
     fn an_attempt_asks_for_its_lease_end_then_settles_on_its_verdict() {

@@ -220,6 +220,14 @@ pub fn claim<S: ClaimStore>(
                     response: None,
                 })
             }
+            // An attempt of queue mode (before a switch back to sync mode): the queue delivers
+            // it, and takes it over itself if the attempt died.
+            ClaimState::Processing if record.queue.as_ref().is_some_and(|q| q.body_held) => {
+                return Ok(ClaimOutcome::DuplicateProcessed {
+                    finished_at: record.first_seen_at,
+                    response: None,
+                })
+            }
             ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce.0) => {
                 // The same request again (its answer was lost): the same claim, nothing written.
                 return Ok(ClaimOutcome::Claimed {

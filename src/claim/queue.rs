@@ -54,10 +54,19 @@ pub enum EnqueueOutcome {
         /// Its state.
         state: ClaimState,
     },
+    /// A forward made while its sender waited (sync mode, before a switch to queue mode) holds
+    /// the event: nothing stored; the sender retries after `retry_at`, and is then answered by
+    /// how that forward ended (stored if it failed, a duplicate if it succeeded).
+    InFlight {
+        /// When to come back (the end of the holder's wait for its answer, else its lease).
+        retry_at: Millis,
+    },
 }
 
 /// Stores the event `key` with `payload` (its body and headers) at `now`, due at once, unless
-/// the key is already known. A record past its retention counts as absent.
+/// the key is already known. A record past its retention counts as absent. A record left by a
+/// forward made while its sender waited (before a switch to queue mode) is replaced when that
+/// forward was released or its lease ran out, and answered in flight while its lease is live.
 pub fn enqueue<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -65,21 +74,31 @@ pub fn enqueue<S: ClaimStore>(
     policy: ClaimPolicy,
     payload: &[u8],
 ) -> Result<EnqueueOutcome, StoreError> {
-    if let Some(record) = load_current(store, key, now)? {
-        // A released claim of a forward made while its sender waited is no delivery: store.
-        if record.state != ClaimState::Released {
-            return Ok(EnqueueOutcome::Duplicate {
-                state: record.state,
-            });
+    let previous = load_current(store, key, now)?;
+    if let Some(record) = &previous {
+        match record.state {
+            // A released claim of a forward made while its sender waited is no delivery: store.
+            ClaimState::Released => {}
+            // Such a forward may still fail and be released: the sender must come back.
+            ClaimState::Processing if record.queue.is_none() && record.has_live_lease(now) => {
+                return Ok(EnqueueOutcome::InFlight {
+                    retry_at: record.retry_at(now),
+                })
+            }
+            // Its lease ran out with no outcome learned (a crash): stored, as after a release.
+            ClaimState::Processing if record.queue.is_none() => {}
+            state => return Ok(EnqueueOutcome::Duplicate { state }),
         }
     }
+    // Attempt numbers keep increasing over a forward made before, as they do in sync mode.
+    let attempts = previous.as_ref().map_or(0, |record| record.attempts);
     store.save_payload(key, payload)?;
     store.save(&ClaimRecord {
         key: key.to_owned(),
         state: ClaimState::Queued,
-        fence: Fence::new(0, [0; 16]),
-        attempts: 0,
-        first_seen_at: now,
+        fence: Fence::new(attempts, [0; 16]),
+        attempts,
+        first_seen_at: previous.as_ref().map_or(now, |record| record.first_seen_at),
         claimed_at: now,
         lease_expires_at: now,
         wait_ends_at: None,
@@ -93,7 +112,7 @@ pub fn enqueue<S: ClaimStore>(
         queue: Some(QueueInfo {
             accepted_at: now,
             next_attempt_at: Some(now),
-            budget_first_attempt: 0,
+            budget_first_attempt: attempts,
             budget_started_at: now,
             body_held: true,
         }),
@@ -242,9 +261,16 @@ pub fn attempt_failed<S: ClaimStore>(
     };
     record.last_release_reason = Some(reason.to_owned());
     record.released_at = Some(now);
+    // Never expire before the next attempt has had its lease: an acknowledged event is kept
+    // until it is delivered or dead, whatever the back-off and the retention.
+    let kept_from = if dead {
+        now
+    } else {
+        next.saturating_add(policy.lease_ms)
+    };
     record.expires_at = record
         .expires_at
-        .max(now.saturating_add(policy.retention_ms));
+        .max(kept_from.saturating_add(policy.retention_ms));
     store.save(&record)?;
     Ok(outcome)
 }
@@ -553,6 +579,101 @@ mod tests {
         assert!(matches!(
             outcome,
             crate::claim::ClaimOutcome::DuplicateProcessed { .. }
+        ));
+        // Also while an attempt of queue mode holds it, and after that attempt died: the queue
+        // delivers it and takes a dead attempt over itself; a sync claim never replaces it.
+        let (_, attempt, _) = start(&mut store, 2, 1);
+        for now in [3, 2 + POLICY.lease_ms + 1] {
+            assert!(matches!(
+                crate::claim::claim(&mut store, &sync_claim(now)).unwrap(),
+                crate::claim::ClaimOutcome::DuplicateProcessed { .. }
+            ));
+        }
+        let record = store.load(KEY).unwrap().unwrap();
+        assert_eq!(record.attempts, attempt, "nothing written");
+        assert!(record.queue.is_some_and(|q| q.body_held));
+    }
+
+    fn sync_claim(now: Millis) -> crate::claim::ClaimRequest<'static> {
+        crate::claim::ClaimRequest {
+            key: KEY,
+            now,
+            policy: POLICY,
+            nonce: Nonce([9; 16]),
+            fingerprint: None,
+            answer_within_ms: Some(2_000),
+        }
+    }
+
+    #[test]
+    fn storing_meets_a_forward_made_in_sync_mode() {
+        // A forward made while its sender waited, before a switch to queue mode: while its
+        // lease is live the outcome may still be a failure, so the sender is told to come back.
+        let mut store = MemoryClaimStore::new();
+        crate::claim::claim(&mut store, &sync_claim(0)).unwrap();
+        assert_eq!(
+            enqueue(&mut store, KEY, 1_000, POLICY, b"body").unwrap(),
+            EnqueueOutcome::InFlight { retry_at: 2_000 }
+        );
+        assert_eq!(store.load_payload(KEY).unwrap(), None, "nothing stored");
+        // Its lease ran out with no outcome (a crash): stored, attempt numbers continuing.
+        let late = POLICY.lease_ms + 1;
+        assert_eq!(
+            enqueue(&mut store, KEY, late, POLICY, b"body").unwrap(),
+            EnqueueOutcome::Queued
+        );
+        let record = store.load(KEY).unwrap().unwrap();
+        assert_eq!(
+            (record.state, record.attempts, record.first_seen_at),
+            (ClaimState::Queued, 1, 0)
+        );
+        let (fence, attempt, _) = start(&mut store, late, 2);
+        assert_eq!(attempt, 2);
+        // The budget counts the attempts of queue mode only.
+        assert_eq!(
+            attempt_failed(&mut store, KEY, &fence, late + 1, "x", POLICY, RETRY, 0.0).unwrap(),
+            FailedOutcome::Retry {
+                next_attempt_at: late + 1 + 750
+            }
+        );
+    }
+
+    #[test]
+    fn a_queued_event_outlives_its_next_attempt_whatever_the_retention() {
+        // A retention shorter than the back-off must not delete an acknowledged event before
+        // its next attempt.
+        let short = ClaimPolicy {
+            lease_ms: 1_000,
+            retention_ms: 500,
+        };
+        let slow = RetryPolicy {
+            base_ms: 60_000,
+            max_delay_ms: 3_600_000,
+            max_attempts: 10,
+            max_age_ms: 100_000_000,
+        };
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, short, b"body").unwrap();
+        let Ok(AttemptOutcome::Start { fence, .. }) =
+            start_attempt(&mut store, KEY, 0, short, Nonce([1; 16]))
+        else {
+            panic!("no attempt")
+        };
+        let next = match attempt_failed(&mut store, KEY, &fence, 10, "x", short, slow, 0.0) {
+            Ok(FailedOutcome::Retry { next_attempt_at }) => next_attempt_at,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(next, 10 + 45_000);
+        let record = store.load(KEY).unwrap().unwrap();
+        assert!(record.expires_at >= next + short.lease_ms + short.retention_ms);
+        assert_eq!(
+            next_wake(&record),
+            next,
+            "the alarm wakes for the attempt, not the expiry"
+        );
+        assert!(matches!(
+            start_attempt(&mut store, KEY, next, short, Nonce([2; 16])).unwrap(),
+            AttemptOutcome::Start { attempt: 2, .. }
         ));
     }
 }

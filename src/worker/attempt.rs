@@ -44,7 +44,7 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         fence,
         attempt,
         takeover,
-        ..
+        lease_expires_at,
     }) = started
     else {
         return;
@@ -58,8 +58,10 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
     };
     let now = Date::now().as_millis();
     let jitter = random_fraction();
+    // Fenced, so a settle refused by a busy store is tried again while the lease lasts (an
+    // attempt left unsettled would be taken over, and its handler run again).
     let end = keeper
-        .with_store(key, "settle", |store| {
+        .with_store_retrying(key, "settle", lease_expires_at, |store, now| {
             queue::settle_attempt(
                 store,
                 key,
@@ -71,8 +73,7 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
                 jitter,
             )
         })
-        .await
-        .and_then(|end| end);
+        .await;
     let mut line = LogLine {
         provider: Some(Provider::of_key(key).0),
         key: Some(key.to_owned()),

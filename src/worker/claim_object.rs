@@ -84,7 +84,10 @@ impl DurableObject for ClaimAuthority {
             }
         }
         match next {
-            Some(at) => self.keeper.set_alarm_at(at).await?,
+            Some(at) => {
+                let at = authority::queue::rearm_at(at, now, Date::now().as_millis());
+                self.keeper.set_alarm_at(at).await?
+            }
             None => {
                 // Nothing left: delete the object's whole storage (metadata and alarm too),
                 // so an expired key costs no storage at all.

@@ -7,14 +7,13 @@
 //! after the caller has its answer or has gone.
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use futures_channel::oneshot;
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
 use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefaultWriter};
-use worker::{Date, Delay, Response, Result, State};
+use worker::{Date, Response, Result, State};
 
 use super::authority_wire;
 use super::forward::{self, BodyReader, Exchange, Outgoing};
@@ -23,7 +22,7 @@ use super::log::{self, SettledLater};
 use crate::authority::{
     self, AuthorityReply, Begin, Deliver, Delivery, Door, Head, Report, Settle, SettleStep, Won,
 };
-use crate::claim::{Millis, StoreError};
+use crate::claim::Millis;
 use crate::idempotency::{self, BodyKept};
 use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
@@ -261,37 +260,23 @@ impl Attempt {
     /// Settles the claim, trying again after a retryable store failure while the lease lasts
     /// (the settle is fenced, so repeating it is safe).
     async fn settle(&self, how: Settle) -> SettleStep {
-        let mut pause_ms = 100;
-        loop {
-            let now = Date::now().as_millis();
-            let settled = self
-                .keeper
-                .with_store(
-                    &self.deliver.key,
-                    "settle",
-                    |store| match authority::settle(
-                        store,
-                        &self.deliver.key,
-                        &self.won.fence,
-                        self.deliver.policy,
-                        how.clone(),
-                        now,
-                    ) {
-                        Ok((step, wake_by)) => (Ok(step), wake_by),
-                        Err(error) => (Err(error), None),
-                    },
-                )
-                .await
-                .and_then(|settled| settled);
-            match settled {
-                Ok(step) => return step,
-                Err(StoreError::Retryable(_)) if now + pause_ms < self.won.lease_expires_at => {
-                    Delay::from(Duration::from_millis(pause_ms)).await;
-                    pause_ms = (pause_ms * 2).min(5_000);
+        let key = &self.deliver.key;
+        self.keeper
+            .with_store_retrying(key, "settle", self.won.lease_expires_at, |store, now| {
+                match authority::settle(
+                    store,
+                    key,
+                    &self.won.fence,
+                    self.deliver.policy,
+                    how.clone(),
+                    now,
+                ) {
+                    Ok((step, wake_by)) => (Ok(step), wake_by),
+                    Err(error) => (Err(error), None),
                 }
-                Err(_) => return SettleStep::SettleFailed,
-            }
-        }
+            })
+            .await
+            .unwrap_or(SettleStep::SettleFailed)
     }
 }
 

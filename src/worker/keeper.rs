@@ -3,7 +3,9 @@
 
 use std::cell::Cell;
 
-use worker::{Date, Env, Result, ScheduledTime, Storage};
+use std::time::Duration;
+
+use worker::{Date, Delay, Env, Result, ScheduledTime, Storage};
 
 use super::kv_store::{KvClaimStore, Usage};
 use super::log;
@@ -81,6 +83,33 @@ impl Keeper {
             );
         }
         Ok(result)
+    }
+
+    /// Runs `rule` (a fenced write, safe to repeat) at the current time, and again after a
+    /// retryable store failure, with a growing pause, while `until` (the claim's lease end)
+    /// lies ahead: a settle that a busy store refused once is not lost.
+    pub async fn with_store_retrying<T>(
+        &self,
+        key: &str,
+        op: &'static str,
+        until: Millis,
+        rule: impl Fn(&mut KvClaimStore, Millis) -> (std::result::Result<T, StoreError>, WakeBy),
+    ) -> std::result::Result<T, StoreError> {
+        let mut pause_ms = 100;
+        loop {
+            let now = Date::now().as_millis();
+            let result = self
+                .with_store(key, op, |store| rule(store, now))
+                .await
+                .and_then(|result| result);
+            match result {
+                Err(StoreError::Retryable(_)) if now.saturating_add(pause_ms) < until => {
+                    Delay::from(Duration::from_millis(pause_ms)).await;
+                    pause_ms = (pause_ms * 2).min(5_000);
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The environment (for the metrics binding).

@@ -98,7 +98,7 @@ async fn deliver(
             headers: forwarded,
         };
         let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
-        return webhook::after_enqueue(&reply, &id);
+        return webhook::after_enqueue(&reply, &id, Date::now().as_millis());
     }
     let forward = Forward {
         url: origin_url.to_string(),
