@@ -44,7 +44,7 @@ function variant(rand, n) {
   let body = thin
     ? JSON.stringify({ id, object: 'v2.core.event', type: 'v1.billing.meter.error_report_triggered', livemode: false, created: new Date().toISOString() })
     : eventPayload(id, pick(['invoice.paid', 'charge.refunded', 'customer.created']));
-  const t = now + pick([0, 0, 0, -10, -299, -301, -3_600, 30, 59, 61, 600]);
+  const t = now + pick([0, 0, 0, -10, -295, -301, -3_600, 30, 59, 61, 600]);
   const signers = pick([[NEW], [OLD], [OLD, NEW], ['whsec_attacker'], [NEW, 'whsec_attacker'], []]);
   const notes = [];
   const parts = [`t=${t}`];

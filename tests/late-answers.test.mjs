@@ -11,6 +11,10 @@ const SECRET = 'whsec_late_answer_tests';
 const ADMIN_TOKEN = 'late-answer-admin-token-0123456789';
 const TIMEOUT_MS = 1_000;
 const WAIT_SECONDS = 3;
+// A late answer comes this long after the forward: 1.5 s after the time-out, so that a
+// delivery sent on the 504 reaches the claim authority before it, even on a loaded machine,
+// and well within the wait.
+const LATE_MS = 2.5 * TIMEOUT_MS;
 
 describe('late answers on the webhook route', () => {
   const behaviour = new Map();
@@ -42,9 +46,9 @@ describe('late answers on the webhook route', () => {
   });
   const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
 
-  test('a 2xx after 1.5x the time-out: 504, then 409 while awaited, then duplicate; the origin ran once', async () => {
+  test('a 2xx after 2.5x the time-out: 504, then 409 while awaited, then duplicate; the origin ran once', async () => {
     const id = eventId('late_ok');
-    behaviour.set(id, () => ({ status: 200, delayMs: 1.5 * TIMEOUT_MS }));
+    behaviour.set(id, () => ({ status: 200, delayMs: LATE_MS }));
     const payload = eventPayload(id);
     const first = await deliver(worker, payload, { secret: SECRET });
     assert.equal(first.status, 504, first.text);
@@ -70,7 +74,7 @@ describe('late answers on the webhook route', () => {
   test('a late non-2xx releases the claim: the next delivery runs it again', async () => {
     const id = eventId('late_fail');
     behaviour.set(id, (req, n) => (seen(id).length === 1
-      ? { status: 500, delayMs: 1.5 * TIMEOUT_MS }
+      ? { status: 500, delayMs: LATE_MS }
       : { status: 200 }));
     const payload = eventPayload(id);
     assert.equal((await deliver(worker, payload, { secret: SECRET })).status, 504);
@@ -148,7 +152,7 @@ describe('late answers on the webhook route', () => {
 
   test('Idempotency-Key: a late answer is stored and replayed, the request ran once', async () => {
     const path = `/orders/${eventId('api_late')}`;
-    behaviour.set(`/api${path}`, () => ({ status: 201, body: 'order made', delayMs: 1.5 * TIMEOUT_MS, headers: { 'x-request-id': 'req_1' } }));
+    behaviour.set(`/api${path}`, () => ({ status: 201, body: 'order made', delayMs: LATE_MS, headers: { 'x-request-id': 'req_1' } }));
     const first = await api(path, 'late-1');
     assert.equal(first.status, 504, first.text);
     assert.match(first.headers.get('content-type'), /problem\+json/);
@@ -158,7 +162,7 @@ describe('late answers on the webhook route', () => {
     const replay = await until(async () => {
       const answer = await api(path, 'late-1');
       return answer.status !== 409 && answer;
-    }, 6_000, 'the late answer to be stored');
+    }, 10_000, 'the late answer to be stored');
     assert.equal(replay.status, 201);
     assert.equal(replay.text, 'order made');
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
@@ -192,12 +196,12 @@ describe('late answers on the webhook route', () => {
 
   test('Idempotency-Key: a late answer too large to keep is replayed as status and headers, body lost', async () => {
     const path = `/orders/${eventId('api_big_late')}`;
-    behaviour.set(`/api${path}`, () => ({ status: 200, body: 'b'.repeat(5000), delayMs: 1.5 * TIMEOUT_MS }));
+    behaviour.set(`/api${path}`, () => ({ status: 200, body: 'b'.repeat(5000), delayMs: LATE_MS }));
     assert.equal((await api(path, 'big-late')).status, 504);
     const replay = await until(async () => {
       const answer = await api(path, 'big-late');
       return answer.status !== 409 && answer;
-    }, 6_000, 'the late answer to be stored');
+    }, 10_000, 'the late answer to be stored');
     assert.equal(replay.status, 200);
     assert.equal(replay.text, '');
     assert.equal(replay.headers.get('idempotent-body-lost'), 'true', 'nobody received that body');

@@ -295,7 +295,7 @@ describe('each provider picks its mode; a provider without a secret is off', () 
       assert.equal(attempt.url, '/standard');
       assert.ok(await handlerVerifies('standard', attempt, SECRETS.standard[0]), 'verifies');
       const t = Number(attempt.headers['webhook-timestamp']) * 1000;
-      assert.ok(Math.abs(t - attempt.receivedAt) < 2_000, `signed at the attempt (${t}), not at acceptance (${signedAt.getTime()})`);
+      assert.ok(Math.abs(t - attempt.receivedAt) < 5_000, `signed at the attempt (${t}), not at acceptance (${signedAt.getTime()})`);
       assert.equal(attempt.headers['webhook-id'], id, 'the id is kept');
     }
   });

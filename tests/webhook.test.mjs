@@ -87,7 +87,7 @@ describe('webhook deliveries', () => {
 
   test('concurrent duplicates while the origin is slow: one forward, the rest 409', async () => {
     const id = eventId('concurrent');
-    behaviour.set(id, () => ({ status: 200, delayMs: 800 }));
+    behaviour.set(id, () => ({ status: 200, delayMs: 500 })); // well inside the 1.5 s time-out
     const payload = eventPayload(id);
     const answers = await Promise.all(Array.from({ length: 20 }, () => deliver(worker, payload, { secret: SECRET })));
     const summary = answers.map((a) => `${a.status} ${a.text}`).join('\n');
@@ -304,7 +304,7 @@ test('a crashed attempt is taken over when its lease runs out, and its fence is 
     return { status: 200 };
   });
   const worker = await startWorker({
-    vars: vars(origin, { LEASE_SECONDS: '10', FORWARD_TIMEOUT_MS: '2500', LATE_ANSWER_WAIT_SECONDS: '5' }),
+    vars: vars(origin, { LEASE_SECONDS: '20', FORWARD_TIMEOUT_MS: '2500', LATE_ANSWER_WAIT_SECONDS: '5' }), // a lease a slow restart fits in
   });
   t.after(async () => {
     await worker.dispose();
