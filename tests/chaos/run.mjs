@@ -59,8 +59,10 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         delayMs: 0,
       };
       if (roll >= failureRate && roll < failureRate + slowRate) {
-        // Between the time-out and the horizon, with a margin on each side for timers.
-        record.delayMs = slowFrom + 300 + rand() * (horizonMs - slowFrom - 900);
+        // Between the time-out and the horizon, with a margin on each side: 300 ms for timers
+        // after the time-out, 1.5 s before the horizon, which the claim authority counts from
+        // the claim (before the forward reached the origin) and which the answer must reach.
+        record.delayMs = slowFrom + 300 + rand() * Math.max(0, horizonMs - slowFrom - 1_800);
       } else if (roll >= failureRate + slowRate && roll < failureRate + slowRate + beyondRate) {
         record.delayMs = horizonMs + 500 + rand() * 1_000;
       }
