@@ -152,17 +152,7 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
         AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateInflight {
             retry_at,
             ..
-        })) => {
-            return Answer {
-                retry_after: Some(retry_after_seconds(*retry_at, now)),
-                outcome: Outcome::InFlight,
-                ..Answer::error(
-                    409,
-                    "in_flight",
-                    "another delivery of this event is being processed; retry later",
-                )
-            }
-        }
+        })) => return in_flight(*retry_at, now),
         other => return store_failure_answer(StoreFailure::of(other)),
     };
     let then = match report.verdict {
@@ -223,15 +213,7 @@ pub fn after_enqueue(reply: &AuthorityReply, event_id: &str, now: Millis) -> Ans
             (json!({ "status": "duplicate" }), Outcome::Duplicate)
         }
         AuthorityReply::Enqueue(EnqueueOutcome::InFlight { retry_at }) => {
-            return Answer {
-                retry_after: Some(retry_after_seconds(*retry_at, now)),
-                outcome: Outcome::InFlight,
-                ..Answer::error(
-                    409,
-                    "in_flight",
-                    "another delivery of this event is being processed; retry later",
-                )
-            }
+            return in_flight(*retry_at, now)
         }
         other => return store_failure_answer(StoreFailure::of(other)),
     };
@@ -241,6 +223,19 @@ pub fn after_enqueue(reply: &AuthorityReply, event_id: &str, now: Millis) -> Ans
         retry_after: None,
         allow: None,
         outcome,
+    }
+}
+
+/// 409 `in_flight`: another delivery holds the event; come back at `retry_at` (Retry-After).
+fn in_flight(retry_at: Millis, now: Millis) -> Answer {
+    Answer {
+        retry_after: Some(retry_after_seconds(retry_at, now)),
+        outcome: Outcome::InFlight,
+        ..Answer::error(
+            409,
+            "in_flight",
+            "another delivery of this event is being processed; retry later",
+        )
     }
 }
 
