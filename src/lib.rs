@@ -16,6 +16,7 @@
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
 //! | [`stripe`] | `Stripe-Signature` verification and the event envelope |
 //! | [`config`] | every configuration key, in sections, with its default and check |
+//! | [`mac`] | the HMAC-SHA256 every sender signs with, and the constant-time comparison of signatures |
 //! | [`secret`] | secret values that never show in logs |
 //! | [`log_line`] | the structured log line, its typed words |
 //!
@@ -29,6 +30,7 @@ pub mod claim;
 pub mod config;
 pub mod idempotency;
 pub mod log_line;
+pub mod mac;
 pub mod origin;
 pub mod providers;
 pub mod secret;

@@ -299,7 +299,7 @@ pub fn handle<S: ClaimStore>(
             key,
             policy,
             headers,
-        } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).and_then(
+        } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
             |outcome| {
                 // A repeat of an event still to deliver re-asserts its alarm (nothing is
                 // written): if setting it failed before, the event is not left stranded.
@@ -307,9 +307,9 @@ pub fn handle<S: ClaimStore>(
                     state: ClaimState::Queued | ClaimState::Processing,
                 } = outcome
                 {
-                    store.wake = queue::wake_for(store, key)?;
+                    store.wake = store.read;
                 }
-                Ok(AuthorityReply::Enqueue(outcome))
+                AuthorityReply::Enqueue(outcome)
             },
         ),
         AuthorityRequest::Redeliver { key, policy } => {
@@ -326,22 +326,30 @@ pub fn handle<S: ClaimStore>(
     }
 }
 
-/// A store that remembers the alarm the record it last saved needs, so the object knows it
-/// without reading the record again.
+/// A store that remembers the alarm the record it last saved needs (`wake`), and the one the
+/// record it last read needs (`read`), so the object knows them without reading the record
+/// again.
 struct Watched<'a, S> {
     inner: &'a mut S,
     wake: WakeBy,
+    read: WakeBy,
 }
 
 impl<'a, S> Watched<'a, S> {
     fn new(inner: &'a mut S) -> Self {
-        Watched { inner, wake: None }
+        Watched {
+            inner,
+            wake: None,
+            read: None,
+        }
     }
 }
 
 impl<S: ClaimStore> ClaimStore for Watched<'_, S> {
     fn load(&mut self, key: &str) -> Result<Option<ClaimRecord>, StoreError> {
-        self.inner.load(key)
+        let record = self.inner.load(key)?;
+        self.read = record.as_ref().map(Wake::for_record);
+        Ok(record)
     }
 
     fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {

@@ -79,14 +79,16 @@ pub fn enqueue<S: ClaimStore>(
         match record.state {
             // A released claim of a forward made while its sender waited is no delivery: store.
             ClaimState::Released => {}
-            // Such a forward may still fail and be released: the sender must come back.
-            ClaimState::Processing if record.queue.is_none() && record.has_live_lease(now) => {
-                return Ok(EnqueueOutcome::InFlight {
-                    retry_at: record.retry_at(now),
-                })
+            // Such a forward under a live lease may still fail and be released: the sender
+            // must come back. Once its lease ran out with no outcome learned (a crash): store,
+            // as after a release.
+            ClaimState::Processing if record.queue.is_none() => {
+                if record.has_live_lease(now) {
+                    return Ok(EnqueueOutcome::InFlight {
+                        retry_at: record.retry_at(now),
+                    });
+                }
             }
-            // Its lease ran out with no outcome learned (a crash): stored, as after a release.
-            ClaimState::Processing if record.queue.is_none() => {}
             state => return Ok(EnqueueOutcome::Duplicate { state }),
         }
     }

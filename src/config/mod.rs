@@ -162,10 +162,9 @@ impl Config {
         let mut r = Reader::new(lookup);
         let delivery = DeliveryConfig::load(&mut r);
         let webhook = WebhookConfig::load(&mut r, &delivery);
-        let origin = r
-            .raw(keys::ORIGIN_URL)
-            .and_then(|text| url::Url::parse(&text).ok());
-        let senders = SenderConfig::load_all(&mut r, origin.as_ref());
+        // Without a valid Stripe section the configuration is refused anyway (below).
+        let origin = webhook.as_ref().map(|webhook| &webhook.origin_url);
+        let senders = SenderConfig::load_all(&mut r, origin);
         let enabled: Vec<Provider> = std::iter::once(Provider::Stripe)
             .chain(senders.iter().map(|sender| sender.provider))
             .collect();

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use subtle::ConstantTimeEq;
+use crate::mac;
 
 pub mod github;
 pub mod shopify;
@@ -97,7 +97,12 @@ pub const MAX_HEADER_ID_LEN: usize = 255;
 
 /// True for a delivery id taken from a header: 1 to 255 printable ASCII characters, no spaces.
 pub fn is_header_id(id: &str) -> bool {
-    (1..=MAX_HEADER_ID_LEN).contains(&id.len()) && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    is_token(id, MAX_HEADER_ID_LEN)
+}
+
+/// 1 to `max` printable ASCII characters, no spaces.
+fn is_token(value: &str, max: usize) -> bool {
+    (1..=max).contains(&value.len()) && value.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 /// Why a delivery from a header-identified sender (Standard Webhooks, GitHub, Shopify) was
@@ -199,7 +204,7 @@ pub fn decide(
     now: i64,
     tolerance_seconds: u64,
 ) -> Result<Identity, Refusal> {
-    if !any_matches(&inbound.signed.signatures, expected) {
+    if !mac::any_matches(&inbound.signed.signatures, expected) {
         return Err(Refusal::SignatureMismatch);
     }
     if let Some(timestamp) = inbound.timestamp {
@@ -240,7 +245,7 @@ pub fn verify(
     let inbound = read(provider, header)?;
     let expected: Vec<[u8; 32]> = keys
         .iter()
-        .map(|key| mac(key, &inbound.signed.prefix, body))
+        .map(|key| mac::hmac_sha256(key, &inbound.signed.prefix, body))
         .collect();
     decide(inbound, &expected, now, tolerance_seconds)
 }
@@ -298,7 +303,7 @@ pub fn refresh_signature(
         Provider::Stripe => {
             let header = crate::stripe::signature::HEADER;
             let prefix = crate::stripe::signature::signed_prefix(now);
-            let mac = mac(hmac_key, prefix.as_bytes(), body);
+            let mac = mac::hmac_sha256(hmac_key, prefix.as_bytes(), body);
             stored.retain(|(name, _)| name != header);
             stored.push((header.into(), format!("t={now},v1={}", hex::encode(mac))));
         }
@@ -313,19 +318,7 @@ pub const MAX_EVENT_TYPE_LEN: usize = 100;
 /// True for an event type taken from a header worth logging: 1 to 100 printable ASCII
 /// characters. The header is not signed, so anything else is dropped, never logged.
 pub fn is_event_type(value: &str) -> bool {
-    (1..=MAX_EVENT_TYPE_LEN).contains(&value.len())
-        && value.bytes().all(|b| (0x21..=0x7e).contains(&b))
-}
-
-/// True when some signature equals some expected MAC, compared in constant time.
-pub fn any_matches(signatures: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
-    let mut matched = subtle::Choice::from(0);
-    for mac in expected {
-        for given in signatures {
-            matched |= mac.ct_eq(given);
-        }
-    }
-    bool::from(matched)
+    is_token(value, MAX_EVENT_TYPE_LEN)
 }
 
 /// The value of signature header `name`: present and not blank.
@@ -371,16 +364,6 @@ pub fn header_id(value: Option<&str>) -> Result<String, Refusal> {
         Some(id) if is_header_id(id) => Ok(id.to_owned()),
         Some(_) => Err(Refusal::InvalidId),
     }
-}
-
-/// The HMAC-SHA256 of `prefix` then `body` under `key` (the host implementation; the worker
-/// computes the same with WebCrypto).
-pub fn mac(key: &[u8], prefix: &[u8], body: &[u8]) -> [u8; 32] {
-    use hmac::{Hmac, Mac};
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
-    mac.update(prefix);
-    mac.update(body);
-    mac.finalize().into_bytes().into()
 }
 
 #[cfg(test)]

@@ -23,8 +23,9 @@ pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal>
 
 #[cfg(test)]
 mod tests {
-    use super::super::{mac, verify, Provider};
+    use super::super::{verify, Provider};
     use super::*;
+    use crate::mac::hmac_sha256 as mac;
 
     #[test]
     fn verifies_the_documented_hmac() {

@@ -33,7 +33,7 @@ pub fn secret_key(secret: &str) -> Option<Vec<u8>> {
 /// The signature header's value for delivery `id` at `timestamp` over `body` with `hmac_key`:
 /// one `v1,<base64>` entry, as the reference libraries sign.
 pub fn signature_for(hmac_key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
-    let mac = super::mac(hmac_key, format!("{id}.{timestamp}.").as_bytes(), body);
+    let mac = crate::mac::hmac_sha256(hmac_key, &signed_prefix(id, timestamp), body);
     format!("v1,{}", BASE64.encode(mac))
 }
 
@@ -55,6 +55,11 @@ pub fn resign(
         stored.push((timestamp.into(), now.to_string()));
         stored.push((signature.into(), signature_for(hmac_key, id, now, body)));
     }
+}
+
+/// What is signed before the body: `"{id}.{timestamp}."`.
+fn signed_prefix(id: &str, timestamp: i64) -> Vec<u8> {
+    format!("{id}.{timestamp}.").into_bytes()
 }
 
 /// Reads a delivery's headers (the unbranded names, else Svix's): its id, timestamp and `v1`
@@ -86,7 +91,7 @@ pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal>
     }
     Ok(Inbound {
         signed: Signed {
-            prefix: format!("{id}.{timestamp}.").into_bytes(),
+            prefix: signed_prefix(&id, timestamp),
             signatures,
         },
         identity: Identity {

@@ -8,10 +8,7 @@
 
 use std::fmt;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq;
-
+use crate::mac;
 use crate::secret::Secret;
 
 /// The header's name.
@@ -155,12 +152,7 @@ pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
 
 /// The `v1` signature of `body` at `timestamp` with `secret`: HMAC-SHA256 of `"{t}.{body}"`.
 pub fn sign(secret: &Secret, timestamp: i64, body: &[u8]) -> [u8; 32] {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret.expose()).expect("HMAC takes keys of any length");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    mac.finalize().into_bytes().into()
+    mac::hmac_sha256(secret.expose(), signed_prefix(timestamp).as_bytes(), body)
 }
 
 /// Verifies a delivery: `header` is the `Stripe-Signature` value (if any), `body` the raw bytes
@@ -193,13 +185,7 @@ pub fn decide(
     now: i64,
     tolerance_seconds: u64,
 ) -> Result<i64, SignatureError> {
-    let mut matched = subtle::Choice::from(0);
-    for mac in expected {
-        for candidate in &parsed.v1 {
-            matched |= mac.ct_eq(candidate);
-        }
-    }
-    if !bool::from(matched) {
+    if !mac::any_matches(&parsed.v1, expected) {
         return Err(SignatureError::Mismatch);
     }
     let age = now.saturating_sub(parsed.timestamp);

@@ -79,7 +79,7 @@ async fn handle(
         method.as_ref(),
         &path_and_query,
         content_type.as_deref(),
-        &body,
+        &body.to_vec(),
     );
     line.key = Some(scope.clone());
     let forward = Forward {
@@ -99,7 +99,6 @@ async fn handle(
             max_cached_body: api.max_response_bytes,
         },
     };
-    let body = js_sys::Uint8Array::from(body.as_slice());
     let (reply, stream) = door::deliver(env, ctx, make, &body, line).await;
     match idem::after_delivery(&reply, Date::now().as_millis()) {
         ApiAnswer::Live(head) => {

@@ -1,6 +1,5 @@
 //! Reading a request body with a size cap; shared by both front doors.
 
-use futures_util::StreamExt;
 use wasm_bindgen::JsCast;
 use worker::Request;
 
@@ -19,35 +18,10 @@ fn declared_length(req: &Request) -> Option<u64> {
     value.trim().parse().ok()
 }
 
-/// Reads the whole body, refusing (without reading it all) one larger than `limit` bytes,
-/// whatever its `Content-Length` claims.
-pub async fn read_capped(req: &mut Request, limit: u64) -> Result<Vec<u8>, BodyError> {
-    match declared_length(req) {
-        Some(length) if length > limit => return Err(BodyError::TooLarge),
-        // A declared length within the cap: the runtime enforces it, so read it in one call.
-        Some(_) => return req.bytes().await.map_err(|_| BodyError::Unreadable),
-        None => {}
-    }
-    let mut body = Vec::new();
-    let Ok(mut stream) = req.stream() else {
-        return Ok(body); // no body at all
-    };
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|_| BodyError::Unreadable)?;
-        if (body.len() + chunk.len()) as u64 > limit {
-            return Err(BodyError::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// Reads the whole body into JavaScript memory (it never crosses into WebAssembly), refusing
-/// one larger than `limit` bytes whatever its `Content-Length` claims.
-pub async fn read_capped_js(
-    req: &mut Request,
-    limit: u64,
-) -> Result<js_sys::Uint8Array, BodyError> {
+/// Reads the whole body into JavaScript memory (it crosses into WebAssembly only where a rule
+/// needs its bytes), refusing one larger than `limit` bytes whatever its `Content-Length`
+/// claims, without reading it all.
+pub async fn read_capped(req: &mut Request, limit: u64) -> Result<js_sys::Uint8Array, BodyError> {
     use js_sys::futures::JsFuture;
     match declared_length(req) {
         Some(length) if length > limit => return Err(BodyError::TooLarge),

@@ -13,7 +13,7 @@ use super::native;
 use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
 use crate::config::{self, DeliveryMode};
 use crate::log_line::{LogLine, Route};
-use crate::providers::{self, Provider};
+use crate::providers::{self, Identity, Provider};
 use crate::stripe::envelope;
 use crate::stripe::signature::{self, SignatureError};
 use crate::webhook::{self, Answer, Refusal};
@@ -36,12 +36,6 @@ pub async fn serve(
         answer.allow,
     )?;
     Ok(visit.finish(env, response))
-}
-
-/// A verified delivery: the id its sender gave and its type, when known.
-struct Identified {
-    id: String,
-    event_type: Option<String>,
 }
 
 /// Config, sender enabled, method, body, verify, then the delivery (sync) or its storage
@@ -69,7 +63,7 @@ async fn deliver(
         return refused(line, Refusal::MethodNotAllowed);
     }
     let limit = config.delivery.max_body_bytes;
-    let body = match body::read_capped_js(req, limit).await {
+    let body = match body::read_capped(req, limit).await {
         Ok(body) => body,
         Err(BodyError::TooLarge) => return refused(line, Refusal::BodyTooLarge { limit }),
         Err(BodyError::Unreadable) => return refused(line, Refusal::UnreadableBody),
@@ -80,7 +74,7 @@ async fn deliver(
         Provider::Stripe => identify_stripe(headers, &keys, &body, tolerance).await,
         other => identify(other, headers, &keys, &body, tolerance).await,
     };
-    let Identified { id, event_type } = match identified {
+    let Identity { id, event_type } = match identified {
         Ok(identified) => identified,
         Err(refusal) => return refused(line, refusal),
     };
@@ -126,7 +120,7 @@ async fn identify_stripe(
     keys: &[&[u8]],
     body: &Uint8Array,
     tolerance: u64,
-) -> std::result::Result<Identified, Refusal> {
+) -> std::result::Result<Identity, Refusal> {
     let header = headers.get(signature::HEADER).ok().flatten();
     let parsed = header
         .as_deref()
@@ -142,7 +136,7 @@ async fn identify_stripe(
     let event = native::envelope_fields(body)
         .and_then(envelope::from_fields)
         .map_err(Refusal::Envelope)?;
-    Ok(Identified {
+    Ok(Identity {
         id: event.id,
         event_type: Some(event.event_type),
     })
@@ -157,18 +151,13 @@ async fn identify(
     keys: &[&[u8]],
     body: &Uint8Array,
     tolerance: u64,
-) -> std::result::Result<Identified, Refusal> {
+) -> std::result::Result<Identity, Refusal> {
     let header = |name: &str| headers.get(name).ok().flatten();
     let inbound = providers::read(provider, &header).map_err(Refusal::Sender)?;
     let expected = native::macs(keys, &inbound.signed.prefix, body)
         .await
         .unwrap_or_default();
-    let verified =
-        providers::decide(inbound, &expected, now_seconds(), tolerance).map_err(Refusal::Sender)?;
-    Ok(Identified {
-        id: verified.id,
-        event_type: verified.event_type,
-    })
+    providers::decide(inbound, &expected, now_seconds(), tolerance).map_err(Refusal::Sender)
 }
 
 /// What the handler receives besides the body: its `Content-Type` and the sender's own

@@ -1,0 +1,45 @@
+//! The MAC every sender signs with, HMAC-SHA256, and how a delivery's signatures are compared
+//! with the expected ones. Shared by Stripe and the other senders.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+/// The HMAC-SHA256 of `prefix` then `body` under `key` (the host implementation; the worker
+/// computes the same with WebCrypto where the body lies).
+pub fn hmac_sha256(key: &[u8], prefix: &[u8], body: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(prefix);
+    mac.update(body);
+    mac.finalize().into_bytes().into()
+}
+
+/// True when some given signature equals some expected MAC. Every pair is compared, in
+/// constant time, so the answer's timing says nothing about which (or how much) matched.
+pub fn any_matches(given: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
+    let mut matched = subtle::Choice::from(0);
+    for mac in expected {
+        for signature in given {
+            matched |= mac.ct_eq(signature);
+        }
+    }
+    bool::from(matched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rfc_4231_vector_and_any_pair_matching() {
+        // RFC 4231, test case 2 (key "Jefe"), split between prefix and body.
+        let mac = hmac_sha256(b"Jefe", b"what do ya want ", b"for nothing?");
+        assert_eq!(
+            hex::encode(mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert!(any_matches(&[[0; 32], mac], &[[1; 32], mac]));
+        assert!(!any_matches(&[[0; 32]], &[mac]));
+        assert!(!any_matches(&[], &[mac]));
+    }
+}
