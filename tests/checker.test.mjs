@@ -109,8 +109,8 @@ test('answers learned late are counted', () => {
 
 test('any 500 answer fails the run', () => {
   const h = history();
-  h.deliveries.push({ eventId: 'evt_a', status: 500 });
-  assert.match(check(h).failures.join('\n'), /1 answers were 500/);
+  h.deliveries.push({ eventId: 'evt_a', status: 500, body: '{"error":"store_failed"}', at: 5 });
+  assert.match(check(h).failures.join('\n'), /1 answers were 500 .*evt_a at 5 ms: \{"error":"store_failed"\}/);
 });
 
 test('connection errors and fence conflicts are counted, not failures', () => {

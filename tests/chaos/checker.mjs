@@ -44,7 +44,11 @@ export function check(history) {
     else statuses.set(d.status, (statuses.get(d.status) ?? 0) + 1);
   }
   const fiveHundreds = statuses.get(500) ?? 0;
-  if (fiveHundreds > 0) failures.push(`${fiveHundreds} answers were 500`);
+  if (fiveHundreds > 0) {
+    const seen = history.deliveries.filter((d) => d.status === 500).slice(0, 3)
+      .map((d) => `${d.eventId} at ${d.at ?? '?'} ms: ${d.body ?? ''}`);
+    failures.push(`${fiveHundreds} answers were 500 (restarts from/to ${(history.restartsAt ?? []).map((r) => `${Math.round(r.from)}-${Math.round(r.to)}`).join(', ')} ms): ${seen.join(' | ')}`);
+  }
 
   const ok = (r) => r.status >= 200 && r.status < 300;
   const tookMs = (r) => (r.answeredAt ?? Infinity) - r.receivedAt;

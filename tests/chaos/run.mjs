@@ -169,6 +169,7 @@ export async function runChaos(options) {
     await acquire();
     try {
       const signed = await headersFor(o.provider, eventId, payload);
+      let body = '';
       const status = await new Promise((resolve, reject) => {
         const url = new URL(`${worker.url}/webhooks/${o.provider}`);
         const req = http.request({
@@ -176,7 +177,9 @@ export async function runChaos(options) {
           headers: { 'content-type': 'application/json', ...signed },
           timeout: 30_000,
         }, (res) => {
-          res.resume();
+          // A 5xx body is kept, so a failed run says which part answered it and why.
+          if (res.statusCode >= 500) res.on('data', (chunk) => { body += chunk; });
+          else res.resume();
           res.on('end', () => resolve(res.statusCode));
           res.on('error', reject);
         });
@@ -184,7 +187,9 @@ export async function runChaos(options) {
         req.on('error', reject);
         req.end(payload);
       });
-      deliveries.push({ eventId, status });
+      deliveries.push(status >= 500
+        ? { eventId, status, body: body.slice(0, 300), at: Math.round(performance.now()) }
+        : { eventId, status });
       return status;
     } catch (error) {
       deliveries.push({ eventId, error: error.code ?? error.message });
