@@ -20,6 +20,7 @@ import Stripe from 'stripe';
 
 import { ROOT, startDirect, startWorker } from '../tests/harness.mjs';
 import { signedHeaders, standardSecret } from '../tests/provider-helpers.mjs';
+import { anatomy } from './anatomy/measure.mjs';
 import { drive, summary } from './load.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -89,10 +90,11 @@ const floorRequest = (id) => ({ method: 'GET', path: `/?id=${id}`, headers: {} }
 
 /**
  * A signed delivery of event `id` whose body is about `kib` KiB, from `provider` (the run's
- * BENCH_PROVIDER by default): Stripe's signed by the `stripe` package, the others by their
- * sender's library, with the same body.
+ * BENCH_PROVIDER by default): Stripe's signed by the `stripe` package (with `secret`, the
+ * run's own unless a test of refusal gives another), the others by their sender's library,
+ * with the same body.
  */
-async function delivery(id, kib = 1, provider = PROVIDER) {
+async function delivery(id, kib = 1, provider = PROVIDER, secret = SECRET) {
   const base = {
     id, object: 'event', type: 'invoice.paid', livemode: false,
     created: Math.floor(Date.now() / 1000),
@@ -104,7 +106,7 @@ async function delivery(id, kib = 1, provider = PROVIDER) {
   base.data.object.lines = Array.from({ length: count }, () => line);
   const payload = JSON.stringify(base);
   const signature = provider === 'stripe'
-    ? { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret: SECRET }) }
+    ? { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret }) }
     : await signedHeaders(provider, { id, body: payload, secret: SENDERS[provider].secret });
   return {
     method: 'POST',
@@ -258,7 +260,7 @@ function versionOf(pkg) {
   return JSON.parse(readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
 }
 
-function report(results, units, host, cold) {
+function report(results, units, host, cold, parts) {
   const wasm = readFileSync(path.join(ROOT, 'build', 'index_bg.wasm'));
   const js = readFileSync(path.join(ROOT, 'build', 'index.js'));
   const wasmGzip = gzipSync(wasm, { level: 9 }).length;
@@ -277,7 +279,8 @@ function report(results, units, host, cold) {
   lines.push('## Machine', '');
   lines.push(`- CPU: ${os.cpus()[0].model}, ${os.cpus().length} cores; memory ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; ${os.type()} ${os.release()}`);
   lines.push(`- Node ${process.version}; wrangler ${versionOf('wrangler')}; workerd ${versionOf('workerd')}; miniflare ${versionOf('miniflare')}`);
-  lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; per round and scenario a warm-up, then ${UNIQUE} unique deliveries or ${REPEATS} repeats (a quarter of that at 256 KiB); ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`, '');
+  lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; per round and scenario a warm-up, then ${UNIQUE} unique deliveries or ${REPEATS} repeats (a quarter of that at 256 KiB); ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`);
+  lines.push('- Runtime CPU: the user and system time of the workerd processes over the measured phase (read from `/proc`), divided by its requests: what Cloudflare bills as CPU time, without the load generator\'s or the origin\'s own work. Straight to workerd it includes Miniflare\'s entry worker, the same for every kind; through `wrangler dev` also the proxy workers wrangler runs in workerd, so only the first table\'s figures approach what a deployment is billed.', '');
   lines.push('## Throughput and latency', '');
   lines.push('- **floor** (`bench/floor/`): a JavaScript Worker sending each request to a JavaScript Durable Object named by the event id, which does one conditional write.');
   lines.push('- **peer** (`bench/peer/`): the same protocol as this worker in plain JavaScript: WebCrypto HMAC (keys imported once per isolate), `JSON.parse`, an object per event id with `storage.get`/`put`, lease, fence and retention alarm, claim → forward → finalize inside `waitUntil` (two object requests per delivery, over RPC).');
@@ -285,8 +288,8 @@ function report(results, units, host, cold) {
   lines.push('- **worker**: this project: signed Stripe deliveries (verify → one request to the event\'s object, which claims, forwards to a local origin that answers 200 at once, and finalizes), duplicates of finished events, Idempotency-Key replays, and in queue mode the time until Stripe\'s `200 queued`.', '');
   for (const transport of TRANSPORTS) {
     lines.push(`### ${transport === 'direct' ? 'Straight to the runtime (Miniflare → workerd)' : 'Through `wrangler dev` (what a user sees locally)'}`, '');
-    lines.push('| scenario | requests/s | p50 ms | p99 ms | throughput vs peer | p99 vs peer | throughput vs floor |');
-    lines.push('| --- | --- | --- | --- | --- | --- | --- |');
+    lines.push('| scenario | requests/s | p50 ms | p99 ms | runtime CPU ms per request | throughput vs peer | p99 vs peer | throughput vs floor |');
+    lines.push('| --- | --- | --- | --- | --- | --- | --- | --- |');
     const row = (label, kind, name, peerName, floorName) => {
       const measured = runs(transport, kind, name);
       if (!measured) return;
@@ -296,7 +299,8 @@ function report(results, units, host, cold) {
       const x = (v) => (v === undefined ? '—' : `${v.toFixed(2)}×`);
       const bad = measured.flatMap((r) => Object.entries(r.statuses).filter(([s]) => s !== '200'));
       const note = bad.length ? ` (non-200: ${bad.map(([s, n]) => `${n}×${s}`).join(', ')})` : '';
-      lines.push(`| ${label}${note} | ${fmt(rps)} | ${fmt(p50, 2)} | ${fmt(p99, 2)} | ${peerName ? x(ratio(transport, kind, name, 'peer', peerName, 'rps')) : '—'} | ${peerName ? x(ratio(transport, kind, name, 'peer', peerName, 'p99')) : '—'} | ${floorName ? x(ratio(transport, kind, name, 'floor', floorName, 'rps')) : '—'} |`);
+      const cpu = measured.every((r) => r.cpu !== undefined) ? fmt(summary(measured.map((r) => r.cpu)), 3) : '—';
+      lines.push(`| ${label}${note} | ${fmt(rps)} | ${fmt(p50, 2)} | ${fmt(p99, 2)} | ${cpu} | ${peerName ? x(ratio(transport, kind, name, 'peer', peerName, 'rps')) : '—'} | ${peerName ? x(ratio(transport, kind, name, 'peer', peerName, 'p99')) : '—'} | ${floorName ? x(ratio(transport, kind, name, 'floor', floorName, 'rps')) : '—'} |`);
     };
     row('floor: unique ids', 'floor', 'unique');
     row('floor: repeated ids', 'floor', 'duplicate');
@@ -315,6 +319,33 @@ function report(results, units, host, cold) {
   lines.push(`| \`build/index_bg.wasm\` (after wasm-opt, names stripped) | ${kib(wasm.length)} | ${kib(wasmGzip)} |`);
   lines.push(`| \`build/index.js\` (bundled glue) | ${kib(js.length)} | ${kib(gzipSync(js, { level: 9 }).length)} |`, '');
   lines.push(`Cold start: the first signed delivery on a fresh runtime (straight to workerd, module compiled and instantiated, object created), median of ${COLD_STARTS} starts: worker **${cold.worker.median.toFixed(1)} ms** (${cold.worker.min.toFixed(1)}–${cold.worker.max.toFixed(1)}), peer ${cold.peer.median.toFixed(1)} ms (${cold.peer.min.toFixed(1)}–${cold.peer.max.toFixed(1)}).`, '');
+  if (parts) {
+    const at = Object.fromEntries(parts.map((p) => [p.name, p.cpu.median]));
+    const what = {
+      'javascript-answer': 'a JavaScript Worker reads the body and answers (`bench/anatomy/answer.js`)',
+      'javascript-object-request': 'the same, plus one request to this project\'s object, which refuses it at once (`bench/anatomy/object-request.js`)',
+      'worker-unknown-path': 'this worker refuses an unknown path: entry point, routing, log line, JSON answer',
+      'worker-wrong-signature': 'this worker refuses a delivery signed with another secret: plus configuration, body, WebCrypto HMAC',
+      'worker-duplicate': 'this worker answers a duplicate: plus the envelope, the request to the event\'s object, which reads the record',
+      'peer-duplicate': 'the JavaScript peer answers a duplicate',
+    };
+    lines.push('## Where a duplicate\'s cost goes', '');
+    lines.push('The runtime\'s CPU per request for a ladder of probes, each doing more of a duplicate delivery\'s work (straight to workerd, 1 KiB bodies, the same concurrency, median of 3 runs; `bench/anatomy/`):', '');
+    lines.push('| probe | what it does | runtime CPU ms per request |', '| --- | --- | --- |');
+    for (const p of parts) lines.push(`| ${p.name} | ${what[p.name]} | ${p.cpu.median.toFixed(3)} (${p.cpu.min.toFixed(3)}–${p.cpu.max.toFixed(3)}) |`);
+    const step = (a, b) => (at[a] - at[b]).toFixed(3);
+    lines.push('');
+    lines.push(`- This worker's entry point, log line and answer: ${step('worker-unknown-path', 'javascript-answer')} ms more than a JavaScript Worker's answer.`);
+    lines.push(`- Configuration, body and signature: ${step('worker-wrong-signature', 'worker-unknown-path')} ms.`);
+    lines.push(`- The envelope, the request to the event's object and the object's work: ${step('worker-duplicate', 'worker-wrong-signature')} ms; one request to the same object from JavaScript costs ${step('javascript-object-request', 'javascript-answer')} ms.`);
+    lines.push(`- The peer's whole duplicate beyond a JavaScript answer: ${step('peer-duplicate', 'javascript-answer')} ms; this worker's: ${step('worker-duplicate', 'javascript-answer')} ms.`);
+    lines.push('- A step within about 0.03 ms of zero is within the spread between runs.');
+    const floorDuplicate = runs('direct', 'floor', 'duplicate');
+    const peerDuplicate = at['peer-duplicate'];
+    const bound = at['worker-unknown-path'] + at['javascript-object-request'] - at['javascript-answer'];
+    const floorCpu = floorDuplicate?.every((r) => r.cpu !== undefined) ? summary(floorDuplicate.map((r) => r.cpu)).median : undefined;
+    lines.push(`- A lower bound for a duplicate through this worker (its unknown-path answer plus one object request as cheap as JavaScript's): ${bound.toFixed(3)} ms. If throughput follows the runtime's CPU, 1.2× the peer's needs at most ${(peerDuplicate / 1.2).toFixed(3)} ms per duplicate${floorCpu === undefined ? '' : `, 0.9× the floor's at most ${(floorCpu / 0.9).toFixed(3)} ms`}.`, '');
+  }
   lines.push('## Billable units per delivery', '');
   lines.push('Counted by the claim authority itself (`LOG_STORAGE_USAGE=true`): Durable Object requests, and SQLite rows as Cloudflare bills them (one per key put or deleted, one per `setAlarm`).', '');
   lines.push('| path | Durable Object requests | rows written | rows read |', '| --- | --- | --- | --- |');
@@ -374,9 +405,19 @@ try {
   }
   const cold = { worker: await coldStarts('worker', origin), peer: await coldStarts('peer', origin) };
   log(`cold start: worker ${cold.worker.median.toFixed(1)} ms, peer ${cold.peer.median.toFixed(1)} ms`);
+  const parts = TRANSPORTS.includes('direct') && PROVIDER === 'stripe' && process.env.BENCH_SKIP_ANATOMY !== '1'
+    ? await anatomy({
+      start: async (kind) => directRuntime(kind, varsOf(kind, origin)),
+      signed: (list) => deliveries(list, 1, 'stripe'),
+      forged: (list) => Promise.all(list.map((id) => delivery(id, 1, 'stripe', 'whsec_not_the_benchmark_secret'))),
+      requests: REPEATS * 5,
+      concurrency: CONCURRENCY,
+      log,
+    })
+    : null;
   const units = await billableUnits(origin);
   const host = process.env.BENCH_SKIP_HOST === '1' ? [] : hostBenchmarks();
-  const text = report(results, units, host, cold);
+  const text = report(results, units, host, cold, parts);
   process.stdout.write(`${text}\n`);
   if (PROVIDER === 'stripe') {
     const notes = readFileSync(path.join(ROOT, 'bench', 'notes.md'), 'utf8');
