@@ -464,6 +464,13 @@ pub fn passable_status(status: u16) -> Option<u16> {
     (200..=599).contains(&status).then_some(status)
 }
 
+/// True for the statuses whose response has no body by definition (204, 205 and 304; RFC 9110
+/// sections 15.3.5, 15.3.6 and 15.4.5): they are passed on and replayed with no body at all,
+/// since the runtime refuses a body stream for them.
+pub fn has_no_body(status: u16) -> bool {
+    matches!(status, 204 | 205 | 304)
+}
+
 /// The problem for an origin answer whose status cannot be passed on (502).
 pub fn invalid_status_problem(status: u16) -> Problem {
     Problem::new(

@@ -214,6 +214,31 @@ describe('keyed requests', () => {
     assert.equal(get.status, 303, 'pass-through keeps the redirect too');
   });
 
+  test('answers with no body by definition (204, 205, 304) pass as they are; 204 and 205 are replayed', async () => {
+    for (const status of [204, 205, 304]) {
+      const path = `/api/things/${randomUUID()}`;
+      behaviour.set(path, (req, n) => ({ status, headers: { 'x-request-id': `req_${n}` }, body: '' }));
+      const key = randomUUID();
+      const first = await post(path, { key, method: 'DELETE' });
+      assert.equal(first.status, status, `the origin's ${status} is passed on`);
+      assert.equal(first.text, '');
+      assert.ok(first.headers.get('x-request-id'), 'with its headers');
+      assert.equal(first.headers.get('idempotent-replayed'), null);
+      const repeat = await post(path, { key, method: 'DELETE' });
+      assert.equal(repeat.status, status);
+      assert.equal(repeat.text, '');
+      if (status === 304) {
+        // Not a final answer: the key is released and the repeat runs again.
+        assert.equal(repeat.headers.get('idempotent-replayed'), null);
+        assert.equal(calls(path).length, 2);
+      } else {
+        assert.equal(repeat.headers.get('idempotent-replayed'), 'true');
+        assert.equal(repeat.headers.get('x-request-id'), first.headers.get('x-request-id'));
+        assert.equal(calls(path).length, 1, 'the origin ran it once');
+      }
+    }
+  });
+
   test('invalid keys are 400 problems, and nothing reaches the origin', async () => {
     const path = `/api/invalid/${randomUUID()}`;
     for (const key of ['', 'k'.repeat(256), 'tab\there', 'caf\u00e9', '"unterminated']) {

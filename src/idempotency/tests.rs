@@ -249,6 +249,16 @@ fn only_statuses_a_response_can_carry_are_passed_on() {
 }
 
 #[test]
+fn answers_without_a_body_by_definition_are_204_205_and_304() {
+    for status in [204, 205, 304] {
+        assert!(has_no_body(status), "{status}");
+    }
+    for status in [200, 201, 202, 206, 300, 303, 400, 404, 500] {
+        assert!(!has_no_body(status), "{status}");
+    }
+}
+
+#[test]
 fn a_blank_client_header_is_no_identity() {
     assert_eq!(client_identity(Some("Bearer alice")), Some("Bearer alice"));
     assert_eq!(client_identity(Some("")), None);

@@ -188,7 +188,8 @@ async fn pass_through(
 
 /// The origin's answer, passed to the client as it streams (its body already decoded by the
 /// runtime, so `content-encoding` is dropped). A status the runtime cannot represent in a
-/// response (outside 200 to 599) is answered 502 instead.
+/// response (outside 200 to 599) is answered 502 instead; one that has no body by definition
+/// (204, 205, 304) goes without one, its (empty) stream cancelled.
 fn live_response(
     head: &Head,
     body: Option<&ReadableStream>,
@@ -202,6 +203,13 @@ fn live_response(
             headers.append(name, value).map_err(js_internal)?;
         }
     }
+    let body = match body {
+        Some(stream) if idem::has_no_body(status) => {
+            let _ = stream.cancel();
+            None
+        }
+        other => other,
+    };
     let init = web_sys::ResponseInit::new();
     init.set_status(status);
     init.set_headers(&headers);
@@ -211,7 +219,8 @@ fn live_response(
 }
 
 /// A cached answer replayed: the same status, kept headers and body, plus the replay marker
-/// (and a marker when its body was not kept).
+/// (and a marker when its body was not kept); a status with no body by definition (204, 205)
+/// is replayed without one.
 fn replay(cached: &CachedResponse) -> std::result::Result<Response, Problem> {
     let Some(status) = idem::passable_status(cached.status) else {
         return Err(idem::invalid_status_problem(cached.status));
@@ -231,10 +240,12 @@ fn replay(cached: &CachedResponse) -> std::result::Result<Response, Problem> {
         Ok(())
     };
     set().map_err(internal)?;
-    Ok(Response::from_bytes(cached.body.clone())
-        .map_err(internal)?
-        .with_status(status)
-        .with_headers(headers))
+    let response = if idem::has_no_body(status) {
+        Response::empty().map_err(internal)?
+    } else {
+        Response::from_bytes(cached.body.clone()).map_err(internal)?
+    };
+    Ok(response.with_status(status).with_headers(headers))
 }
 
 fn problem_response(problem: &Problem) -> Result<Response> {
