@@ -23,9 +23,9 @@ impl Secret {
         &self.0
     }
 
-    /// Its length in bytes (to check a minimum without exposing it).
-    pub fn len(&self) -> usize {
-        self.0.len()
+    /// Its length in characters (to check a minimum without exposing it).
+    pub fn char_count(&self) -> usize {
+        self.0.chars().count()
     }
 
     /// True for an empty secret.

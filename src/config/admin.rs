@@ -26,7 +26,7 @@ impl AdminConfig {
         let token = r.raw(ADMIN_TOKEN).map(Secret::new);
         if token
             .as_ref()
-            .is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_LEN)
+            .is_some_and(|t| t.char_count() < MIN_ADMIN_TOKEN_LEN)
         {
             r.problem(
                 ADMIN_TOKEN,

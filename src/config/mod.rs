@@ -165,8 +165,13 @@ impl Config {
         // Without a valid Stripe section the configuration is refused anyway (below).
         let origin = webhook.as_ref().map(|webhook| &webhook.origin_url);
         let senders = SenderConfig::load_all(&mut r, origin);
-        let enabled: Vec<Provider> = std::iter::once(Provider::Stripe)
-            .chain(senders.iter().map(|sender| sender.provider))
+        // Every sender whose secret is set, even one whose own section has a problem, so that
+        // the checks that depend on which senders queue name their problems in the same pass.
+        let enabled: Vec<Provider> = Provider::ALL
+            .into_iter()
+            .filter(|provider| {
+                *provider == Provider::Stripe || r.raw(secret_key(*provider)).is_some()
+            })
             .collect();
         let queue = QueueConfig::load(&mut r, &delivery, &enabled);
         let api = ApiConfig::load(&mut r, &delivery);

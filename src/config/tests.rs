@@ -230,6 +230,12 @@ fn admin_token_is_optional_but_long() {
         keys(load(&[("ADMIN_TOKEN", "short")]).unwrap_err()),
         ["ADMIN_TOKEN"]
     );
+    assert_eq!(
+        keys(load(&[("ADMIN_TOKEN", "ééééééééé")]).unwrap_err()),
+        ["ADMIN_TOKEN"],
+        "counted in characters, not bytes"
+    );
+    assert!(load(&[("ADMIN_TOKEN", "éééééééééééééééé")]).is_ok());
     let config = load(&[("ADMIN_TOKEN", "0123456789abcdef")]).unwrap();
     assert_eq!(config.admin.token.unwrap().expose_str(), "0123456789abcdef");
 }
@@ -397,4 +403,20 @@ fn each_provider_picks_its_mode_github_and_shopify_queue_by_default() {
         ("GITHUB_DELIVERY_MODE", "sync"),
     ])
     .is_ok());
+}
+
+#[test]
+fn a_sender_with_a_broken_section_still_counts_for_the_queue_checks() {
+    // GitHub queues by default; its own origin URL is invalid, and the body cap is too large
+    // for queue mode: both are named at once, not one after the other is fixed.
+    let problems = keys(
+        load(&[
+            ("GITHUB_WEBHOOK_SECRET", "s"),
+            ("GITHUB_ORIGIN_URL", "ftp://h"),
+            ("MAX_BODY_BYTES", "5000000"),
+        ])
+        .unwrap_err(),
+    );
+    assert!(problems.contains(&"GITHUB_ORIGIN_URL"), "{problems:?}");
+    assert!(problems.contains(&"MAX_BODY_BYTES"), "{problems:?}");
 }
