@@ -59,7 +59,7 @@ test('a delivery that never got a 2xx within its budget is lost', () => {
   assert.match(check(h).failures.join('\n'), /evt_a: a delivery never got a 2xx/);
 });
 
-test('a second success is a double unless a restart came between or the first outlasted the horizon', () => {
+test('a second success is a double unless a restart cut off the first or the first outlasted the horizon', () => {
   const second = { eventId: 'evt_b', attempt: 2, receivedAt: 9_000, answeredAt: 9_001, takeover: true, status: 200 };
   const h = history();
   h.origin.push(second);
@@ -68,11 +68,18 @@ test('a second success is a double unless a restart came between or the first ou
   late.origin[2].answeredAt = 3 + 2_500; // after the time-out, within the horizon: learnable
   late.origin.push(second);
   assert.match(check(late).failures.join('\n'), /evt_b: succeeded at the origin twice/, 'a late answer is no excuse');
-  const crash = history({ restartsAt: [{ from: 5_000, to: 6_000 }] });
+  const crash = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
   crash.origin.push(second);
   const crashed = check(crash);
-  assert.deepEqual(crashed.failures, []);
-  assert.equal(row(crashed.table, 'second successes allowed: a restart between'), 1);
+  assert.deepEqual(crashed.failures, [], 'a crash within the settle grace after the first answer');
+  assert.equal(row(crashed.table, 'second successes allowed: a restart cut off the first'), 1);
+  const held = history({ restartsAt: [{ from: 3.5, to: 1_000 }] });
+  held.origin[2].answeredAt = 1_500; // the handler finished after the crash: nobody learned it
+  held.origin.push(second);
+  assert.deepEqual(check(held).failures, [], 'a crash while the first run was under way');
+  const afterSettle = history({ restartsAt: [{ from: 5_000, to: 6_000 }] });
+  afterSettle.origin.push(second);
+  assert.match(check(afterSettle).failures.join('\n'), /evt_b: succeeded at the origin twice/, 'a restart after the first was settled excuses nothing');
   const slow = history();
   slow.origin[2].answeredAt = 3 + 4_001; // slower than the horizon: its answer could not be learned
   slow.origin.push(second);
@@ -113,12 +120,29 @@ test('any 500 answer fails the run', () => {
   assert.match(check(h).failures.join('\n'), /1 answers were 500 .*evt_a at 5 ms: \{"error":"store_failed"\}/);
 });
 
-test('connection errors and fence conflicts are counted, not failures', () => {
+test('connection errors during a restart and fence conflicts are counted, not failures', () => {
   const h = history({ log: [{ settle: 'fence_conflict' }, { settle: 'finalized' }], restartsAt: [{ from: 100, to: 200 }] });
-  h.deliveries.push({ eventId: 'evt_a', error: 'ECONNREFUSED' });
+  h.deliveries.push({ eventId: 'evt_a', error: 'ECONNREFUSED', at: 150 });
   const { table, failures } = check(h);
   assert.deepEqual(failures, []);
-  assert.equal(row(table, 'connection errors (runtime restarting)'), 1);
+  assert.equal(row(table, 'connection errors while the runtime restarted'), 1);
   assert.equal(row(table, 'fence conflicts refused'), 1);
   assert.equal(row(table, 'runtime restarts'), 1);
+});
+
+test('a send without an answer outside a restart fails the run, as does one with no time', () => {
+  const stray = history({ restartsAt: [{ from: 100, to: 200 }] });
+  stray.deliveries.push({ eventId: 'evt_a', error: 'timed out', at: 9_000 });
+  assert.match(check(stray).failures.join('\n'), /1 sends got no answer outside a restart .*evt_a at 9000 ms: timed out/);
+  const untimed = history();
+  untimed.deliveries.push({ eventId: 'evt_a', error: 'ECONNRESET' });
+  assert.match(check(untimed).failures.join('\n'), /1 sends got no answer outside a restart/);
+});
+
+test('queue mode: an event dead-lettered although an attempt succeeded in time is a failure', () => {
+  const h = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });
+  assert.match(check(h).failures.join('\n'), /evt_b: dead-lettered although attempt 1 succeeded/);
+  const slow = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });
+  slow.origin[2].answeredAt = 3 + 4_001; // slower than the attempt's time-out: its answer was lost
+  assert.doesNotMatch(check(slow).failures.join('\n'), /evt_b: dead-lettered/);
 });

@@ -304,15 +304,9 @@ export function postChunked(url, chunks, headers = {}) {
   });
 }
 
-/**
- * Everything the Durable Objects under a runtime's persistence folder store, read logically: for
- * every SQLite database in its `do` folders (each object's, and the runtime's alarm table), every
- * row of every table,
- * values as hex, in order. Comparing two dumps tells whether anything was written, whatever
- * the files' sizes do.
- */
-export function storageDump(dir) {
-  if (!existsSync(dir)) return '';
+/** The SQLite files of every Durable Object (and the alarm table) under a persist folder, sorted. */
+export function objectFiles(dir) {
+  if (!existsSync(dir)) return [];
   const files = [];
   const walk = (d) => {
     for (const name of readdirSync(d)) {
@@ -322,6 +316,18 @@ export function storageDump(dir) {
     }
   };
   walk(dir);
+  return files.sort();
+}
+
+/**
+ * Everything the Durable Objects under a runtime's persistence folder store, read logically: for
+ * every SQLite database in its `do` folders (each object's, and the runtime's alarm table), every
+ * row of every table,
+ * values as hex, in order. Comparing two dumps tells whether anything was written, whatever
+ * the files' sizes do.
+ */
+export function storageDump(dir) {
+  const files = objectFiles(dir);
   const show = (value) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : String(value));
   const dump = [];
   for (const file of files.sort()) {

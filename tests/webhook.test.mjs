@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { adminHeaders, call, postChunked, sleep, startDirect, startOrigin, startWorker } from './harness.mjs';
+import { adminHeaders, call, objectFiles, postChunked, sleep, startDirect, startOrigin, startWorker, storageDump } from './harness.mjs';
 import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_webhook_tests_secret';
@@ -271,11 +271,18 @@ describe('signature verification: each refusal answered, nothing stored, nothing
       ['numeric id', JSON.stringify({ id: 7, type: 'x' }), 'invalid_envelope'],
       ['not an event id', JSON.stringify({ id: 'ch_123', type: 'x' }), 'invalid_event_id'],
     ];
+    // Other tests' objects may still settle in the background: no new object may appear.
+    const objectsBefore = objectFiles(worker.persistDir);
+    const seen = origin.requests.length;
     for (const [name, body, code] of bodies) {
       const answer = await deliver(worker, body, { secret: NEW });
       assert.equal(answer.status, 400, name);
       assert.equal(answer.json.error, code, name);
     }
+    await sleep(300);
+    assert.deepEqual(objectFiles(worker.persistDir), objectsBefore, 'no object was created');
+    assert.equal(origin.requests.length, seen, 'nothing reached the origin');
+    // Looked up last: reading a record creates its object's (empty) database.
     assert.equal(await record(worker, 'ch_123'), null);
   });
 
@@ -359,6 +366,7 @@ test('a missing secret or origin: every delivery 500 naming the key, nothing sto
   assert.match(line.detail, /STRIPE_WEBHOOK_SECRET: missing/);
   const health = await call(`${worker.url}/healthz`);
   assert.equal(health.status, 503);
+  assert.equal(storageDump(worker.persistDir), '', 'no object was written');
 });
 
 // The local runtime keeps a handler running after its client disconnects, so this checks the

@@ -3,10 +3,15 @@
 //
 // "Processed twice" is strict: every 2xx the origin answered is a run of the handler, whether
 // or not the product received that answer. A second one for the same event is a double
-// processing unless the contract allows it: a restart of the runtime happened between the two
-// (a crash), or the first took longer than the wait horizon (sync mode: the forward time-out
-// plus the late-answer wait; queue mode: the attempt's time-out), after which the product can
-// no longer learn its answer. No other excuse.
+// processing unless the contract allows it: a restart of the runtime (a crash) cut off the
+// first run before its outcome could be settled (the restart began before the first was
+// answered, or within SETTLE_GRACE_MS after), or the first took longer than the wait horizon
+// (sync mode: the forward time-out plus the late-answer wait; queue mode: the attempt's
+// time-out), after which the product can no longer learn its answer. No other excuse: a
+// restart after the first run was settled excuses nothing.
+//
+// A send that got no answer at all (a connection error, or the driver's own time-out) is only
+// harmless while the runtime restarts: one seen outside a restart window fails the run.
 //
 // Queue mode (history.mode === 'queue'): every event is acknowledged when stored, so an
 // acknowledged event must end delivered (state `done`, one success at the origin) or
@@ -15,7 +20,8 @@
 /**
  * history = {
  *   events: [eventId],
- *   deliveries: [{ eventId, status | undefined, error | undefined }],   // every send
+ *   deliveries: [{ eventId, status | undefined, error | undefined,      // every send; `at`
+ *                  at | undefined }],                                   // for 5xx and errors
  *   chains: [{ eventId, finished: bool }],                              // Stripe-like retry loops
  *   origin: [{ eventId, attempt, receivedAt, answeredAt | undefined, takeover: bool,
  *              status (undefined: never answered) }],                   // ms on one clock
@@ -26,6 +32,12 @@
  * }
  * Returns { table: [[label, value]], failures: [string] }.
  */
+/** How long after the origin's answer its settle may still be under way when a crash comes. */
+export const SETTLE_GRACE_MS = 2_000;
+
+/** How long after a restart a send may still fail on a connection the restart cut. */
+export const RESTART_ERROR_GRACE_MS = 2_000;
+
 export function check(history) {
   const failures = [];
   const restartsAt = history.restartsAt ?? [];
@@ -43,6 +55,12 @@ export function check(history) {
     if (d.status === undefined) connectionErrors += 1;
     else statuses.set(d.status, (statuses.get(d.status) ?? 0) + 1);
   }
+  const duringRestart = (at) => restartsAt.some((x) => at >= x.from && at <= x.to + RESTART_ERROR_GRACE_MS);
+  const strayErrors = history.deliveries.filter((d) => d.status === undefined && !(d.at !== undefined && duringRestart(d.at)));
+  if (strayErrors.length > 0) {
+    const seen = strayErrors.slice(0, 3).map((d) => `${d.eventId} at ${d.at ?? '?'} ms: ${d.error}`);
+    failures.push(`${strayErrors.length} sends got no answer outside a restart (restarts from/to ${restartsAt.map((r) => `${Math.round(r.from)}-${Math.round(r.to)}`).join(', ')} ms): ${seen.join(' | ')}`);
+  }
   const fiveHundreds = statuses.get(500) ?? 0;
   if (fiveHundreds > 0) {
     const seen = history.deliveries.filter((d) => d.status === 500).slice(0, 3)
@@ -52,7 +70,9 @@ export function check(history) {
 
   const ok = (r) => r.status >= 200 && r.status < 300;
   const tookMs = (r) => (r.answeredAt ?? Infinity) - r.receivedAt;
-  const restartBetween = (from, to) => restartsAt.some((x) => x.to > from && x.from < to);
+  // A restart that cut off this run: it began before the run's outcome could be settled and
+  // ended after the run began.
+  const cutOff = (run) => restartsAt.some((x) => x.to > run.receivedAt && x.from < (run.answeredAt ?? Infinity) + SETTLE_GRACE_MS);
   const successCounts = new Map();
   let excusedByRestart = 0;
   let excusedBySlowness = 0;
@@ -86,15 +106,19 @@ export function check(history) {
       }
     }
     if (e.acknowledged && successes.length === 0 && final !== 'dead') failures.push(`${id}: acknowledged to Stripe but never succeeded at the origin`);
+    if (final === 'dead') {
+      const learnable = successes.find((r) => tookMs(r) <= history.horizonMs && !cutOff(r));
+      if (learnable) failures.push(`${id}: dead-lettered although attempt ${learnable.attempt} succeeded within the attempt's time-out`);
+    }
     for (let i = 1; i < successes.length; i += 1) {
       const first = successes[i - 1];
       const second = successes[i];
-      if (restartBetween(first.receivedAt, second.receivedAt)) {
+      if (cutOff(first) && restartsAt.some((x) => x.from < second.receivedAt)) {
         excusedByRestart += 1;
       } else if (tookMs(first) > history.horizonMs) {
         excusedBySlowness += 1;
       } else {
-        failures.push(`${id}: succeeded at the origin twice (attempts ${first.attempt} and ${second.attempt}) with no restart between and the first answered within the wait horizon`);
+        failures.push(`${id}: succeeded at the origin twice (attempts ${first.attempt} and ${second.attempt}) with no restart cutting off the first, which was answered within the wait horizon`);
       }
     }
   }
@@ -108,14 +132,14 @@ export function check(history) {
     ['mode', history.mode ?? 'sync'],
     ['events', history.events.length],
     ['deliveries sent', history.deliveries.length],
-    ['connection errors (runtime restarting)', connectionErrors],
+    ['connection errors while the runtime restarted', connectionErrors],
     ...[...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([s, n]) => [`answers ${s}`, n]),
     ['origin attempts', history.origin.length],
     ['origin failures answered (non-2xx)', history.origin.filter((r) => r.status !== undefined && !ok(r)).length],
     ['forwards cut off by a restart (never answered)', history.origin.filter((r) => r.status === undefined).length],
     ...[...successCounts.entries()].sort((a, b) => a[0] - b[0]).map(([n, events]) => [`events with ${n} origin success${n === 1 ? '' : 'es'}`, events]),
     ['origin successes after the forward time-out, within the wait horizon (learned late)', lateLearned],
-    ['second successes allowed: a restart between', excusedByRestart],
+    ['second successes allowed: a restart cut off the first', excusedByRestart],
     ['second successes allowed: the first slower than the wait horizon', excusedBySlowness],
     ['late answers settled by the claim authority', history.log.filter((l) => l.outcome === 'late_answer').length],
     ...(history.mode === 'queue' ? [

@@ -192,7 +192,7 @@ export async function runChaos(options) {
         : { eventId, status });
       return status;
     } catch (error) {
-      deliveries.push({ eventId, error: error.code ?? error.message });
+      deliveries.push({ eventId, error: error.code ?? error.message, at: Math.round(performance.now()) });
       return undefined;
     } finally {
       releaseSlot();
