@@ -41,10 +41,11 @@ pub fn start<S: ClaimStore>(
     key: &str,
     now: Millis,
     policy: ClaimPolicy,
+    retry: RetryPolicy,
     nonce: Nonce,
 ) -> (Result<AttemptOutcome, StoreError>, WakeBy) {
     let mut watched = Watched::new(store);
-    let outcome = claim::start_attempt(&mut watched, key, now, policy, nonce);
+    let outcome = claim::start_attempt(&mut watched, key, now, policy, retry, nonce);
     (outcome, watched.wake)
 }
 
@@ -186,7 +187,7 @@ mod tests {
     fn an_attempt_asks_for_its_lease_end_then_settles_on_its_verdict() {
         let mut store = MemoryClaimStore::new();
         enqueue(&mut store, "evt_q", 0, POLICY, b"x").unwrap();
-        let (started, wake) = start(&mut store, "evt_q", 5, POLICY, Nonce([1; 16]));
+        let (started, wake) = start(&mut store, "evt_q", 5, POLICY, RETRY, Nonce([1; 16]));
         let Ok(AttemptOutcome::Start { fence, .. }) = started else {
             panic!("{started:?}")
         };
@@ -219,7 +220,7 @@ mod tests {
             Some("time-out"),
             "a time-out is a failed attempt in queue mode"
         );
-        let (started, _) = start(&mut store, "evt_q", 1_006, POLICY, Nonce([2; 16]));
+        let (started, _) = start(&mut store, "evt_q", 1_006, POLICY, RETRY, Nonce([2; 16]));
         let Ok(AttemptOutcome::Start { fence, .. }) = started else {
             panic!("{started:?}")
         };

@@ -141,7 +141,7 @@ pub(super) fn load_current<S: ClaimStore>(
                 found.key
             )));
         }
-        if found.expires_at <= now {
+        if found.is_expired(now) {
             return Ok(None);
         }
     }
@@ -320,12 +320,18 @@ pub fn finalize<S: ClaimStore>(
             record.finished_at = Some(now);
             record.response = response;
             record.expires_at = now.saturating_add(policy.retention_ms);
-            if let Some(queue) = record.queue.as_mut().filter(|queue| queue.body_held) {
-                // Delivered: the stored body is not needed any more.
-                queue.body_held = false;
+            // Delivered: the stored body is not needed any more. The record is saved first, so
+            // that a save refused by the store leaves the body there for the attempt's retry.
+            let drop_body = record
+                .queue
+                .as_mut()
+                .filter(|queue| queue.body_held)
+                .map(|queue| queue.body_held = false)
+                .is_some();
+            store.save(&record)?;
+            if drop_body {
                 store.delete_payload(key)?;
             }
-            store.save(&record)?;
             Ok(FinalizeOutcome::Finalized {
                 finished_at: now,
                 already: false,
@@ -403,7 +409,9 @@ pub fn inspect<S: ClaimStore>(
 
 /// Deletes `record` and the payload it holds, if any.
 fn delete_record<S: ClaimStore>(store: &mut S, record: &ClaimRecord) -> Result<(), StoreError> {
-    if record.queue.as_ref().is_some_and(|queue| queue.body_held) {
+    // A queue record's body too, even one marked as dropped: a finalize saves the record
+    // before it deletes the body, and that delete may have failed.
+    if record.queue.is_some() {
         store.delete_payload(&record.key)?;
     }
     store.delete(&record.key)
@@ -417,7 +425,7 @@ pub fn expire<S: ClaimStore>(store: &mut S, now: Millis) -> Result<Sweep, StoreE
         let Some(record) = store.load(&key)? else {
             continue;
         };
-        if record.expires_at <= now {
+        if record.is_expired(now) {
             delete_record(store, &record)?;
             sweep.expired.push(Expired {
                 key,

@@ -144,16 +144,32 @@ pub enum AttemptOutcome {
     },
     /// Nothing to deliver: no queued record (delivered, dead, absent, or not queue mode).
     Idle,
+    /// The budget had no attempt left when one came due (the last attempt's lease ran out, or
+    /// `RETRY_MAX_AGE_HOURS` passed while attempts could not start): dead-lettered for
+    /// `reason`, the body kept.
+    Dead {
+        /// Why the last attempt failed, as recorded.
+        reason: String,
+    },
 }
+
+/// Why a taken-over attempt failed: its lease ran out with no answer (a crash or a restart).
+pub const LOST_ATTEMPT_REASON: &str = "attempt cut off (its lease ran out)";
+
+/// Why an event no attempt could be started for is dead-lettered.
+pub const NO_ATTEMPT_IN_TIME_REASON: &str = "no attempt could start within RETRY_MAX_AGE_HOURS";
 
 /// Starts the attempt due at `now`: a `queued` record whose time has come, or a queue-mode
 /// `processing` record whose lease ran out (its attempt died). Never while an attempt's lease
-/// is live, so attempts of one event never overlap.
+/// is live, so attempts of one event never overlap, and never beyond the `retry` budget (no
+/// more than `max_attempts`, none later than `max_age_ms` after the budget began): the event
+/// is dead-lettered instead.
 pub fn start_attempt<S: ClaimStore>(
     store: &mut S,
     key: &str,
     now: Millis,
     policy: ClaimPolicy,
+    retry: RetryPolicy,
     nonce: Nonce,
 ) -> Result<AttemptOutcome, StoreError> {
     let Some(mut record) = load_current(store, key, now)? else {
@@ -182,6 +198,28 @@ pub fn start_attempt<S: ClaimStore>(
             return Ok(AttemptOutcome::Idle)
         }
     };
+    if let Some(queue) = record.queue.as_ref() {
+        let made = record.attempts.saturating_sub(queue.budget_first_attempt);
+        let too_late = now > queue.budget_started_at.saturating_add(retry.max_age_ms);
+        if made >= retry.max_attempts || too_late {
+            let reason = match (takeover, record.last_release_reason.clone()) {
+                (true, _) => LOST_ATTEMPT_REASON.to_owned(),
+                (false, Some(last)) => last,
+                (false, None) => NO_ATTEMPT_IN_TIME_REASON.to_owned(),
+            };
+            record.state = ClaimState::Dead;
+            if let Some(queue) = record.queue.as_mut() {
+                queue.next_attempt_at = None;
+            }
+            record.last_release_reason = Some(reason.clone());
+            record.released_at = Some(now);
+            record.expires_at = record
+                .expires_at
+                .max(now.saturating_add(policy.retention_ms));
+            store.save(&record)?;
+            return Ok(AttemptOutcome::Dead { reason });
+        }
+    }
     let attempt = record.attempts.saturating_add(1);
     let fence = Fence::new(attempt, nonce.0);
     let lease_expires_at = now.saturating_add(policy.lease_ms);
@@ -352,7 +390,7 @@ mod tests {
     };
 
     fn start(store: &mut MemoryClaimStore, now: Millis, n: u8) -> (Fence, u32, bool) {
-        match start_attempt(store, KEY, now, POLICY, Nonce([n; 16])).unwrap() {
+        match start_attempt(store, KEY, now, POLICY, RETRY, Nonce([n; 16])).unwrap() {
             AttemptOutcome::Start {
                 fence,
                 attempt,
@@ -406,7 +444,7 @@ mod tests {
         let (fence, attempt, takeover) = start(&mut store, 1, 1);
         assert_eq!((attempt, takeover), (1, false));
         assert_eq!(
-            start_attempt(&mut store, KEY, 2, POLICY, Nonce([2; 16])).unwrap(),
+            start_attempt(&mut store, KEY, 2, POLICY, RETRY, Nonce([2; 16])).unwrap(),
             AttemptOutcome::NotDue { at: 10_001 },
             "attempts never overlap"
         );
@@ -425,7 +463,7 @@ mod tests {
             }
         );
         assert_eq!(
-            start_attempt(&mut store, KEY, 5, POLICY, Nonce([3; 16])).unwrap(),
+            start_attempt(&mut store, KEY, 5, POLICY, RETRY, Nonce([3; 16])).unwrap(),
             AttemptOutcome::Idle
         );
     }
@@ -460,7 +498,7 @@ mod tests {
             "settled once"
         );
         assert_eq!(
-            start_attempt(&mut store, KEY, 1_099, POLICY, Nonce([2; 16])).unwrap(),
+            start_attempt(&mut store, KEY, 1_099, POLICY, RETRY, Nonce([2; 16])).unwrap(),
             AttemptOutcome::NotDue { at: 1_100 }
         );
         let (fence, attempt, _) = start(&mut store, 1_100, 2);
@@ -504,6 +542,144 @@ mod tests {
             },
             "a fresh budget: the back-off starts again"
         );
+    }
+
+    #[test]
+    fn a_finalize_whose_save_fails_keeps_the_body_for_the_retry() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, _, _) = start(&mut store, 0, 1);
+        // The load succeeds, the save is refused.
+        store.fail_later(1, StoreError::Retryable("busy".into()));
+        assert!(crate::claim::finalize(&mut store, KEY, &fence, 10, POLICY, None).is_err());
+        let record = store.load(KEY).unwrap().unwrap();
+        assert_eq!(record.state, ClaimState::Processing);
+        assert_eq!(
+            store.load_payload(KEY).unwrap().as_deref(),
+            Some(&b"body"[..])
+        );
+        // The retry finalizes and only then drops the body.
+        assert!(matches!(
+            crate::claim::finalize(&mut store, KEY, &fence, 20, POLICY, None).unwrap(),
+            crate::claim::FinalizeOutcome::Finalized { .. }
+        ));
+        assert_eq!(store.load_payload(KEY).unwrap(), None);
+    }
+
+    #[test]
+    fn a_body_left_by_a_failed_delete_goes_with_its_record() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, _, _) = start(&mut store, 0, 1);
+        // Load and save succeed, the body's delete is refused: the record is done.
+        store.fail_later(2, StoreError::Retryable("busy".into()));
+        assert!(crate::claim::finalize(&mut store, KEY, &fence, 10, POLICY, None).is_err());
+        assert_eq!(store.load(KEY).unwrap().unwrap().state, ClaimState::Done);
+        assert!(store.load_payload(KEY).unwrap().is_some());
+        let expires_at = store.load(KEY).unwrap().unwrap().expires_at;
+        crate::claim::expire(&mut store, expires_at).unwrap();
+        assert_eq!(store.load(KEY).unwrap(), None);
+        assert_eq!(
+            store.load_payload(KEY).unwrap(),
+            None,
+            "no body left behind"
+        );
+    }
+
+    #[test]
+    fn an_undelivered_event_never_expires_while_its_attempts_cannot_start() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let stored = store.load(KEY).unwrap().unwrap();
+        let long_after = stored.expires_at + 10 * POLICY.retention_ms;
+        let sweep = crate::claim::expire(&mut store, long_after).unwrap();
+        assert!(sweep.expired.is_empty(), "a queued event is not expired");
+        assert!(store.load_payload(KEY).unwrap().is_some());
+        // Its attempt still starts when it finally can (within the age limit).
+        let patient = RetryPolicy {
+            max_age_ms: 100 * POLICY.retention_ms,
+            ..RETRY
+        };
+        let AttemptOutcome::Start { fence, .. } =
+            start_attempt(&mut store, KEY, long_after, POLICY, patient, Nonce([1; 16])).unwrap()
+        else {
+            panic!("expected an attempt");
+        };
+        // An attempt under way (even past its lease) is not expired either.
+        let processing = store.load(KEY).unwrap().unwrap();
+        let later = processing.expires_at + 1;
+        assert!(crate::claim::expire(&mut store, later)
+            .unwrap()
+            .expired
+            .is_empty());
+        // Once delivered, the record expires as any other.
+        crate::claim::finalize(&mut store, KEY, &fence, later, POLICY, None).unwrap();
+        let done = store.load(KEY).unwrap().unwrap();
+        let sweep = crate::claim::expire(&mut store, done.expires_at).unwrap();
+        assert_eq!(sweep.expired.len(), 1);
+    }
+
+    #[test]
+    fn no_attempt_starts_beyond_the_budget_not_even_a_takeover() {
+        // Past the age limit before any attempt could start: dead-lettered, body kept.
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        assert_eq!(
+            start_attempt(
+                &mut store,
+                KEY,
+                RETRY.max_age_ms + 1,
+                POLICY,
+                RETRY,
+                Nonce([1; 16])
+            )
+            .unwrap(),
+            AttemptOutcome::Dead {
+                reason: NO_ATTEMPT_IN_TIME_REASON.into()
+            }
+        );
+        let dead = store.load(KEY).unwrap().unwrap();
+        assert_eq!(dead.state, ClaimState::Dead);
+        assert!(
+            store.load_payload(KEY).unwrap().is_some(),
+            "the body is kept"
+        );
+        assert!(dead.expires_at >= RETRY.max_age_ms + 1 + POLICY.retention_ms);
+
+        // The last attempt of the budget (2 here) cut off by a crash: not taken over.
+        let two = RetryPolicy {
+            max_attempts: 2,
+            ..RETRY
+        };
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, _, _) = start(&mut store, 0, 1);
+        let FailedOutcome::Retry { next_attempt_at } =
+            attempt_failed(&mut store, KEY, &fence, 10, "time-out", POLICY, two, 0.5).unwrap()
+        else {
+            panic!("expected a retry");
+        };
+        let (_, attempt, _) = start(&mut store, next_attempt_at, 2);
+        assert_eq!(attempt, 2);
+        let lease_end = store.load(KEY).unwrap().unwrap().lease_expires_at;
+        assert_eq!(
+            start_attempt(&mut store, KEY, lease_end, POLICY, two, Nonce([3; 16])).unwrap(),
+            AttemptOutcome::Dead {
+                reason: LOST_ATTEMPT_REASON.into()
+            }
+        );
+        assert_eq!(
+            store.load(KEY).unwrap().unwrap().attempts,
+            2,
+            "no third attempt"
+        );
+        // With an attempt left, the same crash is taken over.
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (_, _, _) = start(&mut store, 0, 1);
+        let lease_end = store.load(KEY).unwrap().unwrap().lease_expires_at;
+        let (_, attempt, takeover) = start(&mut store, lease_end, 2);
+        assert_eq!((attempt, takeover), (2, true));
     }
 
     #[test]
@@ -556,8 +732,19 @@ mod tests {
             ForgetOutcome::Forgotten
         );
         assert_eq!(store.load_payload(KEY).unwrap(), None);
+        // A dead letter keeps its body until its retention ends, then both go.
         enqueue(&mut store, KEY, 2, POLICY, b"body").unwrap();
-        let sweep = crate::claim::expire(&mut store, 2 + POLICY.retention_ms).unwrap();
+        let (fence, _, _) = start(&mut store, 2, 1);
+        let once = RetryPolicy {
+            max_attempts: 1,
+            ..RETRY
+        };
+        assert_eq!(
+            attempt_failed(&mut store, KEY, &fence, 3, "time-out", POLICY, once, 0.5).unwrap(),
+            FailedOutcome::Dead
+        );
+        let dead = store.load(KEY).unwrap().unwrap();
+        let sweep = crate::claim::expire(&mut store, dead.expires_at).unwrap();
         assert_eq!(sweep.expired.len(), 1);
         assert_eq!(store.load_payload(KEY).unwrap(), None);
     }
@@ -657,7 +844,7 @@ mod tests {
         let mut store = MemoryClaimStore::new();
         enqueue(&mut store, KEY, 0, short, b"body").unwrap();
         let Ok(AttemptOutcome::Start { fence, .. }) =
-            start_attempt(&mut store, KEY, 0, short, Nonce([1; 16]))
+            start_attempt(&mut store, KEY, 0, short, RETRY, Nonce([1; 16]))
         else {
             panic!("no attempt")
         };
@@ -674,7 +861,7 @@ mod tests {
             "the alarm wakes for the attempt, not the expiry"
         );
         assert!(matches!(
-            start_attempt(&mut store, KEY, next, short, Nonce([2; 16])).unwrap(),
+            start_attempt(&mut store, KEY, next, short, RETRY, Nonce([2; 16])).unwrap(),
             AttemptOutcome::Start { attempt: 2, .. }
         ));
     }

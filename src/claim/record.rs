@@ -124,6 +124,21 @@ mod base64_bytes {
 }
 
 impl ClaimRecord {
+    /// True while the record holds an acknowledged event still to deliver (queue mode: queued,
+    /// or an attempt under way, its body stored). Such a record never expires: it stays until
+    /// it is delivered or dead-lettered, whatever the retention, so an event acknowledged to
+    /// its sender is never dropped (not even while attempts cannot start).
+    pub fn holds_undelivered_event(&self) -> bool {
+        matches!(self.state, ClaimState::Queued | ClaimState::Processing)
+            && self.queue.as_ref().is_some_and(|queue| queue.body_held)
+    }
+
+    /// True when the record's retention ended at or before `now` (never while it holds an
+    /// undelivered event): it then counts as absent and the alarm deletes it.
+    pub fn is_expired(&self, now: Millis) -> bool {
+        self.expires_at <= now && !self.holds_undelivered_event()
+    }
+
     /// True while a `Processing` record's lease has not run out at `now`.
     pub fn has_live_lease(&self, now: Millis) -> bool {
         self.state == ClaimState::Processing && now < self.lease_expires_at

@@ -56,6 +56,7 @@ pub struct MemoryClaimStore {
     records: BTreeMap<String, ClaimRecord>,
     payloads: BTreeMap<String, Vec<u8>>,
     fail_next: Option<StoreError>,
+    calls_before_failure: usize,
 }
 
 impl MemoryClaimStore {
@@ -66,10 +67,20 @@ impl MemoryClaimStore {
 
     /// Makes the next call of any operation fail with `error`.
     pub fn fail_next(&mut self, error: StoreError) {
+        self.fail_later(0, error);
+    }
+
+    /// Lets `calls` calls of any operation succeed, then makes the one after fail with `error`.
+    pub fn fail_later(&mut self, calls: usize, error: StoreError) {
         self.fail_next = Some(error);
+        self.calls_before_failure = calls;
     }
 
     fn check(&mut self) -> Result<(), StoreError> {
+        if self.fail_next.is_some() && self.calls_before_failure > 0 {
+            self.calls_before_failure -= 1;
+            return Ok(());
+        }
         match self.fail_next.take() {
             Some(error) => Err(error),
             None => Ok(()),

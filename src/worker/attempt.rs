@@ -36,18 +36,32 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
     let policy = config.webhook.claims;
     let started = keeper
         .with_store(key, "attempt", |store| {
-            queue::start(store, key, now, policy, nonce)
+            queue::start(store, key, now, policy, config.queue.retry, nonce)
         })
         .await
         .and_then(|started| started);
-    let Ok(AttemptOutcome::Start {
-        fence,
-        attempt,
-        takeover,
-        lease_expires_at,
-    }) = started
-    else {
-        return;
+    let (fence, attempt, takeover, lease_expires_at) = match started {
+        Ok(AttemptOutcome::Start {
+            fence,
+            attempt,
+            takeover,
+            lease_expires_at,
+        }) => (fence, attempt, takeover, lease_expires_at),
+        Ok(AttemptOutcome::Dead { reason }) => {
+            // No attempt left when one came due: dead-lettered without a forward.
+            let line = LogLine {
+                level: Level::Error,
+                provider: Some(Provider::of_key(key).0),
+                key: Some(key.to_owned()),
+                outcome: Outcome::DeadLettered,
+                detail: Some(reason),
+                ..LogLine::new(Route::Webhook)
+            };
+            log::write(&line);
+            metrics::count(keeper.env(), &line);
+            return;
+        }
+        _ => return,
     };
     let sent = Date::now().as_millis();
     let outcome = forward_stored(keeper, &config, key, attempt, takeover).await;

@@ -41,9 +41,11 @@ impl DurableObject for ClaimAuthority {
         }
         let now = Date::now().as_millis();
         let body = body.to_vec();
+        // Strict about the alarm: an event stored (or redelivered) for the alarm to deliver is
+        // not acknowledged unless the alarm is set; the sender's retry sets it.
         let reply = self
             .keeper
-            .with_store(request.key(), request.op(), |store| {
+            .with_store_and_alarm(request.key(), request.op(), |store| {
                 authority::handle(store, &request, &body, now)
             })
             .await
@@ -79,7 +81,11 @@ impl DurableObject for ClaimAuthority {
             .keys()
             .map_err(|error| worker::Error::RustError(error.to_string()))?
         {
-            if let Ok(Some(wake)) = authority::queue::wake_for(&mut store, &key) {
+            // A record that cannot be read is not taken for gone: the alarm throws and the
+            // runtime runs it again, instead of deleting the storage below.
+            let wake = authority::queue::wake_for(&mut store, &key)
+                .map_err(|error| worker::Error::RustError(error.to_string()))?;
+            if let Some(wake) = wake {
                 next = Some(next.map_or(wake.at, |at| at.min(wake.at)));
             }
         }

@@ -23,6 +23,17 @@ enum Alarm {
     At(Millis),
 }
 
+/// What making sure of the alarm after a write did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlarmStep {
+    /// Nothing to do, or an expiry alarm that could not be set (the next write sets it).
+    Kept,
+    /// Set (a billed row write).
+    Set,
+    /// Due work (queue mode) whose alarm could not be set.
+    DueNotSet,
+}
+
 /// The object's storage and what it knows of its alarm, shared with the deliveries it runs in
 /// the background (they outlive the request that started them).
 pub struct Keeper {
@@ -67,22 +78,50 @@ impl Keeper {
         op: &'static str,
         rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
     ) -> std::result::Result<T, StoreError> {
+        self.run_rule(key, op, rule).await.map(|(result, _)| result)
+    }
+
+    /// Like [`Keeper::with_store`], but a write that leaves work due (a stored or redelivered
+    /// event for the alarm to deliver) fails with a retryable error when its alarm cannot be
+    /// set: the write stands, the caller is not told it was accepted, and its retry (a repeat
+    /// re-asserts the alarm) sets it. Without this an acknowledged event could wait for an
+    /// alarm that never comes, since its sender would not send it again.
+    pub async fn with_store_and_alarm<T>(
+        &self,
+        key: &str,
+        op: &'static str,
+        rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
+    ) -> std::result::Result<T, StoreError> {
+        match self.run_rule(key, op, rule).await? {
+            (_, AlarmStep::DueNotSet) => Err(StoreError::Retryable(
+                "the alarm that delivers the event could not be set".into(),
+            )),
+            (result, _) => Ok(result),
+        }
+    }
+
+    async fn run_rule<T>(
+        &self,
+        key: &str,
+        op: &'static str,
+        rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
+    ) -> std::result::Result<(T, AlarmStep), StoreError> {
         let mut store = KvClaimStore::open(&self.storage)?;
         let (result, wake_by) = rule(&mut store);
         let usage: Usage = store.usage();
-        let alarms_set = match wake_by {
+        let step = match wake_by {
             Some(wake) => self.ensure_alarm(wake).await,
-            None => false,
+            None => AlarmStep::Kept,
         };
         if self.log_usage {
             log::usage(
                 key,
                 op,
                 usage.rows_read,
-                usage.rows_written + u64::from(alarms_set),
+                usage.rows_written + u64::from(step == AlarmStep::Set),
             );
         }
-        Ok(result)
+        Ok((result, step))
     }
 
     /// Runs `rule` (a fenced write, safe to repeat) at the current time, and again after a
@@ -117,7 +156,7 @@ impl Keeper {
         &self.env
     }
 
-    /// Makes sure the alarm fires as a write needs; true when it had to set one.
+    /// Makes sure the alarm fires as a write needs, and says what that took.
     ///
     /// For an expiry (`due: false`) a known alarm still ahead is left as it is, whatever its
     /// time: one later than the record's expiry deletes it a little late (a record past its
@@ -126,19 +165,23 @@ impl Keeper {
     /// due work (`due: true`, queue mode) the alarm must fire by then: a known alarm later than
     /// that is moved. Unknown (a new instance), or a time already past (the alarm may have
     /// given up): set it, with no await between the write and the alarm.
-    pub async fn ensure_alarm(&self, wake: Wake) -> bool {
+    pub async fn ensure_alarm(&self, wake: Wake) -> AlarmStep {
         if let Alarm::At(at) = self.alarm.get() {
             if at > Date::now().as_millis() && (!wake.due || at <= wake.at) {
-                return false;
+                return AlarmStep::Kept;
             }
         }
         if let Err(error) = self.set_alarm_at(wake.at).await {
-            // The write stands and the answer goes out; the next write of this key sets it.
+            // The write stands; the next write of this key (or the caller's retry) sets it.
             self.alarm.set(Alarm::Unknown);
             log::alarm_failed(&error.to_string());
-            return false;
+            return if wake.due {
+                AlarmStep::DueNotSet
+            } else {
+                AlarmStep::Kept
+            };
         }
-        true
+        AlarmStep::Set
     }
 
     /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset).
