@@ -322,12 +322,10 @@ pub fn finalize<S: ClaimStore>(
             record.expires_at = now.saturating_add(policy.retention_ms);
             // Delivered: the stored body is not needed any more. The record is saved first, so
             // that a save refused by the store leaves the body there for the attempt's retry.
-            let drop_body = record
-                .queue
-                .as_mut()
-                .filter(|queue| queue.body_held)
-                .map(|queue| queue.body_held = false)
-                .is_some();
+            let drop_body = record.queue.as_ref().is_some_and(|queue| queue.body_held);
+            if let Some(queue) = record.queue.as_mut() {
+                queue.body_held = false;
+            }
             store.save(&record)?;
             if drop_body {
                 store.delete_payload(key)?;
