@@ -2,6 +2,7 @@
 // Standard Webhooks, GitHub, Shopify, Idempotency-Key) and the admin API. Each states its expected status; after each, every key and value the Durable
 // Objects store (and every alarm) is as before (nothing written) and the origin saw nothing.
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -50,7 +51,7 @@ const api = (key, body = '{"amount":1}', extra = {}) => ({
     'content-type': 'application/json', authorization: 'Bearer client', 'idempotency-key': key, ...extra,
   }).filter(([, value]) => value !== undefined)),
 });
-// The other senders (Standard Webhooks and GitHub on; Shopify off: no secret).
+// The other senders, all on (a sender without its secret is refused with 404: providers test).
 const STANDARD_SECRET = standardSecret('catalogue');
 const GITHUB_SECRET = 'catalogue-github-secret';
 const GITHUB_BODY = '{"zen":"Keep it logically awesome."}';
@@ -69,6 +70,17 @@ const github = (headers, body = GITHUB_BODY) => ({
   headers: Object.fromEntries(Object.entries({
     'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': 'catalogue-1',
     'x-hub-signature-256': GITHUB_SIGNATURE, ...headers,
+  }).filter(([, v]) => v !== undefined)),
+});
+const SHOPIFY_SECRET = 'shpss_catalogue_secret';
+const SHOPIFY_BODY = '{"id":820982911946154508,"email":"jon@example.com"}';
+// Shopify's documented signature: base64 of the HMAC-SHA256 of the raw body.
+const shopifyMac = (body, secret = SHOPIFY_SECRET) => createHmac('sha256', secret).update(body).digest('base64');
+const shopify = (headers, body = SHOPIFY_BODY) => ({
+  path: '/webhooks/shopify', method: 'POST', body,
+  headers: Object.fromEntries(Object.entries({
+    'content-type': 'application/json', 'x-shopify-topic': 'orders/create', 'x-shopify-event-id': 'catalogue-shop-1',
+    'x-shopify-hmac-sha256': shopifyMac(SHOPIFY_BODY), ...headers,
   }).filter(([, v]) => v !== undefined)),
 });
 const admin = (method, suffix, authorization) => ({
@@ -158,8 +170,17 @@ function cases() {
     ['github: no delivery id', github({ 'x-github-delivery': undefined }), 400, 'missing_delivery_id'],
     ['github: delivery id with a tab', github({ 'x-github-delivery': 'a\tb' }), 400, 'invalid_delivery_id'],
     ['github: GET', { path: '/webhooks/github', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
-    // Shopify (no secret: off)
-    ['shopify without its secret', { path: '/webhooks/shopify', method: 'POST', body: '{}', headers: { 'x-shopify-hmac-sha256': 'x', 'x-shopify-event-id': '1' } }, 404, 'not_found'],
+    // Shopify
+    ['shopify: forged signature', shopify({ 'x-shopify-hmac-sha256': Buffer.alloc(32, 7).toString('base64') }), 400, 'signature_mismatch'],
+    ['shopify: another secret', shopify({ 'x-shopify-hmac-sha256': shopifyMac(SHOPIFY_BODY, 'shpss_attacker') }), 400, 'signature_mismatch'],
+    ['shopify: tampered body', shopify({}, SHOPIFY_BODY.replace('jon', 'eve')), 400, 'signature_mismatch'],
+    ['shopify: signature in hex', shopify({ 'x-shopify-hmac-sha256': createHmac('sha256', SHOPIFY_SECRET).update(SHOPIFY_BODY).digest('hex') }), 400, 'malformed_signature'],
+    ['shopify: signature of 16 bytes', shopify({ 'x-shopify-hmac-sha256': Buffer.alloc(16, 7).toString('base64') }), 400, 'malformed_signature'],
+    ['shopify: no signature', shopify({ 'x-shopify-hmac-sha256': undefined }), 400, 'missing_signature'],
+    ['shopify: no event id', shopify({ 'x-shopify-event-id': undefined }), 400, 'missing_delivery_id'],
+    ['shopify: event id with a space', shopify({ 'x-shopify-event-id': 'a b' }), 400, 'invalid_delivery_id'],
+    ['shopify: body over the cap', shopify({ 'x-shopify-hmac-sha256': shopifyMac('s'.repeat(MAX + 1)) }, 's'.repeat(MAX + 1)), 413, 'body_too_large'],
+    ['shopify: GET', { path: '/webhooks/shopify', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
     // Idempotency-Key front door
     ['empty Idempotency-Key', api(''), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
     ['256-character key', api('k'.repeat(256)), 400, 'urn:webhook-dedup:problem:idempotency-key-invalid'],
@@ -210,6 +231,7 @@ describe('bad-input catalogue', () => {
         MAX_BODY_BYTES: String(MAX),
         STANDARD_WEBHOOK_SECRET: STANDARD_SECRET,
         GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+        SHOPIFY_WEBHOOK_SECRET: SHOPIFY_SECRET,
       },
     });
     objects = worker.persistDir;
