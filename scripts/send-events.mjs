@@ -1,6 +1,7 @@
 // Sends signed sample Stripe events to a running worker, duplicates included, and prints what
 // each delivery was answered, so you can watch de-duplication happen.
-//   npm run send-events                      (to http://127.0.0.1:8787, secret from .dev.vars)
+//   npm run send-events                      (to http://127.0.0.1:$PORT, default 8787; secret
+//                                            from .dev.vars)
 //   npm run send-events -- --url URL --events 5 --duplicates 4
 import { parseArgs } from 'node:util';
 
@@ -10,7 +11,7 @@ import { devVar } from './dev-vars.mjs';
 
 const { values } = parseArgs({
   options: {
-    url: { type: 'string', default: 'http://127.0.0.1:8787' },
+    url: { type: 'string', default: `http://127.0.0.1:${process.env.PORT ?? 8787}` },
     events: { type: 'string', default: '3' },
     duplicates: { type: 'string', default: '3' },
     secret: { type: 'string' },

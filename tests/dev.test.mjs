@@ -14,8 +14,8 @@ test('npm run dev serves /healthz and de-duplicates sample events', { timeout: 3
   const originPort = await freePort();
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-dev-'));
   const hadDevVars = existsSync(path.join(ROOT, '.dev.vars'));
+  // DEMO_ORIGIN_PORT alone moves the demo origin and the events .dev.vars sends to it.
   const child = spawn('npm', ['run', 'dev', '--', '--persist-to', persist,
-    '--var', `ORIGIN_URL:http://127.0.0.1:${originPort}/stripe`,
     '--var', 'STRIPE_WEBHOOK_SECRET:whsec_dev_test', '--inspector-port', String(await freePort())], {
     cwd: ROOT,
     detached: true,
@@ -47,8 +47,10 @@ test('npm run dev serves /healthz and de-duplicates sample events', { timeout: 3
   assert.equal(health.status, 200, output);
   assert.equal((await health.json()).name, 'webhook-dedup');
 
-  const sent = spawnSync('node', ['scripts/send-events.mjs', '--url', `http://127.0.0.1:${port}`,
-    '--events', '2', '--duplicates', '3', '--secret', 'whsec_dev_test'], { cwd: ROOT, encoding: 'utf8' });
+  // PORT tells send-events where the worker listens, as it tells npm run dev.
+  const sent = spawnSync('node', ['scripts/send-events.mjs',
+    '--events', '2', '--duplicates', '3', '--secret', 'whsec_dev_test'],
+  { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PORT: String(port) } });
   assert.equal(sent.status, 0, sent.stdout + sent.stderr);
   const answers = sent.stdout.split('\n').filter((l) => l.startsWith('  '));
   assert.equal(answers.length, 8);

@@ -69,6 +69,7 @@ describe('late answers on the webhook route', () => {
     const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'late_answer');
     assert.equal(line.settle, 'finalized');
     assert.equal(line.origin_status, 200);
+    assert.equal(line.provider, 'stripe', 'grouped by sender like every webhook line');
   });
 
   test('a late non-2xx releases the claim: the next delivery runs it again', async () => {
@@ -98,6 +99,7 @@ describe('late answers on the webhook route', () => {
     const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'answer_lost', (WAIT_SECONDS + 3) * 1000);
     assert.ok(line, 'the end of the wait is logged');
     assert.equal(line.settle, 'held');
+    assert.equal(line.provider, 'stripe');
     const stored = await record(worker, id);
     assert.equal(stored.state, 'processing');
     const after = await deliver(worker, payload, { secret: SECRET });

@@ -77,6 +77,15 @@ impl Door {
         }
     }
 
+    /// The sender of `key` through this door: its provider for a webhook, none for an
+    /// Idempotency-Key request.
+    pub fn provider(self, key: &str) -> Option<Provider> {
+        match self {
+            Door::Webhook => Some(Provider::of_key(key).0),
+            Door::Api { .. } => None,
+        }
+    }
+
     /// True when an answered `status` settles the claim as done.
     pub fn succeeded(self, status: u16) -> bool {
         match self {

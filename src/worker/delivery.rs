@@ -247,6 +247,7 @@ impl Attempt {
             self.keeper.env(),
             SettledLater {
                 route: self.deliver.door.route(),
+                provider: self.deliver.door.provider(&self.deliver.key),
                 key: &self.deliver.key,
                 attempt: self.won.attempt,
                 outcome,

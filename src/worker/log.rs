@@ -8,6 +8,7 @@ use crate::authority::SettleStep;
 use crate::claim::ClaimState;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::origin::OriginOutcome;
+use crate::providers::Provider;
 
 /// Writes `line` as one JSON line.
 pub fn write(line: &LogLine) {
@@ -54,6 +55,8 @@ pub fn alarm_failed(detail: &str) {
 pub struct SettledLater<'a> {
     /// The front door it came through.
     pub route: Route,
+    /// Its sender, for a webhook.
+    pub provider: Option<Provider>,
     /// Its key.
     pub key: &'a str,
     /// Which attempt.
@@ -77,6 +80,7 @@ pub fn settled_later(env: &Env, later: SettledLater<'_>) {
         } else {
             Level::Warn
         },
+        provider: later.provider,
         key: Some(later.key.to_owned()),
         outcome: later.outcome,
         attempt: Some(later.attempt),
