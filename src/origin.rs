@@ -140,6 +140,9 @@ impl Verdict {
         match *outcome {
             OriginOutcome::Answered { status } if succeeded(status) => Verdict::Succeeded,
             OriginOutcome::Answered { status } => match status {
+                // A gateway in front of the handler gave up on it (502 Bad Gateway, 504 Gateway
+                // Timeout): the handler may still be running, and may succeed.
+                502 | 504 => Verdict::Unknown(Reason::Answered(status)),
                 520 => Verdict::Unknown(Reason::ResetAfterSend),
                 524 => Verdict::Unknown(Reason::TimedOut),
                 521 => Verdict::Failed(Reason::ConnectionRefused),
@@ -189,6 +192,7 @@ mod tests {
         );
         for (status, reason) in [
             (500, Reason::Answered(500)),
+            (503, Reason::Answered(503)),
             (301, Reason::Answered(301)),
             (404, Reason::Answered(404)),
             (521, Reason::ConnectionRefused),
@@ -221,6 +225,13 @@ mod tests {
             webhook(OriginOutcome::Answered { status: 524 }),
             Verdict::Unknown(Reason::TimedOut)
         );
+        for status in [502, 504] {
+            assert_eq!(
+                webhook(OriginOutcome::Answered { status }),
+                Verdict::Unknown(Reason::Answered(status)),
+                "a gateway's {status} may hide a handler still running"
+            );
+        }
         for text in [
             "Error: Network connection lost.",
             "Error: internal error; reference = 0123abcd",

@@ -149,6 +149,19 @@ describe('keyed requests', () => {
     assert.equal(calls(path).length, 2);
   });
 
+  test("a gateway's 504 in front of the API is passed on and holds the key: the retry is 409, never run twice", async () => {
+    const path = `/api/gateway/${randomUUID()}`;
+    behaviour.set(path, () => ({ status: 504, body: 'upstream timed out' }));
+    const key = randomUUID();
+    const first = await post(path, { key });
+    assert.equal(first.status, 504);
+    assert.equal(first.text, 'upstream timed out', "the gateway's own answer is returned");
+    const retry = await post(path, { key });
+    assert.equal(retry.status, 409, retry.text);
+    assert.equal(retry.json.type, 'urn:webhook-dedup:problem:request-in-flight');
+    assert.equal(calls(path).length, 1, 'the request behind the gateway may still be running: not sent again');
+  });
+
   test('an origin time-out is 504 and holds the key while its answer is awaited: the retry is 409, never run twice', async () => {
     const path = `/api/slow/${randomUUID()}`;
     behaviour.set(path, () => ({ hang: true }));

@@ -152,6 +152,35 @@ describe('webhook deliveries', () => {
     }
   });
 
+  test("a gateway's 504 or 502 in front of the handler is ambiguous: the claim is held, the handler not run again", async () => {
+    // The handler may still be running behind a gateway that gave up on it (nginx, a load
+    // balancer): at once (504), or after the forward time-out, while its answer is awaited (502).
+    const atOnce = eventId('gateway_504');
+    const late = eventId('gateway_502_late');
+    behaviour.set(atOnce, () => ({ status: 504, body: 'upstream timed out' }));
+    behaviour.set(late, () => ({ status: 502, body: 'upstream prematurely closed', delayMs: 2_000 }));
+    const first = await deliver(worker, eventPayload(atOnce), { secret: SECRET });
+    assert.equal(first.status, 502);
+    assert.equal(first.json.origin_status, 504);
+    assert.match(first.json.detail, /kept until its lease ends/);
+    const lateFirst = await deliver(worker, eventPayload(late), { secret: SECRET });
+    assert.equal(lateFirst.status, 504, 'the forward timed out before the gateway answered');
+    const lateLine = await worker.waitForLog((l) => l.key === late && l.outcome === 'late_answer', 10_000);
+    assert.equal(lateLine.origin_status, 502);
+    assert.equal(lateLine.settle, 'held', 'a late 502 is no failure: the claim is kept');
+    for (const id of [atOnce, late]) {
+      const held = await record(worker, id);
+      assert.equal(held.state, 'processing', `${id}: held until its lease ends`);
+      assert.equal(held.last_release_reason ?? null, null, `${id}: never released`);
+      const repeat = await deliver(worker, eventPayload(id), { secret: SECRET });
+      assert.equal(repeat.status, 409, `${id}: ${repeat.text}`);
+      assert.equal(seen(id).length, 1, `${id}: the handler was not run again`);
+    }
+    const line = await worker.waitForLog((l) => l.key === atOnce && l.status === 502);
+    assert.equal(line.settle, 'held');
+    assert.equal(line.detail, 'origin answered 504');
+  });
+
   test('an origin redirect is an answer, never followed: 502, released, nothing sent elsewhere', async () => {
     const elsewhere = await startOrigin();
     try {
