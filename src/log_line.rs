@@ -115,6 +115,8 @@ pub enum Outcome {
     ExpiredAbandonedClaim,
     /// Setting the alarm after a write failed.
     AlarmNotSet,
+    /// The alarm's work failed (storage trouble, an unreadable record); it runs again later.
+    AlarmFailed,
     /// One claim authority operation, for the storage usage log (`claim`, `deliver`, …).
     Operation(&'static str),
     /// A refusal or a failure, by the stable code of the typed error or problem behind it
@@ -146,6 +148,7 @@ impl Outcome {
             Outcome::Expired => "expired",
             Outcome::ExpiredAbandonedClaim => "expired_abandoned_claim",
             Outcome::AlarmNotSet => "alarm_not_set",
+            Outcome::AlarmFailed => "alarm_failed",
             Outcome::Operation(word) | Outcome::Code(word) => word,
         }
     }

@@ -4,9 +4,11 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import v8 from 'node:v8';
 import { after, before, describe, test } from 'node:test';
 
-import { call, sleep, startOrigin, startWorker, until } from './harness.mjs';
+import { call, objectFiles, sleep, startOrigin, startWorker, until } from './harness.mjs';
 import { deliver, eventId, eventPayload, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_queue_tests';
@@ -270,4 +272,51 @@ test('queue mode refuses a body cap that cannot be stored: 500 misconfigured', a
   assert.equal(answer.status, 500);
   assert.equal(answer.json.error, 'misconfigured');
   assert.match(answer.json.detail, /MAX_BODY_BYTES/);
+});
+
+test('queue mode: an alarm whose work fails sets itself again a minute later, rather than being dropped after the runtime\'s few retries; the event is delivered once its record reads again', { timeout: 180_000 }, async (t) => {
+  let healthy = false;
+  const origin = await startOrigin(() => (healthy ? { status: 200 } : { status: 503 }));
+  const worker = await startWorker({ vars: queueVars(origin, { RETRY_BASE_SECONDS: '3', RETRY_MAX_DELAY_SECONDS: '3', RETRY_MAX_ATTEMPTS: '20' }) });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const id = eventId('alarm_fails');
+  assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).status, 200);
+  assert.ok(await worker.waitForLog((l) => l.key === id && l.outcome === 'retry_scheduled', 10_000), 'a first attempt failed');
+  await worker.stop();
+  // The record made unreadable while the runtime is down (as by a storage fault): the alarm,
+  // due in seconds, cannot do its work.
+  const file = objectFiles(worker.persistDir).find((f) => {
+    const db = new DatabaseSync(f, { readOnly: true });
+    try { return db.prepare("SELECT 1 FROM sqlite_master WHERE name = '_cf_KV'").get() && db.prepare('SELECT 1 FROM _cf_KV WHERE key = ?').get(id); } finally { db.close(); }
+  });
+  assert.ok(file, 'the event object\'s storage');
+  const db = new DatabaseSync(file);
+  const original = db.prepare('SELECT value FROM _cf_KV WHERE key = ?').get(id).value;
+  db.prepare('UPDATE _cf_KV SET value = ? WHERE key = ?').run(v8.serialize('not a record'), id);
+  db.close();
+  await worker.start();
+  const failed = await worker.waitForLog((l) => l.route === 'alarm' && l.outcome === 'alarm_failed', 20_000);
+  assert.ok(failed, `the failed alarm is logged:\n${worker.output.slice(-3000)}`);
+  const failedAt = Date.now();
+  assert.equal(failed.level, 'error');
+  assert.match(failed.detail, /runs again at \d+/);
+  await worker.stop();
+  // Its own alarm, about a minute ahead (stored in nanoseconds).
+  const meta = new DatabaseSync(file);
+  const alarmRow = meta.prepare('SELECT value FROM _cf_METADATA WHERE key = 1');
+  alarmRow.setReadBigInts(true);
+  const alarmAt = Number(alarmRow.get().value / 1_000_000n);
+  assert.ok(alarmAt > failedAt + 40_000 && alarmAt < failedAt + 61_000, `alarm ${alarmAt - failedAt} ms after the failure`);
+  // The record readable again, the origin healthy: that alarm delivers the event.
+  meta.prepare('UPDATE _cf_KV SET value = ? WHERE key = ?').run(original, id);
+  meta.close();
+  healthy = true;
+  await worker.start();
+  const delivered = await worker.waitForLog((l) => l.key === id && l.outcome === 'delivered', 75_000);
+  assert.ok(delivered, `delivered by the alarm it set itself:\n${worker.output.slice(-3000)}`);
+  const succeeded = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id && r.answer?.status === 200);
+  assert.equal(succeeded.length, 1, 'delivered once');
 });

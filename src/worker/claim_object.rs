@@ -53,14 +53,33 @@ impl DurableObject for ClaimAuthority {
         authority_wire::reply(&reply)
     }
 
+    /// Sweeps expired records, runs due queue attempts and re-arms. When that fails (storage
+    /// trouble, an unreadable record), the alarm sets itself again a minute later instead of
+    /// throwing: the runtime retries a throwing alarm only a few times, about two minutes in
+    /// all, and then drops it, which would leave an acknowledged queue event waiting for ever.
+    /// Only if even that alarm cannot be set does it throw, for the runtime's own retries.
     async fn alarm(&self) -> Result<Response> {
+        let Err(error) = self.sweep_and_rearm().await else {
+            return Response::empty();
+        };
+        let retry_at = Date::now()
+            .as_millis()
+            .saturating_add(authority::queue::BLOCKED_RETRY_MS);
+        self.keeper.set_alarm_at(retry_at).await?;
+        log::alarm_retried(&error.to_string(), retry_at);
+        Response::empty()
+    }
+}
+
+impl ClaimAuthority {
+    async fn sweep_and_rearm(&self) -> Result<()> {
         let now = Date::now().as_millis();
         let swept = KvClaimStore::open(self.keeper.storage()).and_then(|mut store| {
             claim::expire(&mut store, now).map(|sweep| (sweep, store.keys()))
         });
         let (sweep, keys) = match swept {
             Ok((sweep, Ok(keys))) => (sweep, keys),
-            // Throwing makes the runtime retry the alarm with back-off.
+            // The alarm sets itself again (see `alarm`).
             Ok((_, Err(error))) | Err(error) => {
                 return Err(worker::Error::RustError(error.to_string()))
             }
@@ -81,8 +100,8 @@ impl DurableObject for ClaimAuthority {
             .keys()
             .map_err(|error| worker::Error::RustError(error.to_string()))?
         {
-            // A record that cannot be read is not taken for gone: the alarm throws and the
-            // runtime runs it again, instead of deleting the storage below.
+            // A record that cannot be read is not taken for gone: the alarm runs again later,
+            // instead of deleting the storage below.
             let wake = authority::queue::wake_for(&mut store, &key)
                 .map_err(|error| worker::Error::RustError(error.to_string()))?;
             if let Some(wake) = wake {
@@ -101,6 +120,6 @@ impl DurableObject for ClaimAuthority {
                 self.keeper.forget_alarm();
             }
         }
-        Response::empty()
+        Ok(())
     }
 }

@@ -173,7 +173,6 @@ impl Keeper {
         }
         if let Err(error) = self.set_alarm_at(wake.at).await {
             // The write stands; the next write of this key (or the caller's retry) sets it.
-            self.alarm.set(Alarm::Unknown);
             log::alarm_failed(&error.to_string());
             return if wake.due {
                 AlarmStep::DueNotSet
@@ -184,10 +183,16 @@ impl Keeper {
         AlarmStep::Set
     }
 
-    /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset).
+    /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset). Known
+    /// as set from the call on (so a concurrent write does not set it again); unknown again if
+    /// it failed, so that the next write sets it.
     pub async fn set_alarm_at(&self, at: Millis) -> Result<()> {
         self.alarm.set(Alarm::At(at));
         let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(at as f64));
-        self.storage.set_alarm(ScheduledTime::new(date)).await
+        let set = self.storage.set_alarm(ScheduledTime::new(date)).await;
+        if set.is_err() {
+            self.alarm.set(Alarm::Unknown);
+        }
+        set
     }
 }

@@ -51,6 +51,16 @@ pub fn alarm_failed(detail: &str) {
     });
 }
 
+/// Logs an alarm whose work failed (`detail`) and that set itself again for `retry_at`.
+pub fn alarm_retried(detail: &str, retry_at: u64) {
+    write(&LogLine {
+        level: Level::Error,
+        outcome: Outcome::AlarmFailed,
+        detail: Some(format!("{detail}; the alarm runs again at {retry_at}")),
+        ..LogLine::new(Route::Alarm)
+    });
+}
+
 /// What happened to a delivery after its sender had been answered.
 pub struct SettledLater<'a> {
     /// The front door it came through.
