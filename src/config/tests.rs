@@ -115,9 +115,31 @@ fn short_retention_needs_forcing() {
         ("LEASE_SECONDS", "2"),
         ("FORWARD_TIMEOUT_MS", "1000"),
         ("LATE_ANSWER_WAIT_SECONDS", "0"),
+        ("SIGNATURE_TOLERANCE_SECONDS", "17"),
     ])
     .unwrap();
     assert_eq!(config.webhook.claims.retention_ms, 36_000);
+}
+
+#[test]
+fn retention_outlasts_every_replay_the_signature_window_accepts_even_when_forced() {
+    let short = |tolerance: &'static str| {
+        load(&[
+            ("RETENTION_HOURS", "0.01"), // 36 s
+            ("ALLOW_SHORT_RETENTION", "true"),
+            ("LEASE_SECONDS", "2"),
+            ("FORWARD_TIMEOUT_MS", "1000"),
+            ("LATE_ANSWER_WAIT_SECONDS", "0"),
+            ("SIGNATURE_TOLERANCE_SECONDS", tolerance),
+        ])
+    };
+    // Accepted from 18 s before its timestamp to 18 s after: 36 s, no longer than the record.
+    let problems = short("18").unwrap_err();
+    assert_eq!(keys(problems.clone()), ["RETENTION_HOURS"]);
+    assert!(problems[0].problem.contains("SIGNATURE_TOLERANCE_SECONDS"));
+    assert!(short("17").is_ok());
+    // The defaults: 72 hours against 2 x 5 minutes.
+    assert!(load(&[]).is_ok());
 }
 
 #[test]
@@ -245,8 +267,9 @@ fn retention_must_outlast_the_lease() {
     assert_eq!(
         keys(
             load(&[
-                ("RETENTION_HOURS", "0.0001"),
+                ("RETENTION_HOURS", "0.1"), // 6 minutes, against the 15-minute lease
                 ("ALLOW_SHORT_RETENTION", "true"),
+                ("SIGNATURE_TOLERANCE_SECONDS", "1"),
             ])
             .unwrap_err()
         ),

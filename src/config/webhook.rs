@@ -71,6 +71,18 @@ impl WebhookConfig {
                 MAX_TOLERANCE_SECONDS,
             ),
         };
+        // A delivery is accepted from `tolerance` before its timestamp (Standard Webhooks) to
+        // `tolerance` after it: its record must outlive that window, or a replay inside it would
+        // run the event again. Enforced even with ALLOW_SHORT_RETENTION.
+        if retention_ms <= signature_tolerance_seconds.saturating_mul(2_000) {
+            r.problem(
+                RETENTION_HOURS,
+                format!(
+                    "must be longer than twice {SIGNATURE_TOLERANCE_SECONDS}: a replay of a \
+                     delivery whose signature is still accepted would run it again"
+                ),
+            );
+        }
         let secrets = match r.raw(STRIPE_WEBHOOK_SECRET).map(|text| secret_list(&text)) {
             None => {
                 r.problem(
