@@ -128,9 +128,22 @@ pub fn rate_limit_client_key(client: Option<&str>) -> String {
     }
 }
 
-/// The key under which a caller's address is rate-limited (`CF-Connecting-IP`).
+/// The key under which a caller's address is rate-limited (`CF-Connecting-IP`): an IPv4
+/// address as it is, an IPv6 address by its /64 network (one subscriber's usual allocation,
+/// so rotating through it does not escape the limit), anything else as given.
 pub fn rate_limit_address_key(address: Option<&str>) -> String {
-    format!("ip:{}", address.unwrap_or("unknown"))
+    let Some(address) = address else {
+        return "ip:unknown".to_owned();
+    };
+    match address.trim().parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let [a, b, c, d, ..] = v6.segments();
+            format!("ip:{a:x}:{b:x}:{c:x}:{d:x}::/64")
+        }
+        Ok(std::net::IpAddr::V6(v6)) => format!("ip:{}", v6.to_canonical()),
+        Ok(ip) => format!("ip:{ip}"),
+        Err(_) => format!("ip:{address}"),
+    }
 }
 
 /// Seconds a rate-limited client is asked to wait: the longest period the runtime's rate

@@ -167,3 +167,35 @@ describe('the Idempotency-Key door', () => {
     assert.equal(refused.headers.get('retry-after'), '60');
   });
 });
+
+test('an IPv6 caller is rate-limited by its /64: rotating addresses inside it does not escape the limit', async (t) => {
+  const origin = await startOrigin(() => ({ status: 201, body: 'made' }));
+  const worker = await startWorker({
+    config: path.join(ROOT, 'tests', 'wrangler.ratelimit.test.toml'),
+    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe`, API_ORIGIN_URL: origin.url },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  // Every request a new made-up identity, so only the address limit can stop it (5 per minute).
+  const post = (n, address) => call(`${worker.url}/api/v6/${n}`, {
+    method: 'POST',
+    headers: { 'idempotency-key': `v6-${n}`, authorization: `Bearer made-up-v6-${n}`, 'cf-connecting-ip': address },
+    body: 'x',
+  });
+  // Eight callers in eight networks: each under its own limit, all served (the address the
+  // caller presents reaches the worker here).
+  for (let n = 0; n < 8; n += 1) {
+    const answer = await post(n, `2001:db8:${n + 1}:0::1`);
+    assert.equal(answer.status, 201, `network ${n + 1}: ${answer.text}`);
+  }
+  // One caller rotating through its /64.
+  let refusedAt;
+  for (let n = 0; n < 12 && refusedAt === undefined; n += 1) {
+    const answer = await post(100 + n, `2001:db8:ff:0:${(n + 1).toString(16)}:${(7 * n + 3).toString(16)}::9`);
+    if (answer.status === 429) refusedAt = n;
+    else assert.equal(answer.status, 201, answer.text);
+  }
+  assert.ok(refusedAt !== undefined && refusedAt <= 10, `refused within the limit of two windows (${refusedAt})`);
+});

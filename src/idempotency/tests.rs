@@ -276,6 +276,25 @@ fn rate_limit_keys_hash_the_client_and_name_the_address() {
         rate_limit_address_key(Some("203.0.113.9")),
         "ip:203.0.113.9"
     );
+    // IPv6 by its /64: a caller rotating through its allocation stays one address.
+    assert_eq!(
+        rate_limit_address_key(Some("2001:db8:aa:1::1")),
+        rate_limit_address_key(Some("2001:0db8:00aa:0001:ffff:1234:5678:9abc"))
+    );
+    assert_eq!(
+        rate_limit_address_key(Some("2001:db8:aa:1::1")),
+        "ip:2001:db8:aa:1::/64"
+    );
+    assert_ne!(
+        rate_limit_address_key(Some("2001:db8:aa:1::1")),
+        rate_limit_address_key(Some("2001:db8:aa:2::1"))
+    );
+    // An IPv4 address written as IPv6 is that IPv4 address.
+    assert_eq!(
+        rate_limit_address_key(Some("::ffff:203.0.113.9")),
+        "ip:203.0.113.9"
+    );
+    assert_eq!(rate_limit_address_key(None), "ip:unknown");
     let problem = Problem::rate_limited();
     assert_eq!(
         (problem.status, problem.slug, problem.retry_after),
