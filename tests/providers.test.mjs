@@ -166,6 +166,21 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     assert.deepEqual(repeat.json, { status: 'duplicate' });
   });
 
+  test('standard: only the header family that was verified reaches the handler (an added svix-* family is dropped)', async () => {
+    const id = deliveryId('standard');
+    const payload = body('standard', id);
+    const signed = await signedHeaders('standard', { id, body: payload, secret: SECRETS.standard[0] });
+    // Added on the way: another id and a signature nobody checked, under Svix's names.
+    const added = { 'svix-id': 'msg_injected', 'svix-timestamp': signed['webhook-timestamp'], 'svix-signature': `v1,${Buffer.alloc(32, 9).toString('base64')}` };
+    const answer = await send(ctx.worker, 'standard', payload, { ...signed, ...added });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.json.status, 'processed');
+    const [forwarded] = seen('standard', id);
+    for (const name of Object.keys(added)) assert.equal(forwarded.headers[name], undefined, `${name} not forwarded`);
+    assert.equal(forwarded.headers['webhook-id'], id);
+    assert.ok(await handlerVerifies('standard', forwarded, SECRETS.standard[0]));
+  });
+
   test('rotation: a delivery signed with any listed secret is accepted', async () => {
     for (const provider of ['standard', 'github']) {
       for (const secret of SECRETS[provider]) {

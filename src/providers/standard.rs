@@ -23,6 +23,16 @@ pub const HEADER_NAMES: [[&str; 3]; 2] = [
     ["svix-id", "svix-timestamp", "svix-signature"],
 ];
 
+/// The header family a delivery is read and verified from: the unbranded names when it carries
+/// `webhook-signature`, else Svix's when it carries `svix-signature`, else the unbranded names.
+/// Only this family is forwarded: the other one, if present, was never verified.
+pub fn family(header: &dyn Fn(&str) -> Option<String>) -> &'static [&'static str; 3] {
+    HEADER_NAMES
+        .iter()
+        .find(|[_, _, signature]| header(signature).is_some())
+        .unwrap_or(&HEADER_NAMES[0])
+}
+
 /// The HMAC key of a Standard Webhooks secret: the base64 after `whsec_` (the prefix is
 /// optional, as in the reference libraries). `None` when it is not base64 or is empty.
 pub fn secret_key(secret: &str) -> Option<Vec<u8>> {
@@ -66,10 +76,7 @@ fn signed_prefix(id: &str, timestamp: i64) -> Vec<u8> {
 /// signatures (others, such as asymmetric `v1a`, and entries that are not 32 bytes of base64,
 /// are skipped).
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
-    let [id_name, timestamp_name, signature_name] = HEADER_NAMES
-        .into_iter()
-        .find(|[_, _, signature]| header(signature).is_some())
-        .unwrap_or(HEADER_NAMES[0]);
+    let [id_name, timestamp_name, signature_name] = *family(header);
     let signature = super::signature_header(header, signature_name)?;
     let id = header_id(header(id_name).as_deref())?;
     let timestamp = header(timestamp_name).ok_or(Refusal::MissingTimestamp)?;
@@ -242,6 +249,24 @@ mod tests {
             secret_key("MDEy"),
             Some(b"012".to_vec()),
             "the prefix is optional"
+        );
+    }
+
+    #[test]
+    fn only_the_family_that_was_verified_is_forwarded() {
+        let present = |names: &'static [&'static str]| {
+            move |name: &str| names.contains(&name).then(|| "x".to_owned())
+        };
+        let both = present(&["webhook-signature", "svix-id", "svix-signature"]);
+        assert_eq!(
+            super::super::forwarded_headers(Provider::Standard, &both),
+            ["webhook-id", "webhook-timestamp", "webhook-signature"],
+            "an added svix-* family is not the one verified"
+        );
+        let svix = present(&["svix-id", "svix-timestamp", "svix-signature"]);
+        assert_eq!(
+            super::super::forwarded_headers(Provider::Standard, &svix),
+            ["svix-id", "svix-timestamp", "svix-signature"]
         );
     }
 }

@@ -169,7 +169,8 @@ fn forwarded_headers(provider: Provider, headers: &Headers) -> Vec<(String, Stri
         .flatten()
         .unwrap_or_else(|| "application/json".into());
     let mut forwarded = vec![("content-type".to_owned(), content_type)];
-    for name in providers::forwarded_headers(provider) {
+    let header = |name: &str| headers.get(name).ok().flatten();
+    for name in providers::forwarded_headers(provider, &header) {
         if let Ok(Some(value)) = headers.get(name) {
             forwarded.push(((*name).to_owned(), value));
         }
