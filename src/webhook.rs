@@ -74,6 +74,9 @@ pub enum Refusal {
     Envelope(EnvelopeError),
     /// A header-identified sender's delivery failed its checks (400).
     Sender(SenderRefusal),
+    /// The same signed body was delivered more often than the replay limit allows (429 +
+    /// `Retry-After`); see [`crate::providers::replay_limit_key`].
+    ReplayLimited,
 }
 
 /// What the log line says of a refusal: the answer's detail, or for a route that is off, the
@@ -123,6 +126,15 @@ pub fn refusal_answer(refusal: &Refusal) -> Answer {
         Refusal::Signature(error) => Answer::error(400, error.code(), error.to_string()),
         Refusal::Envelope(error) => Answer::error(400, error.code(), error.to_string()),
         Refusal::Sender(refusal) => Answer::error(400, refusal.code(), refusal.to_string()),
+        Refusal::ReplayLimited => Answer {
+            retry_after: Some(crate::providers::REPLAY_LIMITED_RETRY_AFTER_SECONDS),
+            ..Answer::error(
+                429,
+                "replay_limited",
+                "this signed body was delivered more often than the replay limit allows; \
+                 retry later",
+            )
+        },
     }
 }
 
@@ -431,6 +443,11 @@ mod tests {
         assert_eq!(
             refusal_answer(&Refusal::BodyTooLarge { limit: 10 }).status,
             413
+        );
+        let replayed = refusal_answer(&Refusal::ReplayLimited);
+        assert_eq!(
+            (replayed.status, replayed.retry_after, replayed.outcome),
+            (429, Some(60), Outcome::Code("replay_limited"))
         );
         let wrong_method = refusal_answer(&Refusal::MethodNotAllowed);
         assert_eq!(

@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { ROOT, call, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { ROOT, call, sleep, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { signedHeaders } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_hardening_tests';
@@ -198,4 +199,50 @@ test('an IPv6 caller is rate-limited by its /64: rotating addresses inside it do
     else assert.equal(answer.status, 201, answer.text);
   }
   assert.ok(refusedAt !== undefined && refusedAt <= 10, `refused within the limit of two windows (${refusedAt})`);
+});
+
+test('a captured GitHub or Shopify delivery replayed under made-up ids is bounded by WEBHOOK_REPLAY_LIMITER: 429, nothing written', async (t) => {
+  const origin = await startOrigin(() => ({ status: 200 }));
+  const worker = await startWorker({
+    config: path.join(ROOT, 'tests', 'wrangler.ratelimit.test.toml'),
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: origin.url,
+      GITHUB_WEBHOOK_SECRET: 'replay-github-secret', SHOPIFY_WEBHOOK_SECRET: 'replay-shopify-secret',
+    },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  for (const [provider, secret, idHeader] of [['github', 'replay-github-secret', 'x-github-delivery'], ['shopify', 'replay-shopify-secret', 'x-shopify-event-id']]) {
+    // Their signatures cover neither the id nor a time: the captured headers pass under any id.
+    const body = JSON.stringify({ captured: provider, at: Date.now() });
+    const captured = await signedHeaders(provider, { id: 'original', body, secret });
+    const send = (id, payload = body, headers = captured) => call(`${worker.url}/webhooks/${provider}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', ...headers, [idHeader]: id }, body: payload,
+    });
+    let refused;
+    let accepted = 0;
+    for (let n = 0; n < 10 && !refused; n += 1) {
+      await sleep(300); // the queued deliveries before it have written what they write
+      const before = storageDump(worker.persistDir);
+      const answer = await send(`made-up-${provider}-${n}`);
+      if (answer.status === 429) {
+        refused = answer;
+        await sleep(300);
+        assert.equal(storageDump(worker.persistDir), before, `${provider}: the refused replay wrote nothing`);
+      } else {
+        assert.equal(answer.status, 200, answer.text);
+        accepted += 1;
+      }
+    }
+    assert.ok(refused, `${provider}: refused although each replay carried a new id`);
+    assert.ok(accepted >= 1 && accepted <= 6, `${provider}: at most the limit of two windows got through (${accepted})`);
+    assert.equal(refused.json.error, 'replay_limited');
+    assert.equal(refused.headers.get('retry-after'), '60');
+    // Another body is counted on its own.
+    const other = JSON.stringify({ captured: provider, other: true });
+    const fresh = await send(`fresh-${provider}`, other, await signedHeaders(provider, { id: 'x', body: other, secret }));
+    assert.equal(fresh.status, 200, fresh.text);
+  }
 });

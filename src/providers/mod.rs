@@ -250,6 +250,28 @@ pub fn verify(
     decide(inbound, &expected, now, tolerance_seconds)
 }
 
+/// The rate-limit key of a verified delivery of `provider` whose signed bytes carry neither
+/// its id nor a time (GitHub, Shopify): its body, named by `mac`, the body's MAC under the
+/// sender's first secret. A captured delivery of such a sender passes the signature check under
+/// any made-up id, at any time; counting each signed body bounds how often it can be replayed
+/// (each time a new object, record and, in queue mode, a stored body). `None` for senders whose
+/// signature binds the id or a time (Stripe, Standard Webhooks): their replays are duplicates
+/// or refused as too old.
+pub fn replay_limit_key(provider: Provider, mac: &[u8; 32]) -> Option<String> {
+    match provider {
+        Provider::Github | Provider::Shopify => Some(format!(
+            "replay:{}:{}",
+            provider.name(),
+            hex::encode(&mac[..16])
+        )),
+        Provider::Stripe | Provider::Standard => None,
+    }
+}
+
+/// Seconds a delivery over the replay limit is asked to wait: the longest period the runtime's
+/// rate limiter supports.
+pub const REPLAY_LIMITED_RETRY_AFTER_SECONDS: u64 = 60;
+
 /// The headers of a delivery of `provider` (whose headers `header` reads) kept when it is
 /// forwarded, besides `content-type`: its own signature, id, timestamp and event headers, so
 /// the handler verifies it as it does today; for Standard Webhooks only the family that was
@@ -366,6 +388,21 @@ pub fn header_id(value: Option<&str>) -> Result<String, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signed_body_is_counted_only_for_senders_that_sign_neither_id_nor_time() {
+        let mac = [7u8; 32];
+        let github = replay_limit_key(Provider::Github, &mac).unwrap();
+        assert_eq!(github, format!("replay:github:{}", "07".repeat(16)));
+        assert_ne!(
+            replay_limit_key(Provider::Shopify, &mac),
+            Some(github.clone()),
+            "each sender counts its own bodies"
+        );
+        assert_ne!(replay_limit_key(Provider::Github, &[8u8; 32]), Some(github));
+        assert_eq!(replay_limit_key(Provider::Stripe, &mac), None);
+        assert_eq!(replay_limit_key(Provider::Standard, &mac), None);
+    }
 
     #[test]
     fn keys_never_collide_across_providers_and_stripe_s_stay_as_they_were() {

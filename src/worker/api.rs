@@ -7,6 +7,7 @@ use super::body::{self, BodyError};
 use super::door::{self, Visit};
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
+use super::rate_limit;
 use crate::authority::{Deliver, Door, Forward, Head};
 use crate::claim::CachedResponse;
 use crate::config;
@@ -119,22 +120,13 @@ const RATE_LIMITER: &str = "IDEMPOTENCY_RATE_LIMITER";
 
 /// True when the keyed request may go on: without the binding always; with it, only when both
 /// its client (hashed) and its address (`CF-Connecting-IP`) are within the limit, so a client
-/// that makes up a new identity per request is still bounded by its address. A limiter that
-/// fails lets the request through: the limit bounds cost, it does not guard correctness.
+/// that makes up a new identity per request is still bounded by its address.
 async fn within_rate_limit(env: &Env, client: Option<&str>, address: Option<&str>) -> bool {
-    let Ok(limiter) = env.rate_limiter(RATE_LIMITER) else {
-        return true;
-    };
-    let mut allowed = true;
-    for key in [
+    let keys = [
         idem::rate_limit_client_key(client),
         idem::rate_limit_address_key(address),
-    ] {
-        if let Ok(outcome) = limiter.limit(key).await {
-            allowed &= outcome.success;
-        }
-    }
-    allowed
+    ];
+    rate_limit::within(env, RATE_LIMITER, &keys).await
 }
 
 /// Client headers for the origin: all but hop-by-hop ones.

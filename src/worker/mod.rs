@@ -18,6 +18,7 @@ mod kv_store;
 mod log;
 mod metrics;
 mod native;
+mod rate_limit;
 mod respond;
 mod test_routes;
 mod webhook;

@@ -10,6 +10,7 @@ use super::body::{self, BodyError};
 use super::door::{self, Visit};
 use super::env_config;
 use super::native;
+use super::rate_limit;
 use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
 use crate::config::{self, DeliveryMode};
 use crate::log_line::{LogLine, Route};
@@ -17,6 +18,10 @@ use crate::providers::{self, Identity, Provider};
 use crate::stripe::envelope;
 use crate::stripe::signature::{self, SignatureError};
 use crate::webhook::{self, Answer, Refusal};
+
+/// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
+/// signed body of a sender that signs neither the id nor a time may be delivered.
+const REPLAY_LIMITER: &str = "WEBHOOK_REPLAY_LIMITER";
 
 /// Serves one delivery from `provider` and writes its log line.
 pub async fn serve(
@@ -71,13 +76,20 @@ async fn deliver(
     let headers = req.headers();
     let tolerance = config.webhook.signature_tolerance_seconds;
     let identified = match provider {
-        Provider::Stripe => identify_stripe(headers, &keys, &body, tolerance).await,
+        Provider::Stripe => identify_stripe(headers, &keys, &body, tolerance)
+            .await
+            .map(|identity| (identity, None)),
         other => identify(other, headers, &keys, &body, tolerance).await,
     };
-    let Identity { id, event_type } = match identified {
+    let (Identity { id, event_type }, replay_key) = match identified {
         Ok(identified) => identified,
         Err(refusal) => return refused(line, refusal),
     };
+    if let Some(replay_key) = replay_key {
+        if !rate_limit::within(env, REPLAY_LIMITER, &[replay_key]).await {
+            return refused(line, Refusal::ReplayLimited);
+        }
+    }
     let key = provider.key(&id);
     line.key = Some(key.clone());
     line.event_type = event_type;
@@ -143,21 +155,26 @@ async fn identify_stripe(
 }
 
 /// A delivery from a header-identified sender: its headers read and decided by the pure rules
-/// of [`providers`] over MACs that WebCrypto computes. The body is not parsed: it is the
-/// handler's.
+/// of [`providers`] over MACs that WebCrypto computes; with its replay-limit key when its
+/// sender signs neither the id nor a time. The body is not parsed: it is the handler's.
 async fn identify(
     provider: Provider,
     headers: &Headers,
     keys: &[&[u8]],
     body: &Uint8Array,
     tolerance: u64,
-) -> std::result::Result<Identity, Refusal> {
+) -> std::result::Result<(Identity, Option<String>), Refusal> {
     let header = |name: &str| headers.get(name).ok().flatten();
     let inbound = providers::read(provider, &header).map_err(Refusal::Sender)?;
     let expected = native::macs(keys, &inbound.signed.prefix, body)
         .await
         .unwrap_or_default();
-    providers::decide(inbound, &expected, now_seconds(), tolerance).map_err(Refusal::Sender)
+    let replay_key = expected
+        .first()
+        .and_then(|mac| providers::replay_limit_key(provider, mac));
+    let identity = providers::decide(inbound, &expected, now_seconds(), tolerance)
+        .map_err(Refusal::Sender)?;
+    Ok((identity, replay_key))
 }
 
 /// What the handler receives besides the body: its `Content-Type` and the sender's own
