@@ -116,6 +116,41 @@ pub fn client_identity(value: Option<&str>) -> Option<&str> {
     value.filter(|v| !v.trim().is_empty())
 }
 
+/// The client's request headers (lower-case names, as the runtime gives them) as they go to the
+/// API origin: without the hop-by-hop ones (`hop_by_hop`, and any a `Connection` header names),
+/// and with `X-Real-IP` set to the caller's address as Cloudflare saw it (`CF-Connecting-IP`),
+/// never to a value the client sent: Cloudflare derives the origin's `CF-Connecting-IP` from
+/// `X-Real-IP` for a Worker's requests to its own zone, so a client-chosen value would let it
+/// pose as any address to the origin's allow-lists and limits.
+pub fn origin_request_headers(
+    entries: impl IntoIterator<Item = (String, String)>,
+    hop_by_hop: &[&str],
+) -> Vec<(String, String)> {
+    let entries: Vec<(String, String)> = entries.into_iter().collect();
+    let named_by_connection: Vec<String> = entries
+        .iter()
+        .filter(|(name, _)| name == "connection")
+        .flat_map(|(_, value)| value.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .collect();
+    let caller = entries
+        .iter()
+        .find(|(name, _)| name == "cf-connecting-ip")
+        .map(|(_, value)| value.clone());
+    let mut headers: Vec<(String, String)> = entries
+        .into_iter()
+        .filter(|(name, _)| {
+            !hop_by_hop.contains(&name.as_str())
+                && !named_by_connection.contains(name)
+                && name != "x-real-ip"
+        })
+        .collect();
+    if let Some(caller) = caller {
+        headers.push(("x-real-ip".to_owned(), caller));
+    }
+    headers
+}
+
 /// The key under which a client's requests are rate-limited: a hash of its identity (never the
 /// identity itself), or `anonymous`.
 pub fn rate_limit_client_key(client: Option<&str>) -> String {

@@ -149,6 +149,16 @@ describe('keyed requests', () => {
     assert.equal(calls(path).length, 2);
   });
 
+  test('the origin sees the caller\'s address in X-Real-IP, never a value the client chose (keyed and pass-through)', async () => {
+    const path = `/api/address/${randomUUID()}`;
+    const spoof = { 'x-real-ip': '6.6.6.6', 'cf-connecting-ip': '203.0.113.7' };
+    assert.equal((await post(path, { key: randomUUID(), headers: spoof })).status, 200);
+    assert.equal((await post(path, { headers: spoof, method: 'GET', body: null })).status, 200);
+    const seen = calls(path);
+    assert.equal(seen.length, 2);
+    for (const request of seen) assert.equal(request.headers['x-real-ip'], '203.0.113.7', request.method);
+  });
+
   test("a gateway's 504 in front of the API is passed on and holds the key: the retry is 409, never run twice", async () => {
     const path = `/api/gateway/${randomUUID()}`;
     behaviour.set(path, () => ({ status: 504, body: 'upstream timed out' }));

@@ -330,3 +330,31 @@ fn handling_is_decided_before_any_io() {
     assert!(problem.detail.contains("API_ORIGIN_URL"));
     assert_eq!(problem.outcome(), Outcome::Code("misconfigured"));
 }
+
+#[test]
+fn the_origin_gets_the_client_s_headers_but_not_hop_by_hop_ones_nor_a_client_chosen_address() {
+    let entries = [
+        ("authorization", "Bearer alice"),
+        ("connection", "keep-alive, X-Secret-Hop"),
+        ("x-secret-hop", "only for the next hop"),
+        ("host", "api.example"),
+        ("x-real-ip", "6.6.6.6"),
+        ("cf-connecting-ip", "203.0.113.7"),
+        ("x-request-id", "r-1"),
+    ]
+    .map(|(n, v)| (n.to_owned(), v.to_owned()));
+    let sent = origin_request_headers(entries.clone(), &["host", "connection"]);
+    let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["authorization", "cf-connecting-ip", "x-request-id", "x-real-ip"]
+    );
+    assert_eq!(sent.last().unwrap().1, "203.0.113.7", "the address Cloudflare saw");
+    // No address from Cloudflare: no X-Real-IP at all, never the client's.
+    let without: Vec<(String, String)> = entries
+        .into_iter()
+        .filter(|(n, _)| n != "cf-connecting-ip")
+        .collect();
+    let sent = origin_request_headers(without, &["host", "connection"]);
+    assert!(sent.iter().all(|(n, _)| n != "x-real-ip"));
+}

@@ -129,11 +129,9 @@ async fn within_rate_limit(env: &Env, client: Option<&str>, address: Option<&str
     rate_limit::within(env, RATE_LIMITER, &keys).await
 }
 
-/// Client headers for the origin: all but hop-by-hop ones.
+/// Client headers for the origin (see [`idem::origin_request_headers`]).
 fn request_headers(from: &Headers) -> Vec<(String, String)> {
-    from.entries()
-        .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
-        .collect()
+    idem::origin_request_headers(from.entries(), HOP_BY_HOP)
 }
 
 /// Sends the request to the origin untouched (body streamed) and returns its answer as is,
