@@ -25,7 +25,8 @@ pub async fn read_capped(req: &mut Request, limit: u64) -> Result<js_sys::Uint8A
     use js_sys::futures::JsFuture;
     match declared_length(req) {
         Some(length) if length > limit => return Err(BodyError::TooLarge),
-        // A declared length within the cap: the runtime enforces it, so read it in one call.
+        // A declared length within the cap: the runtime enforces it, so read it in one call
+        // (and check what arrived all the same: the cap must not rest on the runtime alone).
         Some(_) => {
             let promise = req
                 .inner()
@@ -34,7 +35,11 @@ pub async fn read_capped(req: &mut Request, limit: u64) -> Result<js_sys::Uint8A
             let buffer = JsFuture::from(promise)
                 .await
                 .map_err(|_| BodyError::Unreadable)?;
-            return Ok(js_sys::Uint8Array::new(&buffer));
+            let body = js_sys::Uint8Array::new(&buffer);
+            if u64::from(body.length()) > limit {
+                return Err(BodyError::TooLarge);
+            }
+            return Ok(body);
         }
         None => {}
     }
