@@ -347,9 +347,18 @@ fn the_origin_gets_the_client_s_headers_but_not_hop_by_hop_ones_nor_a_client_cho
     let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["authorization", "cf-connecting-ip", "x-request-id", "x-real-ip"]
+        [
+            "authorization",
+            "cf-connecting-ip",
+            "x-request-id",
+            "x-real-ip"
+        ]
     );
-    assert_eq!(sent.last().unwrap().1, "203.0.113.7", "the address Cloudflare saw");
+    assert_eq!(
+        sent.last().unwrap().1,
+        "203.0.113.7",
+        "the address Cloudflare saw"
+    );
     // No address from Cloudflare: no X-Real-IP at all, never the client's.
     let without: Vec<(String, String)> = entries
         .into_iter()

@@ -172,8 +172,8 @@ async fn identify(
     let replay_key = expected
         .first()
         .and_then(|mac| providers::replay_limit_key(provider, mac));
-    let identity = providers::decide(inbound, &expected, now_seconds(), tolerance)
-        .map_err(Refusal::Sender)?;
+    let identity =
+        providers::decide(inbound, &expected, now_seconds(), tolerance).map_err(Refusal::Sender)?;
     Ok((identity, replay_key))
 }
 
