@@ -14,9 +14,8 @@ node scripts/demo-origin.mjs &
 origin=$!
 trap 'kill $origin 2>/dev/null || true' EXIT INT TERM
 # The demo origin moved (DEMO_ORIGIN_PORT): events that .dev.vars sends to it follow it.
-extra=()
 demo_url=$(node -e "import('./scripts/dev-vars.mjs').then(({ devVar }) => console.log(devVar('ORIGIN_URL') ?? ''))")
 if [ -n "${DEMO_ORIGIN_PORT:-}" ] && [[ "$demo_url" == http://127.0.0.1:8788/* ]]; then
-  extra=(--var "ORIGIN_URL:http://127.0.0.1:${DEMO_ORIGIN_PORT}/${demo_url#http://127.0.0.1:8788/}")
+  set -- --var "ORIGIN_URL:http://127.0.0.1:${DEMO_ORIGIN_PORT}/${demo_url#http://127.0.0.1:8788/}" "$@"
 fi
-wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}" "${extra[@]}" "$@"
+wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}" "$@"

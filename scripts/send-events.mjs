@@ -11,7 +11,7 @@ import { devVar } from './dev-vars.mjs';
 
 const { values } = parseArgs({
   options: {
-    url: { type: 'string', default: `http://127.0.0.1:${process.env.PORT ?? 8787}` },
+    url: { type: 'string', default: `http://127.0.0.1:${process.env.PORT || 8787}` },
     events: { type: 'string', default: '3' },
     duplicates: { type: 'string', default: '3' },
     secret: { type: 'string' },

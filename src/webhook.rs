@@ -74,8 +74,9 @@ pub enum Refusal {
     Envelope(EnvelopeError),
     /// A header-identified sender's delivery failed its checks (400).
     Sender(SenderRefusal),
-    /// The same signed body was delivered more often than the replay limit allows (429 +
-    /// `Retry-After`); see [`crate::providers::replay_limit_key`].
+    /// The same signed body was delivered more often than the replay limit allows, under a key
+    /// its object does not know (429 + `Retry-After`); see
+    /// [`crate::providers::replay_limit_key`].
     ReplayLimited,
 }
 
@@ -165,6 +166,7 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
             retry_at,
             ..
         })) => return in_flight(*retry_at, now),
+        AuthorityReply::NotKnown => return refusal_answer(&Refusal::ReplayLimited),
         other => return store_failure_answer(StoreFailure::of(other)),
     };
     let then = match report.verdict {
@@ -227,6 +229,7 @@ pub fn after_enqueue(reply: &AuthorityReply, event_id: &str, now: Millis) -> Ans
         AuthorityReply::Enqueue(EnqueueOutcome::InFlight { retry_at }) => {
             return in_flight(*retry_at, now)
         }
+        AuthorityReply::NotKnown => return refusal_answer(&Refusal::ReplayLimited),
         other => return store_failure_answer(StoreFailure::of(other)),
     };
     Answer {

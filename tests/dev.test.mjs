@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
+import { devVar } from '../scripts/dev-vars.mjs';
 import { ROOT, freePort, sleep } from './harness.mjs';
 
 test('npm run dev serves /healthz and de-duplicates sample events', { timeout: 300_000 }, async (t) => {
@@ -14,8 +15,13 @@ test('npm run dev serves /healthz and de-duplicates sample events', { timeout: 3
   const originPort = await freePort();
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-dev-'));
   const hadDevVars = existsSync(path.join(ROOT, '.dev.vars'));
-  // DEMO_ORIGIN_PORT alone moves the demo origin and the events .dev.vars sends to it.
+  // DEMO_ORIGIN_PORT alone moves the demo origin and the events .dev.vars sends to it (as
+  // made from .dev.vars.example); a developer's own .dev.vars sending elsewhere is overridden.
+  const ownOrigin = devVar('ORIGIN_URL');
+  const mine = ownOrigin !== undefined && !ownOrigin.startsWith('http://127.0.0.1:8788/');
+  if (mine) t.diagnostic('.dev.vars sends elsewhere: ORIGIN_URL given explicitly, the port move not exercised');
   const child = spawn('npm', ['run', 'dev', '--', '--persist-to', persist,
+    ...(mine ? ['--var', `ORIGIN_URL:http://127.0.0.1:${originPort}/stripe`] : []),
     '--var', 'STRIPE_WEBHOOK_SECRET:whsec_dev_test', '--inspector-port', String(await freePort())], {
     cwd: ROOT,
     detached: true,

@@ -119,6 +119,12 @@ pub struct Deliver {
     pub forward: Forward,
     /// The front door.
     pub door: Door,
+    /// Serve only a key the object already knows: true for a delivery past the replay limit
+    /// (see [`crate::providers::replay_limit_key`]), which is answered as ever when its key has
+    /// a record (a duplicate, in flight, or claimed again after a release) and refused with
+    /// [`AuthorityReply::NotKnown`], nothing written, when it has none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub known_only: bool,
 }
 
 /// A claim won for a delivery: what the forward and the settle need.
@@ -149,6 +155,13 @@ pub enum Begin {
 /// flight: its first send already forwards it, and forwarding it twice could run it twice.
 pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (Begin, WakeBy) {
     let mut watched = Watched::new(store);
+    if deliver.known_only {
+        match claim::inspect(&mut watched, &deliver.key, now) {
+            Ok(Some(_)) => {}
+            Ok(None) => return (Begin::Reply(AuthorityReply::NotKnown), None),
+            Err(error) => return (Begin::Reply(error.into()), None),
+        }
+    }
     let request = ClaimRequest {
         key: &deliver.key,
         now,
@@ -342,6 +355,7 @@ mod tests {
 
     fn deliver(nonce: u8) -> Deliver {
         Deliver {
+            known_only: false,
             key: "evt_1".into(),
             policy: POLICY,
             nonce: Nonce([nonce; 16]),
@@ -362,6 +376,48 @@ mod tests {
             Begin::Forward(won) => won,
             other => panic!("expected a won claim, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn past_the_replay_limit_only_a_known_key_is_served() {
+        let known_only = |nonce| Deliver {
+            known_only: true,
+            ..deliver(nonce)
+        };
+        let mut store = MemoryClaimStore::new();
+        // No record: refused, nothing written, no alarm.
+        assert_eq!(
+            begin(&mut store, &known_only(1), 0),
+            (Begin::Reply(AuthorityReply::NotKnown), None)
+        );
+        assert_eq!(store.load("evt_1").unwrap(), None);
+        // A live claim: in flight, as for any repeat.
+        let first = won(begin(&mut store, &deliver(2), 0).0);
+        assert!(matches!(
+            begin(&mut store, &known_only(3), 10).0,
+            Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
+                ClaimOutcome::DuplicateInflight { .. }
+            )))
+        ));
+        // Released: claimed again, as the sender's retry would be (the record exists).
+        let how = Settle::for_verdict(Verdict::Failed(Reason::Answered(500)), None);
+        settle(&mut store, "evt_1", &first.fence, POLICY, how, 20).unwrap();
+        let second = won(begin(&mut store, &known_only(5), 30).0);
+        assert_eq!(second.attempt, 2);
+        // Done: a duplicate, acknowledged as ever.
+        let how = Settle::for_verdict(Verdict::Succeeded, None);
+        settle(&mut store, "evt_1", &second.fence, POLICY, how, 40).unwrap();
+        assert!(matches!(
+            begin(&mut store, &known_only(6), 50).0,
+            Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
+                ClaimOutcome::DuplicateProcessed { .. }
+            )))
+        ));
+        // Past its retention the record reads as absent: refused again.
+        assert_eq!(
+            begin(&mut store, &known_only(4), 10_000 + 100_000).0,
+            Begin::Reply(AuthorityReply::NotKnown)
+        );
     }
 
     #[test]

@@ -108,6 +108,9 @@ pub enum AuthorityRequest {
         policy: ClaimPolicy,
         /// The headers to forward with it (the signature is made anew at each attempt).
         headers: Vec<(String, String)>,
+        /// Serve only a key the object already knows (see [`Deliver::known_only`]).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        known_only: bool,
     },
     /// Queue mode: put a dead (or waiting) event back in the queue, due now, with a fresh
     /// attempt budget (see [`claim::redeliver`]).
@@ -171,6 +174,8 @@ pub enum AuthorityReply {
     Enqueue(EnqueueOutcome),
     /// The answer to `Redeliver`.
     Redeliver(RedeliverOutcome),
+    /// The request was `known_only` and the key has no record: nothing was written.
+    NotKnown,
     /// The store failed; nothing was changed.
     StoreFailed {
         /// True when the same request may succeed later.
@@ -296,9 +301,15 @@ pub fn handle<S: ClaimStore>(
             })
         }
         AuthorityRequest::Enqueue {
+            key, known_only, ..
+        } if *known_only && matches!(claim::inspect(store, key, now), Ok(None)) => {
+            Ok(AuthorityReply::NotKnown)
+        }
+        AuthorityRequest::Enqueue {
             key,
             policy,
             headers,
+            ..
         } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
             |outcome| {
                 // A repeat of an event still to deliver re-asserts its alarm (nothing is

@@ -162,12 +162,34 @@ mod tests {
     }
 
     #[test]
+    fn past_the_replay_limit_an_unknown_event_is_not_stored_and_a_known_one_is_a_duplicate() {
+        let mut store = MemoryClaimStore::new();
+        let request = |known_only| AuthorityRequest::Enqueue {
+            key: "evt_q".into(),
+            policy: POLICY,
+            headers: vec![],
+            known_only,
+        };
+        let (reply, wake) = super::super::handle(&mut store, &request(true), b"x", 0);
+        assert_eq!((reply, wake), (AuthorityReply::NotKnown, None));
+        assert_eq!(store.load("evt_q").unwrap(), None);
+        assert_eq!(store.load_payload("evt_q").unwrap(), None, "no body stored");
+        super::super::handle(&mut store, &request(false), b"x", 1);
+        let (reply, _) = super::super::handle(&mut store, &request(true), b"x", 2);
+        assert!(matches!(
+            reply,
+            AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
+        ));
+    }
+
+    #[test]
     fn a_repeat_of_an_event_still_to_deliver_re_asserts_its_alarm() {
         let mut store = MemoryClaimStore::new();
         let enqueue_request = AuthorityRequest::Enqueue {
             key: "evt_q".into(),
             policy: POLICY,
             headers: vec![],
+            known_only: false,
         };
         let (_, first) = super::super::handle(&mut store, &enqueue_request, b"x", 0);
         assert_eq!(first.map(|w| (w.at, w.due)), Some((0, true)));

@@ -91,6 +91,7 @@ async fn handle(
         wait_ms: config.delivery.late_answer_wait_ms,
     };
     let make = |nonce| Deliver {
+        known_only: false,
         key: scope,
         policy: api.claims,
         nonce,

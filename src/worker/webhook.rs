@@ -85,14 +85,15 @@ async fn deliver(
         Ok(identified) => identified,
         Err(refusal) => return refused(line, refusal),
     };
-    if let Some(replay_key) = replay_key {
-        if !rate_limit::within(env, REPLAY_LIMITER, &[replay_key]).await {
-            return refused(line, Refusal::ReplayLimited);
-        }
-    }
     let key = provider.key(&id);
     line.key = Some(key.clone());
     line.event_type = event_type;
+    // Past the replay limit only a delivery its object already knows is served (a repeat is
+    // still answered as a duplicate); one that would make a new record is refused.
+    let known_only = match replay_key {
+        Some(replay_key) => !rate_limit::within(env, REPLAY_LIMITER, &[replay_key]).await,
+        None => false,
+    };
     let forwarded = forwarded_headers(provider, headers);
     let policy = config.webhook.claims;
     if config.queue.mode(provider) == DeliveryMode::Queue {
@@ -102,6 +103,7 @@ async fn deliver(
             key,
             policy,
             headers: forwarded,
+            known_only,
         };
         let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
         return webhook::after_enqueue(&reply, &id, Date::now().as_millis());
@@ -120,6 +122,7 @@ async fn deliver(
         fingerprint: None,
         forward,
         door: Door::Webhook,
+        known_only,
     };
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
     webhook::after_delivery(&reply, &id, Date::now().as_millis())
