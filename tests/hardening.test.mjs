@@ -226,6 +226,7 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
     // name in a table of its own; that is no storage of the object's.
     const stored = () => storageDump(worker.persistDir).split('\n').filter((row) => !row.includes(' __miniflare_do_name ')).join('\n');
     let refused;
+    let refusedId;
     let accepted = 0;
     for (let n = 0; n < 10 && !refused; n += 1) {
       await sleep(300); // the queued deliveries before it have written what they write
@@ -233,6 +234,7 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
       const answer = await send(`made-up-${provider}-${n}`);
       if (answer.status === 429) {
         refused = answer;
+        refusedId = `made-up-${provider}-${n}`;
         await sleep(300);
         assert.equal(stored(), before, `${provider}: the refused replay wrote nothing`);
         assert.ok(!stored().includes(`_cf_KV ${provider}:made-up-${provider}-${n} `), 'no record of it');
@@ -245,6 +247,10 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
     assert.ok(accepted >= 1 && accepted <= 6, `${provider}: at most the limit of two windows got through (${accepted})`);
     assert.equal(refused.json.error, 'replay_limited');
     assert.equal(refused.headers.get('retry-after'), '60');
+    const line = await worker.waitForLog((l) => l.outcome === 'replay_limited' && l.key === `${provider}:${refusedId}`);
+    assert.ok(line, 'the refusal is logged with its key');
+    assert.equal(line.provider, provider);
+    assert.match(line.detail, /replay limit/);
     // Past the limit a delivery the worker already knows is still acknowledged as a duplicate:
     // only one that would make a new record is refused.
     const repeat = await send(`made-up-${provider}-0`);

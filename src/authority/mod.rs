@@ -301,28 +301,28 @@ pub fn handle<S: ClaimStore>(
             })
         }
         AuthorityRequest::Enqueue {
-            key, known_only, ..
-        } if *known_only && matches!(claim::inspect(store, key, now), Ok(None)) => {
-            Ok(AuthorityReply::NotKnown)
-        }
-        AuthorityRequest::Enqueue {
             key,
             policy,
             headers,
-            ..
-        } => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
-            |outcome| {
-                // A repeat of an event still to deliver re-asserts its alarm (nothing is
-                // written): if setting it failed before, the event is not left stranded.
-                if let EnqueueOutcome::Duplicate {
-                    state: ClaimState::Queued | ClaimState::Processing,
-                } = outcome
-                {
-                    store.wake = store.read;
-                }
-                AuthorityReply::Enqueue(outcome)
-            },
-        ),
+            known_only,
+        } => match known_only.then(|| claim::inspect(store, key, now)) {
+            // A store that cannot be read makes nothing new either: the error is the reply.
+            Some(Err(error)) => Err(error),
+            Some(Ok(None)) => Ok(AuthorityReply::NotKnown),
+            _ => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
+                |outcome| {
+                    // A repeat of an event still to deliver re-asserts its alarm (nothing is
+                    // written): if setting it failed before, the event is not left stranded.
+                    if let EnqueueOutcome::Duplicate {
+                        state: ClaimState::Queued | ClaimState::Processing,
+                    } = outcome
+                    {
+                        store.wake = store.read;
+                    }
+                    AuthorityReply::Enqueue(outcome)
+                },
+            ),
+        },
         AuthorityRequest::Redeliver { key, policy } => {
             claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver)
         }

@@ -180,6 +180,19 @@ mod tests {
             reply,
             AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
         ));
+        // A store that cannot be read makes nothing new: the failure is the reply.
+        let mut store = MemoryClaimStore::new();
+        store.fail_next(StoreError::Retryable("busy".into()));
+        let (reply, wake) = super::super::handle(&mut store, &request(true), b"x", 0);
+        assert!(matches!(
+            reply,
+            AuthorityReply::StoreFailed {
+                retryable: true,
+                ..
+            }
+        ));
+        assert_eq!(wake, None);
+        assert_eq!(store.load("evt_q").unwrap(), None, "nothing stored");
     }
 
     #[test]

@@ -54,7 +54,8 @@ impl DurableObject for ClaimAuthority {
     }
 
     /// Sweeps expired records, runs due queue attempts and re-arms. When that fails (storage
-    /// trouble, an unreadable record), the alarm sets itself again a minute later instead of
+    /// trouble, an unreadable record), the alarm makes sure it fires again within a minute (an
+    /// earlier alarm already set, say for a retry this run scheduled, is kept) instead of
     /// throwing: the runtime retries a throwing alarm only a few times, about two minutes in
     /// all, and then drops it, which would leave an acknowledged queue event waiting for ever.
     /// Only if even that alarm cannot be set does it throw, for the runtime's own retries.
@@ -65,9 +66,18 @@ impl DurableObject for ClaimAuthority {
         let retry_at = Date::now()
             .as_millis()
             .saturating_add(authority::queue::BLOCKED_RETRY_MS);
-        self.keeper.set_alarm_at(retry_at).await?;
-        log::alarm_retried(&error.to_string(), retry_at);
-        Response::empty()
+        match self.keeper.set_alarm_by(retry_at).await {
+            Ok(at) => {
+                log::alarm_retried(&format!("{error}; the alarm runs again at {at}"));
+                Response::empty()
+            }
+            Err(set_error) => {
+                log::alarm_retried(&format!(
+                    "{error}; setting the next alarm failed too ({set_error}): the runtime retries"
+                ));
+                Err(set_error)
+            }
+        }
     }
 }
 

@@ -183,6 +183,17 @@ impl Keeper {
         AlarmStep::Set
     }
 
+    /// Makes sure the alarm fires by `at`: an alarm this instance knows of that fires sooner
+    /// (and is still ahead) is kept, else it is set for `at`. Returns when it fires.
+    pub async fn set_alarm_by(&self, at: Millis) -> Result<Millis> {
+        if let Alarm::At(known) = self.alarm.get() {
+            if known > Date::now().as_millis() && known <= at {
+                return Ok(known);
+            }
+        }
+        self.set_alarm_at(at).await.map(|()| at)
+    }
+
     /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset). Known
     /// as set from the call on (so a concurrent write does not set it again); unknown again if
     /// it failed, so that the next write sets it.

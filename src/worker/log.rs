@@ -51,12 +51,12 @@ pub fn alarm_failed(detail: &str) {
     });
 }
 
-/// Logs an alarm whose work failed (`detail`) and that set itself again for `retry_at`.
-pub fn alarm_retried(detail: &str, retry_at: u64) {
+/// Logs an alarm whose work failed; `detail` says why and when it runs again.
+pub fn alarm_retried(detail: &str) {
     write(&LogLine {
         level: Level::Error,
         outcome: Outcome::AlarmFailed,
-        detail: Some(format!("{detail}; the alarm runs again at {retry_at}")),
+        detail: Some(detail.to_owned()),
         ..LogLine::new(Route::Alarm)
     });
 }

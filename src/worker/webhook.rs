@@ -11,7 +11,7 @@ use super::door::{self, Visit};
 use super::env_config;
 use super::native;
 use super::rate_limit;
-use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
+use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Door, Forward};
 use crate::config::{self, DeliveryMode};
 use crate::log_line::{LogLine, Route};
 use crate::providers::{self, Identity, Provider};
@@ -106,6 +106,9 @@ async fn deliver(
             known_only,
         };
         let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
+        if reply == AuthorityReply::NotKnown {
+            return refused(line, Refusal::ReplayLimited);
+        }
         return webhook::after_enqueue(&reply, &id, Date::now().as_millis());
     }
     let forward = Forward {
@@ -125,6 +128,9 @@ async fn deliver(
         known_only,
     };
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
+    if reply == AuthorityReply::NotKnown {
+        return refused(line, Refusal::ReplayLimited);
+    }
     webhook::after_delivery(&reply, &id, Date::now().as_millis())
 }
 
