@@ -156,10 +156,8 @@ pub enum Begin {
 pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (Begin, WakeBy) {
     let mut watched = Watched::new(store);
     if deliver.known_only {
-        match claim::inspect(&mut watched, &deliver.key, now) {
-            Ok(Some(_)) => {}
-            Ok(None) => return (Begin::Reply(AuthorityReply::NotKnown), None),
-            Err(error) => return (Begin::Reply(error.into()), None),
+        if let Some(refusal) = super::refuse_unknown(&mut watched, &deliver.key, now) {
+            return (Begin::Reply(refusal), None);
         }
     }
     let request = ClaimRequest {

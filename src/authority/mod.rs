@@ -251,6 +251,21 @@ impl Wake {
     }
 }
 
+/// For a `known_only` request (past the replay limit), the reply that ends it: `NotKnown` when
+/// `key` has no record, the failure when its record cannot be read (neither may make a new
+/// record); none when the key is known and the request goes on.
+pub fn refuse_unknown<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+) -> Option<AuthorityReply> {
+    match claim::inspect(store, key, now) {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(AuthorityReply::NotKnown),
+        Err(error) => Some(error.into()),
+    }
+}
+
 /// Runs one request against `store` at `now` (`body` is the bytes that came beside it).
 /// Returns the reply and, when a record was written, the alarm it needs.
 pub fn handle<S: ClaimStore>(
@@ -305,11 +320,12 @@ pub fn handle<S: ClaimStore>(
             policy,
             headers,
             known_only,
-        } => match known_only.then(|| claim::inspect(store, key, now)) {
-            // A store that cannot be read makes nothing new either: the error is the reply.
-            Some(Err(error)) => Err(error),
-            Some(Ok(None)) => Ok(AuthorityReply::NotKnown),
-            _ => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
+        } => match known_only
+            .then(|| refuse_unknown(store, key, now))
+            .flatten()
+        {
+            Some(refusal) => Ok(refusal),
+            None => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
                 |outcome| {
                     // A repeat of an event still to deliver re-asserts its alarm (nothing is
                     // written): if setting it failed before, the event is not left stranded.
