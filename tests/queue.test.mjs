@@ -89,6 +89,42 @@ describe('queue mode', () => {
     assert.match(retryLine.detail, /origin answered 503/);
   });
 
+  test('an attempt whose answer is lost (its time-out, a gateway\'s 504) is retried only once its lease ends, so two runs of a slow handler never overlap', async () => {
+    // LEASE_SECONDS 8, QUEUE_FORWARD_TIMEOUT_MS 3000, back-off 1 s: a handler that takes 5 s
+    // is still running when its attempt times out; a retry after the back-off alone would run
+    // it a second time alongside the first.
+    const slow = eventId('lostslow');
+    const gateway = eventId('lost504');
+    behaviour.set(slow, (req) => (req.headers['x-webhook-dedup-attempt'] === '1' ? { status: 200, delayMs: 5_000 } : { status: 200 }));
+    behaviour.set(gateway, (req) => (req.headers['x-webhook-dedup-attempt'] === '1' ? { status: 504 } : { status: 200 }));
+    const definite = eventId('definite503');
+    behaviour.set(definite, (req) => (req.headers['x-webhook-dedup-attempt'] === '1' ? { status: 503 } : { status: 200 }));
+    for (const id of [slow, gateway, definite]) {
+      assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+    }
+    const waiting = await until(async () => {
+      const record = await inspect(gateway);
+      return record?.state === 'queued' && record.attempts === 1 && record;
+    }, 10_000, 'the 504 settled');
+    assert.equal(waiting.queue.last_error, 'origin answered 504');
+    const first = seen(gateway)[0];
+    assert.ok(waiting.queue.next_attempt_at >= first.receivedAt + 7_000, `the next attempt waits for the lease: ${waiting.queue.next_attempt_at - first.receivedAt} ms after the first`);
+    for (const id of [slow, gateway, definite]) {
+      await until(async () => (await inspect(id))?.state === 'done', 20_000, `${id} delivered`);
+    }
+    for (const id of [slow, gateway]) {
+      const [one, two] = seen(id);
+      assert.equal(seen(id).length, 2);
+      assert.ok(two.receivedAt - one.receivedAt >= 7_000, `${id}: the second attempt came ${two.receivedAt - one.receivedAt} ms after the first, inside its 8 s lease`);
+    }
+    const [run, rerun] = seen(slow);
+    assert.ok(run.answeredAt <= rerun.receivedAt, 'the slow handler had finished before it was run again');
+    const [failed, retried] = seen(definite);
+    assert.ok(retried.receivedAt - failed.receivedAt < 5_000, 'a definite failure waits for the back-off only');
+    const line = await worker.waitForLog((l) => l.key === slow && l.outcome === 'retry_scheduled');
+    assert.match(line.detail, /^time-out; next attempt in [4-6] s$/);
+  });
+
   test('an origin that always fails: dead after RETRY_MAX_ATTEMPTS, visible, then redelivered once', async () => {
     const id = eventId('dead');
     let healthy = false;

@@ -5,8 +5,8 @@
 
 use super::{frame_json_range, frame_prefix, WakeBy, Watched};
 use crate::claim::{
-    self, AttemptOutcome, ClaimPolicy, ClaimStore, FailedOutcome, Fence, FinalizeOutcome, Millis,
-    Nonce, RetryPolicy, StoreError,
+    self, AttemptOutcome, ClaimPolicy, ClaimStore, FailedOutcome, Failure, Fence, FinalizeOutcome,
+    Millis, Nonce, RetryPolicy, StoreError,
 };
 use crate::origin::Verdict;
 
@@ -64,8 +64,9 @@ pub enum AttemptEnd {
 
 /// Settles the attempt holding `fence` on its verdict: a success finalizes; anything else (a
 /// non-2xx, a time-out, a network error: in queue mode every one of them is a failed attempt)
-/// schedules the next attempt or dead-letters the event. Returns how it ended and the alarm
-/// the write needs.
+/// schedules the next attempt or dead-letters the event. An attempt whose answer was lost (a
+/// time-out, a pending or unknown verdict) is not retried before its lease ends, since its
+/// handler may still be running. Returns how it ended and the alarm the write needs.
 #[allow(clippy::too_many_arguments)]
 pub fn settle_attempt<S: ClaimStore>(
     store: &mut S,
@@ -86,16 +87,21 @@ pub fn settle_attempt<S: ClaimStore>(
             },
         ),
         failed => {
-            let reason = match failed {
-                Verdict::Failed(reason) | Verdict::Unknown(reason) => reason,
-                _ => crate::origin::Reason::TimedOut,
+            let (reason, answer_lost) = match failed {
+                Verdict::Failed(reason) => (reason, false),
+                Verdict::Unknown(reason) => (reason, true),
+                _ => (crate::origin::Reason::TimedOut, true),
             };
+            let reason = reason.to_string();
             claim::attempt_failed(
                 &mut watched,
                 key,
                 fence,
                 now,
-                &reason.to_string(),
+                Failure {
+                    reason: &reason,
+                    answer_lost,
+                },
                 policy,
                 retry,
                 jitter,
@@ -243,8 +249,12 @@ mod tests {
             RETRY,
             0.999_999,
         );
-        assert_eq!(end, Ok(AttemptEnd::RetryAt(1_006)));
-        assert_eq!(wake.map(|w| (w.at, w.due)), Some((1_006, true)));
+        assert_eq!(
+            end,
+            Ok(AttemptEnd::RetryAt(10_005)),
+            "a time-out's handler may still run: not before the lease's end"
+        );
+        assert_eq!(wake.map(|w| (w.at, w.due)), Some((10_005, true)));
         assert_eq!(
             store
                 .load("evt_q")
@@ -255,7 +265,7 @@ mod tests {
             Some("time-out"),
             "a time-out is a failed attempt in queue mode"
         );
-        let (started, _) = start(&mut store, "evt_q", 1_006, POLICY, RETRY, Nonce([2; 16]));
+        let (started, _) = start(&mut store, "evt_q", 10_005, POLICY, RETRY, Nonce([2; 16]));
         let Ok(AttemptOutcome::Start { fence, .. }) = started else {
             panic!("{started:?}")
         };
@@ -263,7 +273,7 @@ mod tests {
             &mut store,
             "evt_q",
             &fence,
-            1_007,
+            10_006,
             Verdict::Failed(Reason::Answered(500)),
             POLICY,
             RETRY,

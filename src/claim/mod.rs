@@ -19,7 +19,7 @@ pub use engine::{
 pub use fence::{Fence, InvalidFence, Nonce};
 pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, start_attempt, AttemptOutcome, EnqueueOutcome,
-    FailedOutcome, RedeliverOutcome, RetryPolicy,
+    FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
 pub use record::{CachedResponse, ClaimRecord, ClaimState, Millis, QueueInfo};
 pub use store::{ClaimStore, MemoryClaimStore, StoreError};

@@ -5,7 +5,7 @@
 //! | state | meaning | next |
 //! | --- | --- | --- |
 //! | `queued` | stored, waiting for its attempt at `queue.next_attempt_at` | `processing` when the attempt starts |
-//! | `processing` | an attempt holds the claim under a lease | `done` (2xx), `queued` (failed, another attempt allowed), `dead` (failed, none allowed); after a crash, a new attempt once the lease ends |
+//! | `processing` | an attempt holds the claim under a lease | `done` (2xx), `queued` (failed, another attempt allowed: after the back-off, and not before the lease ends when the answer was lost), `dead` (failed, none allowed); after a crash, a new attempt once the lease ends |
 //! | `done` | delivered; the body is dropped, the record kept for the retention | deleted at the end of the retention |
 //! | `dead` | every allowed attempt failed; the body is kept | `queued` on an operator's redelivery; deleted at the end of the retention |
 
@@ -260,17 +260,30 @@ pub enum FailedOutcome {
     NotOwner,
 }
 
-/// Records that the attempt holding `fence` failed for `reason`: schedules the next attempt
-/// after the back-off (`jitter` in `[0, 1)`), or dead-letters the event when the budget has no
-/// attempt left (`max_attempts` made, or the next would start after `max_age_ms`). Fenced: an
-/// attempt whose lease ran out and was taken over changes nothing.
+/// How an attempt failed, as its settle needs to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure<'a> {
+    /// The classified reason, kept as the record's last error.
+    pub reason: &'a str,
+    /// True when the attempt's answer was lost (a time-out, a reset after sending, a gateway
+    /// that gave up): the handler may still be running, so the next attempt also waits for
+    /// this attempt's lease to end, as a crashed attempt's takeover does.
+    pub answer_lost: bool,
+}
+
+/// Records that the attempt holding `fence` failed: schedules the next attempt after the
+/// back-off (`jitter` in `[0, 1)`), and never before this attempt's lease ends when its answer
+/// was lost, so two runs of the handler do not overlap within the lease; or dead-letters the
+/// event when the budget has no attempt left (`max_attempts` made, or the next would start
+/// after `max_age_ms`). Fenced: an attempt whose lease ran out and was taken over changes
+/// nothing.
 #[allow(clippy::too_many_arguments)]
 pub fn attempt_failed<S: ClaimStore>(
     store: &mut S,
     key: &str,
     fence: &Fence,
     now: Millis,
-    reason: &str,
+    failure: Failure,
     policy: ClaimPolicy,
     retry: RetryPolicy,
     jitter: f64,
@@ -282,11 +295,17 @@ pub fn attempt_failed<S: ClaimStore>(
         return Ok(FailedOutcome::NotOwner);
     }
     let attempts = record.attempts;
+    let lease_end = record.lease_expires_at;
     let Some(queue) = record.queue.as_mut() else {
         return Ok(FailedOutcome::NotOwner);
     };
     let failed = attempts.saturating_sub(queue.budget_first_attempt);
-    let next = now.saturating_add(retry.backoff_ms(failed, jitter));
+    let after_backoff = now.saturating_add(retry.backoff_ms(failed, jitter));
+    let next = if failure.answer_lost {
+        after_backoff.max(lease_end)
+    } else {
+        after_backoff
+    };
     let dead = failed >= retry.max_attempts
         || next > queue.budget_started_at.saturating_add(retry.max_age_ms);
     queue.next_attempt_at = (!dead).then_some(next);
@@ -299,7 +318,7 @@ pub fn attempt_failed<S: ClaimStore>(
             next_attempt_at: next,
         }
     };
-    record.last_release_reason = Some(reason.to_owned());
+    record.last_release_reason = Some(failure.reason.to_owned());
     record.released_at = Some(now);
     // Never expire before the next attempt has had its lease: an acknowledged event is kept
     // until it is delivered or dead, whatever the back-off and the retention.
@@ -401,6 +420,22 @@ mod tests {
         }
     }
 
+    /// An attempt that definitely failed (its answer arrived).
+    fn definite(reason: &str) -> Failure<'_> {
+        Failure {
+            reason,
+            answer_lost: false,
+        }
+    }
+
+    /// An attempt whose answer was lost: its handler may still be running.
+    fn lost(reason: &str) -> Failure<'_> {
+        Failure {
+            reason,
+            answer_lost: true,
+        }
+    }
+
     #[test]
     fn backoff_doubles_up_to_its_cap_with_at_most_a_quarter_off() {
         assert_eq!(RETRY.backoff_ms(1, 0.999_999), 1_000);
@@ -479,7 +514,7 @@ mod tests {
                 KEY,
                 fence,
                 now,
-                "origin answered 500",
+                definite("origin answered 500"),
                 POLICY,
                 RETRY,
                 0.999_999,
@@ -654,9 +689,17 @@ mod tests {
         let mut store = MemoryClaimStore::new();
         enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
-        let FailedOutcome::Retry { next_attempt_at } =
-            attempt_failed(&mut store, KEY, &fence, 10, "time-out", POLICY, two, 0.5).unwrap()
-        else {
+        let FailedOutcome::Retry { next_attempt_at } = attempt_failed(
+            &mut store,
+            KEY,
+            &fence,
+            10,
+            definite("origin answered 503"),
+            POLICY,
+            two,
+            0.5,
+        )
+        .unwrap() else {
             panic!("expected a retry");
         };
         let (_, attempt, _) = start(&mut store, next_attempt_at, 2);
@@ -683,6 +726,120 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_whose_answer_was_lost_is_not_retried_before_its_lease_ends() {
+        // Lease 10 s from the start at 0; the answer is lost at 3 s (a time-out, a gateway
+        // that gave up): the handler may still run, so the next attempt waits for the lease's
+        // end, not just the 1 s back-off.
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let (fence, _, _) = start(&mut store, 0, 1);
+        assert_eq!(
+            attempt_failed(
+                &mut store,
+                KEY,
+                &fence,
+                3_000,
+                lost("time-out"),
+                POLICY,
+                RETRY,
+                0.999_999
+            )
+            .unwrap(),
+            FailedOutcome::Retry {
+                next_attempt_at: POLICY.lease_ms
+            }
+        );
+        let waiting = store.load(KEY).unwrap().unwrap();
+        assert_eq!(waiting.state, ClaimState::Queued);
+        assert_eq!(waiting.last_release_reason.as_deref(), Some("time-out"));
+        assert_eq!(next_wake(&waiting), POLICY.lease_ms);
+        assert_eq!(
+            start_attempt(
+                &mut store,
+                KEY,
+                POLICY.lease_ms - 1,
+                POLICY,
+                RETRY,
+                Nonce([2; 16])
+            )
+            .unwrap(),
+            AttemptOutcome::NotDue {
+                at: POLICY.lease_ms
+            }
+        );
+        let (fence, attempt, takeover) = start(&mut store, POLICY.lease_ms, 2);
+        assert_eq!((attempt, takeover), (2, false));
+
+        // A definite failure at the same point waits for the back-off only.
+        let mut other = MemoryClaimStore::new();
+        enqueue(&mut other, KEY, 0, POLICY, b"body").unwrap();
+        let (first, _, _) = start(&mut other, 0, 1);
+        assert_eq!(
+            attempt_failed(
+                &mut other,
+                KEY,
+                &first,
+                3_000,
+                definite("origin answered 503"),
+                POLICY,
+                RETRY,
+                0.999_999
+            )
+            .unwrap(),
+            FailedOutcome::Retry {
+                next_attempt_at: 4_000
+            }
+        );
+
+        // A back-off longer than what is left of the lease is kept as it is.
+        let slow = RetryPolicy {
+            base_ms: 50_000,
+            max_delay_ms: 50_000,
+            ..RETRY
+        };
+        assert_eq!(
+            attempt_failed(
+                &mut store,
+                KEY,
+                &fence,
+                11_000,
+                lost("origin answered 504"),
+                POLICY,
+                slow,
+                0.999_999
+            )
+            .unwrap(),
+            FailedOutcome::Retry {
+                next_attempt_at: 61_000
+            }
+        );
+
+        // Waiting for the lease's end counts against the age limit like any back-off.
+        let young = RetryPolicy {
+            max_age_ms: 5_000,
+            ..RETRY
+        };
+        let mut aged = MemoryClaimStore::new();
+        enqueue(&mut aged, KEY, 0, POLICY, b"body").unwrap();
+        let (only, _, _) = start(&mut aged, 0, 1);
+        assert_eq!(
+            attempt_failed(
+                &mut aged,
+                KEY,
+                &only,
+                3_000,
+                lost("time-out"),
+                POLICY,
+                young,
+                0.999_999
+            )
+            .unwrap(),
+            FailedOutcome::Dead,
+            "the lease ends after the budget's age limit"
+        );
+    }
+
+    #[test]
     fn the_age_limit_dead_letters_before_the_attempt_limit() {
         let mut store = MemoryClaimStore::new();
         enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
@@ -692,8 +849,17 @@ mod tests {
             ..RETRY
         };
         assert_eq!(
-            attempt_failed(&mut store, KEY, &fence, 99_500, "time-out", POLICY, short, 0.999_999)
-                .unwrap(),
+            attempt_failed(
+                &mut store,
+                KEY,
+                &fence,
+                99_500,
+                definite("origin answered 503"),
+                POLICY,
+                short,
+                0.999_999
+            )
+            .unwrap(),
             FailedOutcome::Dead,
             "the next attempt would start after the age limit"
         );
@@ -709,7 +875,17 @@ mod tests {
         let (new, attempt, takeover) = start(&mut store, 10_000, 2);
         assert_eq!((attempt, takeover), (2, true));
         assert_eq!(
-            attempt_failed(&mut store, KEY, &old, 10_001, "late", POLICY, RETRY, 0.5).unwrap(),
+            attempt_failed(
+                &mut store,
+                KEY,
+                &old,
+                10_001,
+                lost("time-out"),
+                POLICY,
+                RETRY,
+                0.5
+            )
+            .unwrap(),
             FailedOutcome::NotOwner
         );
         assert_eq!(
@@ -740,7 +916,17 @@ mod tests {
             ..RETRY
         };
         assert_eq!(
-            attempt_failed(&mut store, KEY, &fence, 3, "time-out", POLICY, once, 0.5).unwrap(),
+            attempt_failed(
+                &mut store,
+                KEY,
+                &fence,
+                3,
+                lost("time-out"),
+                POLICY,
+                once,
+                0.5
+            )
+            .unwrap(),
             FailedOutcome::Dead
         );
         let dead = store.load(KEY).unwrap().unwrap();
@@ -820,7 +1006,17 @@ mod tests {
         assert_eq!(attempt, 2);
         // The budget counts the attempts of queue mode only.
         assert_eq!(
-            attempt_failed(&mut store, KEY, &fence, late + 1, "x", POLICY, RETRY, 0.0).unwrap(),
+            attempt_failed(
+                &mut store,
+                KEY,
+                &fence,
+                late + 1,
+                definite("x"),
+                POLICY,
+                RETRY,
+                0.0
+            )
+            .unwrap(),
             FailedOutcome::Retry {
                 next_attempt_at: late + 1 + 750
             }
@@ -848,10 +1044,11 @@ mod tests {
         else {
             panic!("no attempt")
         };
-        let next = match attempt_failed(&mut store, KEY, &fence, 10, "x", short, slow, 0.0) {
-            Ok(FailedOutcome::Retry { next_attempt_at }) => next_attempt_at,
-            other => panic!("{other:?}"),
-        };
+        let next =
+            match attempt_failed(&mut store, KEY, &fence, 10, definite("x"), short, slow, 0.0) {
+                Ok(FailedOutcome::Retry { next_attempt_at }) => next_attempt_at,
+                other => panic!("{other:?}"),
+            };
         assert_eq!(next, 10 + 45_000);
         let record = store.load(KEY).unwrap().unwrap();
         assert!(record.expires_at >= next + short.lease_ms + short.retention_ms);
