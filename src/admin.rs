@@ -420,7 +420,7 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
         AuthorityReply::Redeliver(RedeliverOutcome::UnderLease { lease_expires_at }) => {
             AdminAnswer::new(
                 409,
-                json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "detail": "an attempt holds the event under a live lease" }),
+                json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "detail": "an attempt holds the event under a live lease, or its answer was lost and its handler may still be running until then" }),
                 "admin_redeliver_refused",
             )
         }

@@ -99,6 +99,25 @@ test('a takeover inside the replaced claim\'s lease is not believed', () => {
   assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 took over .* inside its lease/);
 });
 
+test('an attempt inside the lease of one whose answer came after the horizon fails, in either mode', () => {
+  for (const mode of ['sync', 'queue']) {
+    const h = history({ mode });
+    // evt_b's first run answered 5 s after it began (horizon 4 s): its answer was lost.
+    const first = h.origin.find((r) => r.eventId === 'evt_b');
+    first.answeredAt = first.receivedAt + 5_000;
+    first.status = 500;
+    h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: first.receivedAt + 3_000, answeredAt: first.receivedAt + 3_001, takeover: false, status: 200 });
+    h.finalStates = { evt_a: 'done', evt_b: 'done' };
+    const { failures, table } = check(h);
+    assert.match(failures.join('\n'), /evt_b: attempt 2 started 3000 ms after attempt 1, whose answer came after the wait horizon, inside its lease/, mode);
+    assert.equal(row(table, 'attempts after an answer slower than the wait horizon (none may start inside its lease)'), 1);
+    // The same attempt once the lease has ended passes.
+    h.origin.at(-1).receivedAt = first.receivedAt + 6_000;
+    h.origin.at(-1).answeredAt = first.receivedAt + 6_001;
+    assert.deepEqual(check(h).failures, [], mode);
+  }
+});
+
 test('an attempt number forwarded twice, or out of order, fails', () => {
   const twice = history();
   twice.origin.push({ eventId: 'evt_a', attempt: 2, receivedAt: 9, answeredAt: 10, takeover: false, status: 500 });

@@ -8,7 +8,7 @@ use crate::claim::{
     self, AttemptOutcome, ClaimPolicy, ClaimStore, FailedOutcome, Failure, Fence, FinalizeOutcome,
     Millis, Nonce, RetryPolicy, StoreError,
 };
-use crate::origin::Verdict;
+use crate::origin::{Reason, Verdict};
 
 /// Headers to forward, in order.
 pub type Headers = Vec<(String, String)>;
@@ -79,19 +79,23 @@ pub fn settle_attempt<S: ClaimStore>(
     jitter: f64,
 ) -> (Result<AttemptEnd, StoreError>, WakeBy) {
     let mut watched = Watched::new(store);
-    let end = match verdict {
-        Verdict::Succeeded => claim::finalize(&mut watched, key, fence, now, policy, None).map(
-            |outcome| match outcome {
-                FinalizeOutcome::Finalized { .. } => AttemptEnd::Delivered,
-                _ => AttemptEnd::FenceConflict,
-            },
-        ),
-        failed => {
-            let (reason, answer_lost) = match failed {
-                Verdict::Failed(reason) => (reason, false),
-                Verdict::Unknown(reason) => (reason, true),
-                _ => (crate::origin::Reason::TimedOut, true),
-            };
+    // How the attempt failed, if it did: the reason, and whether its answer was lost.
+    let failed = match verdict {
+        Verdict::Succeeded => None,
+        Verdict::Failed(reason) => Some((reason, false)),
+        Verdict::Unknown(reason) => Some((reason, true)),
+        Verdict::Pending => Some((Reason::TimedOut, true)),
+    };
+    let end = match failed {
+        None => {
+            claim::finalize(&mut watched, key, fence, now, policy, None).map(
+                |outcome| match outcome {
+                    FinalizeOutcome::Finalized { .. } => AttemptEnd::Delivered,
+                    _ => AttemptEnd::FenceConflict,
+                },
+            )
+        }
+        Some((reason, answer_lost)) => {
             let reason = reason.to_string();
             claim::attempt_failed(
                 &mut watched,
@@ -144,7 +148,6 @@ mod tests {
 
     use crate::authority::{AuthorityReply, AuthorityRequest};
     use crate::claim::{enqueue, ClaimState, EnqueueOutcome, MemoryClaimStore};
-    use crate::origin::Reason;
 
     const POLICY: ClaimPolicy = ClaimPolicy {
         lease_ms: 10_000,
@@ -285,6 +288,54 @@ mod tests {
             store.load("evt_q").unwrap().unwrap().state,
             ClaimState::Dead
         );
+    }
+
+    #[test]
+    fn every_lost_answer_waits_for_the_lease_and_every_definite_failure_only_for_the_back_off() {
+        use crate::origin::{NetworkError, OriginOutcome};
+        let answered = |status| OriginOutcome::Answered { status };
+        let cases = [
+            (answered(502), true),
+            (answered(504), true),
+            (answered(520), true),
+            (answered(524), true),
+            (OriginOutcome::TimedOut, true),
+            (
+                OriginOutcome::Failed {
+                    error: NetworkError::ConnectionLost,
+                },
+                true,
+            ),
+            (
+                OriginOutcome::Failed {
+                    error: NetworkError::Other,
+                },
+                true,
+            ),
+            (answered(500), false),
+            (answered(503), false),
+            (answered(404), false),
+            (answered(521), false),
+            (answered(522), false),
+            (OriginOutcome::NotSent, false),
+        ];
+        for (outcome, lost) in cases {
+            let verdict = match outcome {
+                OriginOutcome::TimedOut => Verdict::Pending,
+                ref other => Verdict::of(other, crate::origin::is_success),
+            };
+            let mut store = MemoryClaimStore::new();
+            enqueue(&mut store, "evt_q", 0, POLICY, b"x").unwrap();
+            let (started, _) = start(&mut store, "evt_q", 0, POLICY, RETRY, Nonce([1; 16]));
+            let Ok(AttemptOutcome::Start { fence, .. }) = started else {
+                panic!("{started:?}")
+            };
+            let (end, _) = settle_attempt(
+                &mut store, "evt_q", &fence, 100, verdict, POLICY, RETRY, 0.999_999,
+            );
+            let expected = if lost { POLICY.lease_ms } else { 1_100 };
+            assert_eq!(end, Ok(AttemptEnd::RetryAt(expected)), "{outcome:?}");
+        }
     }
 
     #[test]

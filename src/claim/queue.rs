@@ -306,6 +306,10 @@ pub fn attempt_failed<S: ClaimStore>(
     } else {
         after_backoff
     };
+    if !failure.answer_lost {
+        // The attempt is over: its lease ends now (a redelivery need not wait for it).
+        record.lease_expires_at = lease_end.min(now);
+    }
     let dead = failed >= retry.max_attempts
         || next > queue.budget_started_at.saturating_add(retry.max_age_ms);
     queue.next_attempt_at = (!dead).then_some(next);
@@ -340,7 +344,8 @@ pub fn attempt_failed<S: ClaimStore>(
 pub enum RedeliverOutcome {
     /// Queued again with a fresh budget, due now.
     Queued,
-    /// An attempt holds the claim under a live lease: nothing changed.
+    /// An attempt holds the claim under a live lease, or its answer was lost and its handler
+    /// may still run until the lease ends: nothing changed.
     UnderLease {
         /// When that lease runs out.
         lease_expires_at: Millis,
@@ -350,7 +355,9 @@ pub enum RedeliverOutcome {
 }
 
 /// Puts a `dead` (or waiting `queued`) event back in the queue, due now, with a fresh attempt
-/// budget from `now`; attempt numbers keep increasing.
+/// budget from `now`; attempt numbers keep increasing. Refused while the last attempt's
+/// handler may still be running (a live lease, or a lost answer within its lease), so a
+/// redelivery never runs it alongside itself.
 pub fn redeliver<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -360,7 +367,7 @@ pub fn redeliver<S: ClaimStore>(
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(RedeliverOutcome::NoBody);
     };
-    if record.has_live_lease(now) {
+    if record.attempt_may_still_run(now) {
         return Ok(RedeliverOutcome::UnderLease {
             lease_expires_at: record.lease_expires_at,
         });
@@ -753,6 +760,14 @@ mod tests {
         assert_eq!(waiting.state, ClaimState::Queued);
         assert_eq!(waiting.last_release_reason.as_deref(), Some("time-out"));
         assert_eq!(next_wake(&waiting), POLICY.lease_ms);
+        assert!(waiting.attempt_may_still_run(POLICY.lease_ms - 1));
+        assert_eq!(
+            redeliver(&mut store, KEY, 3_001, POLICY).unwrap(),
+            RedeliverOutcome::UnderLease {
+                lease_expires_at: POLICY.lease_ms
+            },
+            "an operator's redelivery does not run it alongside itself either"
+        );
         assert_eq!(
             start_attempt(
                 &mut store,
@@ -789,6 +804,16 @@ mod tests {
             FailedOutcome::Retry {
                 next_attempt_at: 4_000
             }
+        );
+        let ended = other.load(KEY).unwrap().unwrap();
+        assert_eq!(
+            ended.lease_expires_at, 3_000,
+            "a definite failure ends the lease"
+        );
+        assert!(!ended.attempt_may_still_run(3_000));
+        assert_eq!(
+            redeliver(&mut other, KEY, 3_001, POLICY).unwrap(),
+            RedeliverOutcome::Queued
         );
 
         // A back-off longer than what is left of the lease is kept as it is.
@@ -836,6 +861,15 @@ mod tests {
             .unwrap(),
             FailedOutcome::Dead,
             "the lease ends after the budget's age limit"
+        );
+        // Dead-lettered on a lost answer: no redelivery until that lease has run out.
+        assert!(matches!(
+            redeliver(&mut aged, KEY, 3_001, POLICY).unwrap(),
+            RedeliverOutcome::UnderLease { .. }
+        ));
+        assert_eq!(
+            redeliver(&mut aged, KEY, POLICY.lease_ms, POLICY).unwrap(),
+            RedeliverOutcome::Queued
         );
     }
 

@@ -144,6 +144,20 @@ impl ClaimRecord {
         self.state == ClaimState::Processing && now < self.lease_expires_at
     }
 
+    /// True while the last attempt's handler may still be running: a `processing` claim under
+    /// a live lease, or a queue-mode attempt whose answer was lost (its time-out, a gateway
+    /// that gave up) and whose lease has not run out. A definite failure ends the lease when
+    /// it is recorded, so it never counts here.
+    pub fn attempt_may_still_run(&self, now: Millis) -> bool {
+        match self.state {
+            ClaimState::Processing => now < self.lease_expires_at,
+            ClaimState::Queued | ClaimState::Dead => {
+                self.queue.is_some() && now < self.lease_expires_at
+            }
+            ClaimState::Done | ClaimState::Released => false,
+        }
+    }
+
     /// When a delivery that meets this live claim should come back: the end of the holder's
     /// wait for its answer while that lies ahead (the claim is settled by then), else the end
     /// of the lease.

@@ -76,6 +76,7 @@ export function check(history) {
   const successCounts = new Map();
   let excusedByRestart = 0;
   let excusedBySlowness = 0;
+  let afterLostAnswer = 0;
   for (const [id, e] of byEvent) {
     const successes = e.origin.filter(ok).sort((a, b) => a.receivedAt - b.receivedAt);
     // Each claim is one attempt number, used for one forward, in increasing order.
@@ -86,6 +87,19 @@ export function check(history) {
         if (attempt > r.attempt) failures.push(`${id}: attempt ${r.attempt} forwarded after attempt ${attempt}`);
       }
       byAttempt.set(r.attempt, r);
+    }
+    // An attempt whose answer came too late to be learned (after the wait horizon) leaves the
+    // event held until its lease ends: no later attempt may start inside that lease, neither
+    // a takeover (sync mode) nor a retry (queue mode), or a slow handler runs alongside itself.
+    const inOrder = [...byAttempt.values()];
+    for (let i = 1; i < inOrder.length; i += 1) {
+      const lost = inOrder[i - 1];
+      const next = inOrder[i];
+      if (lost.answeredAt === undefined || tookMs(lost) <= history.horizonMs) continue;
+      afterLostAnswer += 1;
+      if (next.receivedAt - lost.receivedAt < history.leaseMs - 1_000) {
+        failures.push(`${id}: attempt ${next.attempt} started ${(next.receivedAt - lost.receivedAt).toFixed(0)} ms after attempt ${lost.attempt}, whose answer came after the wait horizon, inside its lease`);
+      }
     }
     // A takeover is only legitimate once the claim it replaces had its lease run out.
     for (const r of e.origin.filter((x) => x.takeover)) {
@@ -141,6 +155,7 @@ export function check(history) {
     ['origin successes after the forward time-out, within the wait horizon (learned late)', lateLearned],
     ['second successes allowed: a restart cut off the first', excusedByRestart],
     ['second successes allowed: the first slower than the wait horizon', excusedBySlowness],
+    ['attempts after an answer slower than the wait horizon (none may start inside its lease)', afterLostAnswer],
     ['late answers settled by the claim authority', history.log.filter((l) => l.outcome === 'late_answer').length],
     ...(history.mode === 'queue' ? [
       ['events delivered (done)', finals.filter((f) => f === 'done').length],
