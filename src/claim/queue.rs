@@ -732,89 +732,60 @@ mod tests {
         assert_eq!((attempt, takeover), (2, true));
     }
 
-    #[test]
-    fn an_attempt_whose_answer_was_lost_is_not_retried_before_its_lease_ends() {
-        // Lease 10 s from the start at 0; the answer is lost at 3 s (a time-out, a gateway
-        // that gave up): the handler may still run, so the next attempt waits for the lease's
-        // end, not just the 1 s back-off.
+    /// A store holding an event whose first attempt started at 0 (lease to 10 s), and its fence.
+    fn first_attempt() -> (MemoryClaimStore, Fence) {
         let mut store = MemoryClaimStore::new();
         enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
+        (store, fence)
+    }
+
+    /// Settles the attempt holding `fence` as failed at `now`, with the longest back-off.
+    fn fail(
+        store: &mut MemoryClaimStore,
+        fence: &Fence,
+        now: Millis,
+        failure: Failure,
+        retry: RetryPolicy,
+    ) -> FailedOutcome {
+        attempt_failed(store, KEY, fence, now, failure, POLICY, retry, 0.999_999).unwrap()
+    }
+
+    #[test]
+    fn an_attempt_whose_answer_was_lost_is_not_retried_before_its_lease_ends() {
+        // The answer is lost at 3 s (a time-out, a gateway that gave up): the handler may
+        // still run, so the next attempt waits for the lease's end, not just the 1 s back-off.
+        let lease_end = POLICY.lease_ms;
+        let (mut store, fence) = first_attempt();
         assert_eq!(
-            attempt_failed(
-                &mut store,
-                KEY,
-                &fence,
-                3_000,
-                lost("time-out"),
-                POLICY,
-                RETRY,
-                0.999_999
-            )
-            .unwrap(),
+            fail(&mut store, &fence, 3_000, lost("time-out"), RETRY),
             FailedOutcome::Retry {
-                next_attempt_at: POLICY.lease_ms
+                next_attempt_at: lease_end
             }
         );
         let waiting = store.load(KEY).unwrap().unwrap();
         assert_eq!(waiting.state, ClaimState::Queued);
         assert_eq!(waiting.last_release_reason.as_deref(), Some("time-out"));
-        assert_eq!(next_wake(&waiting), POLICY.lease_ms);
-        assert!(waiting.attempt_may_still_run(POLICY.lease_ms - 1));
+        assert_eq!(next_wake(&waiting), lease_end);
+        assert!(waiting.attempt_may_still_run(lease_end - 1));
         assert_eq!(
             redeliver(&mut store, KEY, 3_001, POLICY).unwrap(),
             RedeliverOutcome::UnderLease {
-                lease_expires_at: POLICY.lease_ms
+                lease_expires_at: lease_end
             },
             "an operator's redelivery does not run it alongside itself either"
         );
-        assert_eq!(
-            start_attempt(
-                &mut store,
-                KEY,
-                POLICY.lease_ms - 1,
-                POLICY,
-                RETRY,
-                Nonce([2; 16])
-            )
-            .unwrap(),
-            AttemptOutcome::NotDue {
-                at: POLICY.lease_ms
-            }
+        let early = start_attempt(
+            &mut store,
+            KEY,
+            lease_end - 1,
+            POLICY,
+            RETRY,
+            Nonce([2; 16]),
         );
-        let (fence, attempt, takeover) = start(&mut store, POLICY.lease_ms, 2);
+        assert_eq!(early.unwrap(), AttemptOutcome::NotDue { at: lease_end });
+        let (fence, attempt, takeover) = start(&mut store, lease_end, 2);
         assert_eq!((attempt, takeover), (2, false));
-
-        // A definite failure at the same point waits for the back-off only.
-        let mut other = MemoryClaimStore::new();
-        enqueue(&mut other, KEY, 0, POLICY, b"body").unwrap();
-        let (first, _, _) = start(&mut other, 0, 1);
-        assert_eq!(
-            attempt_failed(
-                &mut other,
-                KEY,
-                &first,
-                3_000,
-                definite("origin answered 503"),
-                POLICY,
-                RETRY,
-                0.999_999
-            )
-            .unwrap(),
-            FailedOutcome::Retry {
-                next_attempt_at: 4_000
-            }
-        );
-        let ended = other.load(KEY).unwrap().unwrap();
-        assert_eq!(
-            ended.lease_expires_at, 3_000,
-            "a definite failure ends the lease"
-        );
-        assert!(!ended.attempt_may_still_run(3_000));
-        assert_eq!(
-            redeliver(&mut other, KEY, 3_001, POLICY).unwrap(),
-            RedeliverOutcome::Queued
-        );
 
         // A back-off longer than what is left of the lease is kept as it is.
         let slow = RetryPolicy {
@@ -823,52 +794,58 @@ mod tests {
             ..RETRY
         };
         assert_eq!(
-            attempt_failed(
+            fail(
                 &mut store,
-                KEY,
                 &fence,
                 11_000,
                 lost("origin answered 504"),
-                POLICY,
-                slow,
-                0.999_999
-            )
-            .unwrap(),
+                slow
+            ),
             FailedOutcome::Retry {
                 next_attempt_at: 61_000
             }
         );
 
-        // Waiting for the lease's end counts against the age limit like any back-off.
+        // A definite failure at the same point waits for the back-off only, and ends the lease.
+        let (mut other, first) = first_attempt();
+        assert_eq!(
+            fail(
+                &mut other,
+                &first,
+                3_000,
+                definite("origin answered 503"),
+                RETRY
+            ),
+            FailedOutcome::Retry {
+                next_attempt_at: 4_000
+            }
+        );
+        let ended = other.load(KEY).unwrap().unwrap();
+        assert_eq!(ended.lease_expires_at, 3_000);
+        assert!(!ended.attempt_may_still_run(3_000));
+        assert_eq!(
+            redeliver(&mut other, KEY, 3_001, POLICY).unwrap(),
+            RedeliverOutcome::Queued
+        );
+
+        // Waiting for the lease's end counts against the age limit like any back-off; then
+        // no redelivery either until that lease has run out.
         let young = RetryPolicy {
             max_age_ms: 5_000,
             ..RETRY
         };
-        let mut aged = MemoryClaimStore::new();
-        enqueue(&mut aged, KEY, 0, POLICY, b"body").unwrap();
-        let (only, _, _) = start(&mut aged, 0, 1);
+        let (mut aged, only) = first_attempt();
         assert_eq!(
-            attempt_failed(
-                &mut aged,
-                KEY,
-                &only,
-                3_000,
-                lost("time-out"),
-                POLICY,
-                young,
-                0.999_999
-            )
-            .unwrap(),
+            fail(&mut aged, &only, 3_000, lost("time-out"), young),
             FailedOutcome::Dead,
             "the lease ends after the budget's age limit"
         );
-        // Dead-lettered on a lost answer: no redelivery until that lease has run out.
         assert!(matches!(
             redeliver(&mut aged, KEY, 3_001, POLICY).unwrap(),
             RedeliverOutcome::UnderLease { .. }
         ));
         assert_eq!(
-            redeliver(&mut aged, KEY, POLICY.lease_ms, POLICY).unwrap(),
+            redeliver(&mut aged, KEY, lease_end, POLICY).unwrap(),
             RedeliverOutcome::Queued
         );
     }
