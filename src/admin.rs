@@ -402,7 +402,7 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
         AuthorityReply::Forget(ForgetOutcome::StillProcessing) => AdminAnswer::refused(
             409,
             "processing",
-            "a claim is held; release it first",
+            "a claim is held (release it first), or an attempt whose answer was lost may still be running until its lease ends",
             "admin_forget_refused",
         ),
         AuthorityReply::Forget(ForgetOutcome::NotFound) => AdminAnswer::not_found(),

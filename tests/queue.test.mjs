@@ -110,6 +110,9 @@ describe('queue mode', () => {
     const refused = await call(`${worker.url}/admin/events/${gateway}/redeliver`, { method: 'POST', headers: auth });
     assert.equal(refused.status, 409, 'an operator\'s redelivery waits for the lease too');
     assert.equal(refused.json.error, 'lease_live');
+    const kept = await call(`${worker.url}/admin/events/${gateway}`, { method: 'DELETE', headers: auth });
+    assert.equal(kept.status, 409, 'nor is it deleted while its handler may still run');
+    assert.equal(kept.json.error, 'processing');
     const first = seen(gateway)[0];
     assert.ok(waiting.queue.next_attempt_at >= first.receivedAt + 6_000, `the next attempt waits for the lease: ${waiting.queue.next_attempt_at - first.receivedAt} ms after the first`);
     for (const id of [slow, gateway, definite]) {

@@ -374,8 +374,9 @@ pub fn release<S: ClaimStore>(
 
 /// Deletes the finished or released record of `key` whose fence is `fence` (as an operator
 /// read it), so the key is processed again from scratch. A `processing` record is never
-/// deleted (`StillProcessing`), and a record whose fence changed since it was read is left
-/// alone (`NotOwner`).
+/// deleted, nor one whose last attempt may still be running (a queue attempt whose answer was
+/// lost, until its lease ends): `StillProcessing`. A record whose fence changed since it was
+/// read is left alone (`NotOwner`).
 pub fn forget<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -388,7 +389,7 @@ pub fn forget<S: ClaimStore>(
     if record.fence != *fence {
         return Ok(ForgetOutcome::NotOwner);
     }
-    if record.state == ClaimState::Processing {
+    if record.state == ClaimState::Processing || record.attempt_may_still_run(now) {
         return Ok(ForgetOutcome::StillProcessing);
     }
     delete_record(store, &record)?;

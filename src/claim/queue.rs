@@ -775,6 +775,11 @@ mod tests {
             },
             "an operator's redelivery does not run it alongside itself either"
         );
+        assert_eq!(
+            forget(&mut store, KEY, &waiting.fence, 3_001).unwrap(),
+            ForgetOutcome::StillProcessing,
+            "nor is it deleted, so that a resend would run it at once"
+        );
         let early = start_attempt(
             &mut store,
             KEY,
@@ -844,9 +849,14 @@ mod tests {
             redeliver(&mut aged, KEY, 3_001, POLICY).unwrap(),
             RedeliverOutcome::UnderLease { .. }
         ));
+        let dead = aged.load(KEY).unwrap().unwrap();
         assert_eq!(
-            redeliver(&mut aged, KEY, lease_end, POLICY).unwrap(),
-            RedeliverOutcome::Queued
+            forget(&mut aged, KEY, &dead.fence, 3_001).unwrap(),
+            ForgetOutcome::StillProcessing
+        );
+        assert_eq!(
+            forget(&mut aged, KEY, &dead.fence, lease_end).unwrap(),
+            ForgetOutcome::Forgotten
         );
     }
 
