@@ -319,7 +319,8 @@ pub enum Next {
 ///   a dead attempt over itself when its lease ends, and `redeliver` serves a dead event);
 ///   409 `lease_live` while the claim's lease is live (its attempt may still run or await its
 ///   answer) unless `force`; else release with the fence read;
-/// - forget: forget with the fence read (the claim authority refuses a processing record).
+/// - forget: forget with the fence read (the claim authority refuses a processing record, and
+///   a queue record whose last attempt's answer was lost, until that attempt's lease ends).
 pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force: bool) -> Next {
     let record = match reply {
         AuthorityReply::Record {

@@ -115,6 +115,12 @@ test('an attempt inside the lease of one whose answer came after the horizon fai
     h.origin.at(-1).receivedAt = first.receivedAt + 6_000;
     h.origin.at(-1).answeredAt = first.receivedAt + 6_001;
     assert.deepEqual(check(h).failures, [], mode);
+    // A run that never answered (cut off by a restart) is as lost: a retry inside its lease fails.
+    delete first.answeredAt;
+    first.status = undefined;
+    h.restartsAt = [{ from: first.receivedAt + 100, to: first.receivedAt + 900 }];
+    h.origin.at(-1).receivedAt = first.receivedAt + 2_000;
+    assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 started 2000 ms after attempt 1/, mode);
   }
 });
 

@@ -100,7 +100,8 @@ pub enum ReleaseOutcome {
 pub enum ForgetOutcome {
     /// The record is deleted: the next delivery of the key runs the work again.
     Forgotten,
-    /// A claim is held (`processing`): release it first. Nothing changed.
+    /// A claim is held (`processing`: release it first), or a queue attempt whose answer was
+    /// lost may still be running until its lease ends. Nothing changed.
     StillProcessing,
     /// The fence is not the record's (it changed since it was read): nothing changed.
     NotOwner,

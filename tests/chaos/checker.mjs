@@ -35,6 +35,9 @@
 /** How long after the origin's answer its settle may still be under way when a crash comes. */
 export const SETTLE_GRACE_MS = 2_000;
 
+/** How far past the wait horizon an answer must come to be surely unlearned (timers run late). */
+export const LATE_TIMER_MARGIN_MS = 250;
+
 /** How long after a restart a send may still fail on a connection the restart cut. */
 export const RESTART_ERROR_GRACE_MS = 2_000;
 
@@ -95,7 +98,8 @@ export function check(history) {
     for (let i = 1; i < inOrder.length; i += 1) {
       const lost = inOrder[i - 1];
       const next = inOrder[i];
-      if (lost.answeredAt === undefined || tookMs(lost) <= history.horizonMs) continue;
+      // Never answered (cut off by a restart) counts as slower than any horizon.
+      if (tookMs(lost) <= history.horizonMs + LATE_TIMER_MARGIN_MS) continue;
       afterLostAnswer += 1;
       if (next.receivedAt - lost.receivedAt < history.leaseMs - 1_000) {
         failures.push(`${id}: attempt ${next.attempt} started ${(next.receivedAt - lost.receivedAt).toFixed(0)} ms after attempt ${lost.attempt}, whose answer came after the wait horizon, inside its lease`);
