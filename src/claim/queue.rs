@@ -304,12 +304,10 @@ pub fn attempt_failed<S: ClaimStore>(
     let next = if failure.answer_lost {
         after_backoff.max(lease_end)
     } else {
-        after_backoff
-    };
-    if !failure.answer_lost {
         // The attempt is over: its lease ends now (a redelivery need not wait for it).
         record.lease_expires_at = lease_end.min(now);
-    }
+        after_backoff
+    };
     let dead = failed >= retry.max_attempts
         || next > queue.budget_started_at.saturating_add(retry.max_age_ms);
     queue.next_attempt_at = (!dead).then_some(next);

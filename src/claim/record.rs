@@ -150,7 +150,7 @@ impl ClaimRecord {
     /// it is recorded, so it never counts here.
     pub fn attempt_may_still_run(&self, now: Millis) -> bool {
         match self.state {
-            ClaimState::Processing => now < self.lease_expires_at,
+            ClaimState::Processing => self.has_live_lease(now),
             ClaimState::Queued | ClaimState::Dead => {
                 self.queue.is_some() && now < self.lease_expires_at
             }
