@@ -174,6 +174,9 @@ describe('webhook deliveries', () => {
       assert.equal(held.last_release_reason ?? null, null, `${id}: never released`);
       const repeat = await deliver(worker, eventPayload(id), { secret: SECRET });
       assert.equal(repeat.status, 409, `${id}: ${repeat.text}`);
+      assert.ok(held.wait_ends_at <= Date.now(), `${id}: no answer is awaited any more`);
+      const retryAfter = Number(repeat.headers.get('retry-after'));
+      assert.ok(retryAfter > 30, `${id}: come back when the 60 s lease ends, not when a wait ends (Retry-After ${retryAfter})`);
       assert.equal(seen(id).length, 1, `${id}: the handler was not run again`);
     }
     const line = await worker.waitForLog((l) => l.key === atOnce && l.status === 502);

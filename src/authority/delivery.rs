@@ -292,7 +292,8 @@ pub enum Settle {
     Finalize(Option<CachedResponse>),
     /// Release with this reason (as kept in the record).
     Release(String),
-    /// Keep the claim until its lease ends (nothing is written).
+    /// Keep the claim until its lease ends; only the end of the wait for an answer is
+    /// written, so that repeats are told to come back when the lease ends.
     Hold,
 }
 
@@ -321,7 +322,11 @@ pub fn settle<S: ClaimStore>(
 ) -> Result<(SettleStep, WakeBy), StoreError> {
     let mut watched = Watched::new(store);
     let step = match how {
-        Settle::Hold => SettleStep::Held,
+        Settle::Hold => {
+            // Repeats now wait for the lease's end, not for an answer that will not come.
+            claim::stop_waiting(&mut watched, key, fence, now)?;
+            SettleStep::Held
+        }
         Settle::Finalize(response) => {
             match claim::finalize(&mut watched, key, fence, now, policy, response)? {
                 FinalizeOutcome::Finalized { .. } => SettleStep::Finalized,
@@ -492,6 +497,18 @@ mod tests {
             store.load("evt_1").unwrap().unwrap().state,
             ClaimState::Processing,
             "an unknown outcome keeps the claim"
+        );
+        assert!(
+            matches!(
+                begin(&mut store, &deliver(3), 100).0,
+                Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
+                    ClaimOutcome::DuplicateInflight {
+                        lease_expires_at: 10_060,
+                        retry_at: 10_060
+                    }
+                )))
+            ),
+            "a held claim sends repeats to the end of its lease, not of its answer wait (4_060)"
         );
         let (step, _) = settle(
             &mut store,

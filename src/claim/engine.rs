@@ -373,6 +373,31 @@ pub fn release<S: ClaimStore>(
     }
 }
 
+/// Records that the holder of `fence` on `key` stopped waiting for its answer at `now` (the
+/// outcome is unknown and nothing more will be learned), so a repeat is told to come back at
+/// the end of the lease, when the claim can be taken over, rather than at the end of a wait
+/// that is over. The claim itself is kept: it stays `Processing` until its lease ends.
+///
+/// Writes only when the holder's claim is still `Processing` and its wait lay ahead; any other
+/// fence or state → nothing written. Returns true when it wrote.
+pub fn stop_waiting<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(false);
+    };
+    let waits = record.wait_ends_at.is_some_and(|at| at > now);
+    if record.fence != *fence || record.state != ClaimState::Processing || !waits {
+        return Ok(false);
+    }
+    record.wait_ends_at = Some(now);
+    store.save(&record)?;
+    Ok(true)
+}
+
 /// Deletes the finished or released record of `key` whose fence is `fence` (as an operator
 /// read it), so the key is processed again from scratch. A `processing` record is never
 /// deleted, nor one whose last attempt may still be running (a queue attempt whose answer was

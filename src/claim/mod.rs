@@ -13,8 +13,8 @@ mod store;
 
 pub use codec::{decode_record, encode_record, SCHEMA_VERSION};
 pub use engine::{
-    claim, expire, finalize, forget, inspect, release, ClaimOutcome, ClaimPolicy, ClaimRequest,
-    Expired, FinalizeOutcome, ForgetOutcome, ReleaseOutcome, Sweep,
+    claim, expire, finalize, forget, inspect, release, stop_waiting, ClaimOutcome, ClaimPolicy,
+    ClaimRequest, Expired, FinalizeOutcome, ForgetOutcome, ReleaseOutcome, Sweep,
 };
 pub use fence::{Fence, InvalidFence, Nonce};
 pub use queue::{

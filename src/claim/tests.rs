@@ -615,6 +615,56 @@ fn a_live_claim_sends_repeats_back_at_the_end_of_its_answer_wait() {
 }
 
 #[test]
+fn a_holder_that_stops_waiting_sends_repeats_to_the_end_of_its_lease() {
+    let mut store = MemoryClaimStore::new();
+    let policy = ClaimPolicy {
+        lease_ms: 10_000,
+        retention_ms: 100_000,
+    };
+    let outcome = super::claim(
+        &mut store,
+        &ClaimRequest {
+            key: KEY,
+            now: 0,
+            policy,
+            nonce: Nonce(nonce(1)),
+            fingerprint: None,
+            answer_within_ms: Some(4_000),
+        },
+    )
+    .unwrap();
+    let (fence, _, _) = claimed(outcome);
+    assert!(
+        !stop_waiting(&mut store, KEY, &Fence::new(1, nonce(9)), 500).unwrap(),
+        "another fence writes nothing"
+    );
+    assert_eq!(store.load(KEY).unwrap().unwrap().wait_ends_at, Some(4_000));
+    assert!(stop_waiting(&mut store, KEY, &fence, 1_000).unwrap());
+    let record = store.load(KEY).unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.wait_ends_at),
+        (ClaimState::Processing, Some(1_000)),
+        "the claim is kept"
+    );
+    assert!(
+        !stop_waiting(&mut store, KEY, &fence, 1_500).unwrap(),
+        "a wait already over writes nothing"
+    );
+    match claim(&mut store, KEY, 2_000, policy, nonce(2), None).unwrap() {
+        ClaimOutcome::DuplicateInflight { retry_at, .. } => assert_eq!(retry_at, 10_000),
+        other => panic!("{other:?}"),
+    }
+    let mut record = store.load(KEY).unwrap().unwrap();
+    record.wait_ends_at = Some(4_000);
+    store.save(&record).unwrap();
+    finalize(&mut store, KEY, &fence, 3_000, policy, None).unwrap();
+    assert!(
+        !stop_waiting(&mut store, KEY, &fence, 3_000).unwrap(),
+        "a finished claim is left alone, even with its wait ahead"
+    );
+}
+
+#[test]
 fn the_answer_wait_never_outlasts_the_lease() {
     let mut store = MemoryClaimStore::new();
     super::claim(
