@@ -400,12 +400,17 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
             json!({ "status": "forgotten", "detail": "the next delivery is processed as new" }),
             "admin_forgotten",
         ),
-        AuthorityReply::Forget(ForgetOutcome::StillProcessing) => AdminAnswer::refused(
-            409,
-            "processing",
-            "a claim is held (release it first), or an attempt whose answer was lost may still be running until its lease ends",
-            "admin_forget_refused",
-        ),
+        AuthorityReply::Forget(ForgetOutcome::StillProcessing { lease_expires_at }) => {
+            AdminAnswer::new(
+                409,
+                json!({
+                    "error": "processing",
+                    "lease_expires_at": lease_expires_at,
+                    "detail": "a claim is held (release it first), or an attempt whose answer was lost may still be running until its lease ends",
+                }),
+                "admin_forget_refused",
+            )
+        }
         AuthorityReply::Forget(ForgetOutcome::NotFound) => AdminAnswer::not_found(),
         AuthorityReply::Forget(ForgetOutcome::NotOwner) => AdminAnswer::refused(
             409,
@@ -579,8 +584,21 @@ mod tests {
             (200, "admin_forgotten")
         );
         assert_eq!(
-            change(AuthorityReply::Forget(ForgetOutcome::StillProcessing)),
+            change(AuthorityReply::Forget(ForgetOutcome::StillProcessing {
+                lease_expires_at: 1
+            })),
             (409, "admin_forget_refused")
+        );
+        let refused = after_change(&AuthorityReply::Forget(ForgetOutcome::StillProcessing {
+            lease_expires_at: 7_000,
+        }));
+        assert_eq!(
+            (
+                refused.body["error"].as_str(),
+                refused.body["lease_expires_at"].as_u64()
+            ),
+            (Some("processing"), Some(7_000)),
+            "the refusal says until when"
         );
         assert_eq!(
             change(AuthorityReply::Forget(ForgetOutcome::NotFound)),

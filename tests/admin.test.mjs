@@ -94,6 +94,9 @@ describe('admin API', () => {
     const refused = await call(`${worker.url}/admin/events/${id}/release`, { method: 'POST', headers: auth() });
     assert.equal(refused.status, 409, 'its lease is live: it may still be running');
     assert.equal(refused.json.error, 'lease_live');
+    const kept = await call(`${worker.url}/admin/events/${id}`, { method: 'DELETE', headers: auth() });
+    assert.equal(kept.status, 409, 'a held claim is not deleted');
+    assert.deepEqual([kept.json.error, kept.json.lease_expires_at], ['processing', record.lease_expires_at]);
     const release = await call(`${worker.url}/admin/events/${id}/release?force=true`, { method: 'POST', headers: auth() });
     assert.equal(release.status, 200);
     assert.equal(release.json.status, 'released');

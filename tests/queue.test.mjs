@@ -113,6 +113,7 @@ describe('queue mode', () => {
     const kept = await call(`${worker.url}/admin/events/${gateway}`, { method: 'DELETE', headers: auth });
     assert.equal(kept.status, 409, 'nor is it deleted while its handler may still run');
     assert.equal(kept.json.error, 'processing');
+    assert.equal(kept.json.lease_expires_at, waiting.lease_expires_at, 'it says until when');
     const first = seen(gateway)[0];
     assert.ok(waiting.queue.next_attempt_at >= first.receivedAt + 6_000, `the next attempt waits for the lease: ${waiting.queue.next_attempt_at - first.receivedAt} ms after the first`);
     for (const id of [slow, gateway, definite]) {

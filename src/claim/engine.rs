@@ -102,7 +102,11 @@ pub enum ForgetOutcome {
     Forgotten,
     /// A claim is held (`processing`: release it first), or a queue attempt whose answer was
     /// lost may still be running until its lease ends. Nothing changed.
-    StillProcessing,
+    StillProcessing {
+        /// When the lease of the claim or attempt ends (a held claim can then be released
+        /// without force; a lost queue attempt's record can then be deleted).
+        lease_expires_at: Millis,
+    },
     /// The fence is not the record's (it changed since it was read): nothing changed.
     NotOwner,
     /// No record for the key.
@@ -416,7 +420,9 @@ pub fn forget<S: ClaimStore>(
         return Ok(ForgetOutcome::NotOwner);
     }
     if record.state == ClaimState::Processing || record.attempt_may_still_run(now) {
-        return Ok(ForgetOutcome::StillProcessing);
+        return Ok(ForgetOutcome::StillProcessing {
+            lease_expires_at: record.lease_expires_at,
+        });
     }
     delete_record(store, &record)?;
     Ok(ForgetOutcome::Forgotten)

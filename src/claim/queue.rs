@@ -775,7 +775,9 @@ mod tests {
         );
         assert_eq!(
             forget(&mut store, KEY, &waiting.fence, 3_001).unwrap(),
-            ForgetOutcome::StillProcessing,
+            ForgetOutcome::StillProcessing {
+                lease_expires_at: lease_end
+            },
             "nor is it deleted, so that a resend would run it at once"
         );
         let early = start_attempt(
@@ -850,7 +852,9 @@ mod tests {
         let dead = aged.load(KEY).unwrap().unwrap();
         assert_eq!(
             forget(&mut aged, KEY, &dead.fence, 3_001).unwrap(),
-            ForgetOutcome::StillProcessing
+            ForgetOutcome::StillProcessing {
+                lease_expires_at: lease_end
+            }
         );
         assert_eq!(
             forget(&mut aged, KEY, &dead.fence, lease_end).unwrap(),

@@ -557,7 +557,9 @@ fn forget_deletes_only_a_settled_record_with_the_fence_read() {
     let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap());
     assert_eq!(
         forget(&mut store, KEY, &fence, 1).unwrap(),
-        ForgetOutcome::StillProcessing
+        ForgetOutcome::StillProcessing {
+            lease_expires_at: 1_000
+        }
     );
     finalize(&mut store, KEY, &fence, 2, POLICY, None).unwrap();
     assert_eq!(
