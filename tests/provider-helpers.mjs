@@ -22,6 +22,15 @@ export function deliveryId(provider) {
   }
 }
 
+/**
+ * The id this product claims a delivery by (record key `{provider}:{id}`, forwarded as
+ * `x-webhook-dedup-event-id`): Shopify's topic and event id together (one run per topic per
+ * event), the delivery id for the others.
+ */
+export function claimId(provider, id, event) {
+  return provider === 'shopify' ? `${event ?? 'orders/create'}:${id}` : id;
+}
+
 /** The headers `provider` sends with `body`, signed with `secret` (Standard: at `timestamp`). */
 export async function signedHeaders(provider, { id, body, secret, timestamp = new Date(), event }) {
   switch (provider) {

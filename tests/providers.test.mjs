@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { adminHeaders, call, objectFiles, sleep, startOrigin, startWorker, until } from './harness.mjs';
-import { deliveryId, deliverAs, handlerVerifies, send, signedHeaders, standardSecret } from './provider-helpers.mjs';
+import { claimId, deliveryId, deliverAs, handlerVerifies, send, signedHeaders, standardSecret } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
 const STRIPE_SECRET = 'whsec_providers_stripe';
@@ -58,10 +58,11 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     SHOPIFY_ORIGIN_URL: `${origin.url}/shopify`,
   }));
   const { behaviour } = ctx;
+  // By the id each sender's delivery is claimed by (Shopify's: `orders/create:{event id}`).
   const seen = (provider, id) => ctx.origin.requests.filter(
-    (r) => r.headers['x-webhook-dedup-event-id'] === id && r.headers['x-webhook-dedup-provider'] === provider,
+    (r) => r.headers['x-webhook-dedup-event-id'] === claimId(provider, id) && r.headers['x-webhook-dedup-provider'] === provider,
   );
-  const inspect = (provider, id) => call(`${ctx.worker.url}/admin/deliveries/${provider}/${encodeURIComponent(id)}`, { headers: adminHeaders(ctx.worker) });
+  const inspect = (provider, id) => call(`${ctx.worker.url}/admin/deliveries/${provider}/${encodeURIComponent(claimId(provider, id))}`, { headers: adminHeaders(ctx.worker) });
   const done = async (provider, id) => (await inspect(provider, id)).json?.record?.state === 'done';
 
   test('/healthz lists the enabled providers and their delivery modes', async () => {
@@ -78,8 +79,8 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       const answer = await deliverAs(ctx.worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
       assert.equal(answer.status, 200, answer.text);
       assert.deepEqual(answer.json, queued
-        ? { status: 'queued', event_id: id }
-        : { status: 'processed', event_id: id, origin_status: 200 });
+        ? { status: 'queued', event_id: claimId(provider, id) }
+        : { status: 'processed', event_id: claimId(provider, id), origin_status: 200 });
       const [forwarded] = await until(() => seen(provider, id).length && seen(provider, id), 10_000, 'the forward');
       assert.equal(forwarded.url, provider === 'shopify' ? '/shopify' : '/hooks', 'its own origin, else ORIGIN_URL');
       assert.ok(forwarded.body.equals(Buffer.from(payload)), 'the body as sent');
@@ -95,8 +96,8 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       assert.equal(seen(provider, id).length, 1, 'ran once');
 
       const record = (await inspect(provider, id)).json.record;
-      assert.equal(record.key, `${provider}:${id}`, 'named by provider and id');
-      const line = await ctx.worker.waitForLog((l) => l.key === `${provider}:${id}` && l.outcome === 'duplicate');
+      assert.equal(record.key, `${provider}:${claimId(provider, id)}`, 'named by provider and id');
+      const line = await ctx.worker.waitForLog((l) => l.key === record.key && l.outcome === 'duplicate');
       assert.equal(line.provider, provider);
       const eventType = { standard: undefined, github: 'push', shopify: 'orders/create' }[provider];
       assert.equal(line.event_type, eventType);
@@ -205,6 +206,29 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       assert.equal(seen(provider, shared).length, 1, provider);
     }
     assert.equal(seen('stripe', shared).length, 1, 'stripe');
+  });
+
+  test('shopify: one merchant action delivered under two topics runs each topic\'s handler once', async () => {
+    // X-Shopify-Event-Id is shared by every delivery one action causes; each topic has its own
+    // handler, so the claim is the topic and the event id together.
+    const id = deliveryId('shopify');
+    const secret = SECRETS.shopify[0];
+    const topics = ['orders/create', 'orders/paid'];
+    for (const event of topics) {
+      const answer = await deliverAs(ctx.worker, 'shopify', { id, event, body: body('shopify', id), secret });
+      assert.deepEqual(answer.json, { status: 'queued', event_id: `${event}:${id}` }, answer.text);
+    }
+    const byTopic = (event) => ctx.origin.requests.filter((r) => r.headers['x-shopify-event-id'] === id && r.headers['x-shopify-topic'] === event);
+    for (const event of topics) {
+      await until(() => byTopic(event).length, 10_000, `${event} forwarded`);
+      const url = `${ctx.worker.url}/admin/deliveries/shopify/${encodeURIComponent(`${event}:${id}`)}`;
+      await until(async () => (await call(url, { headers: adminHeaders(ctx.worker) })).json?.record?.state === 'done', 5_000, `${event} done`);
+    }
+    // A second subscription to a topic (another webhook id, the same event id): a duplicate.
+    const again = await deliverAs(ctx.worker, 'shopify', { id, event: 'orders/paid', body: body('shopify', id), secret });
+    assert.deepEqual(again.json, { status: 'duplicate' });
+    await sleep(300);
+    for (const event of topics) assert.equal(byTopic(event).length, 1, `${event} ran once`);
   });
 
   test('Stripe is one provider among them, unchanged: its records keep their names, both admin paths reach them', async () => {

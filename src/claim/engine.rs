@@ -440,12 +440,15 @@ pub fn inspect<S: ClaimStore>(
 
 /// Deletes `record` and the payload it holds, if any.
 fn delete_record<S: ClaimStore>(store: &mut S, record: &ClaimRecord) -> Result<(), StoreError> {
+    // The record first: a body left behind by a failed second delete is never read (only a
+    // record's `body_held` leads to it), and the object's last sweep deletes all its storage.
     // A queue record's body too, even one marked as dropped: a finalize saves the record
     // before it deletes the body, and that delete may have failed.
+    store.delete(&record.key)?;
     if record.queue.is_some() {
         store.delete_payload(&record.key)?;
     }
-    store.delete(&record.key)
+    Ok(())
 }
 
 /// Deletes every record whose retention ended at or before `now`, and tells when the next one

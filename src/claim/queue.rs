@@ -959,6 +959,27 @@ mod tests {
     }
 
     #[test]
+    fn a_forget_cut_short_never_leaves_a_record_without_its_body() {
+        let mut store = MemoryClaimStore::new();
+        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        let fence = store.load(KEY).unwrap().unwrap().fence;
+        // The load and the record's delete succeed; the body's delete fails.
+        store.fail_later(2, StoreError::Retryable("disk".into()));
+        assert!(forget(&mut store, KEY, &fence, 1).is_err());
+        assert_eq!(
+            store.load(KEY).unwrap(),
+            None,
+            "no record is left to deliver a body that is gone"
+        );
+        // The orphaned body is never read: a new event under the key stores its own.
+        enqueue(&mut store, KEY, 2, POLICY, b"new body").unwrap();
+        assert_eq!(
+            store.load_payload(KEY).unwrap().as_deref(),
+            Some(&b"new body"[..])
+        );
+    }
+
+    #[test]
     fn a_sync_delivery_meeting_a_queued_event_is_acknowledged() {
         let mut store = MemoryClaimStore::new();
         enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();

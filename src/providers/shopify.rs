@@ -1,7 +1,9 @@
 //! Shopify: `X-Shopify-Hmac-Sha256`, the base64 HMAC-SHA256 of the raw body with the app's
 //! client secret. Its "ignore duplicate webhooks" guidance keys on `X-Shopify-Event-Id`, shared by
-//! every delivery one merchant action causes (so two subscriptions to one topic run once); the
-//! topic is in `X-Shopify-Topic`. No signed timestamp.
+//! every delivery one merchant action causes (so two subscriptions to one topic run once). One
+//! action can cause deliveries of several topics (`X-Shopify-Topic`), each for its own handler,
+//! so a delivery is claimed by its topic and event id together: one run per topic per event.
+//! No signed timestamp.
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
@@ -15,10 +17,22 @@ pub const ID_HEADER: &str = "x-shopify-event-id";
 /// The topic header.
 pub const TOPIC_HEADER: &str = "x-shopify-topic";
 
-/// Reads a delivery's headers: its signature, event id and topic.
+/// Reads a delivery's headers: its signature, topic and event id. Its id (the claim's) is
+/// `{topic}:{event id}`, so that deliveries of two topics caused by one action never meet in
+/// one record; the event id alone when the topic header is missing or not a token. An id
+/// longer than [`super::MAX_HEADER_ID_LEN`] is refused as invalid.
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
     let decode = |text: &str| BASE64.decode(text).ok()?.try_into().ok();
-    super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, TOPIC_HEADER)
+    let mut inbound =
+        super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, TOPIC_HEADER)?;
+    if let Some(topic) = &inbound.identity.event_type {
+        let id = format!("{topic}:{}", inbound.identity.id);
+        if !super::is_header_id(&id) {
+            return Err(Refusal::InvalidId);
+        }
+        inbound.identity.id = id;
+    }
+    Ok(inbound)
 }
 
 #[cfg(test)]
@@ -51,7 +65,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             (verified.id.as_str(), verified.event_type.as_deref()),
-            ("e-1", Some("orders/create"))
+            ("orders/create:e-1", Some("orders/create"))
         );
         assert_eq!(
             verify(
@@ -74,6 +88,40 @@ mod tests {
                 300
             ),
             Err(Refusal::SignatureMismatch)
+        );
+    }
+
+    #[test]
+    fn one_event_is_claimed_once_per_topic() {
+        let body = br#"{"id":1}"#;
+        let signature = BASE64.encode(mac(b"shpss_secret", b"", body));
+        let read_with = |topic: Option<String>, id: String| {
+            let signature = signature.clone();
+            read(&move |name: &str| match name {
+                SIGNATURE_HEADER => Some(signature.clone()),
+                ID_HEADER => Some(id.clone()),
+                TOPIC_HEADER => topic.clone(),
+                _ => None,
+            })
+            .map(|inbound| inbound.identity.id)
+        };
+        let id = |topic: &str| read_with(Some(topic.into()), "e-1".into());
+        assert_eq!(id("orders/create"), Ok("orders/create:e-1".into()));
+        assert_eq!(id("orders/paid"), Ok("orders/paid:e-1".into()));
+        assert_eq!(
+            read_with(None, "e-1".into()),
+            Ok("e-1".into()),
+            "without a topic, the event id alone"
+        );
+        assert_eq!(
+            read_with(Some("a b".into()), "e-1".into()),
+            Ok("e-1".into()),
+            "a topic that is not a token is not part of the id"
+        );
+        assert_eq!(
+            read_with(Some("orders/create".into()), "e".repeat(250)),
+            Err(Refusal::InvalidId),
+            "no longer than any other header id"
         );
     }
 }

@@ -6,7 +6,7 @@
 import http from 'node:http';
 
 import { sleep, startWorker } from '../harness.mjs';
-import { signedHeaders, standardSecret } from '../provider-helpers.mjs';
+import { claimId, signedHeaders, standardSecret } from '../provider-helpers.mjs';
 import { eventPayload, signatureFor } from '../stripe-helpers.mjs';
 
 const SECRET = 'whsec_chaos';
@@ -51,7 +51,9 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
     req.on('end', () => {
       const roll = rand();
       const record = {
-        eventId: req.headers['x-webhook-dedup-event-id'],
+        // The sender's own id (a Shopify delivery is claimed as `{topic}:{event id}`; each
+        // event here has one topic).
+        eventId: req.headers['x-shopify-event-id'] ?? req.headers['x-webhook-dedup-event-id'],
         takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
         receivedAt: performance.now(),
@@ -260,7 +262,7 @@ export async function runChaos(options) {
     const deadline = Date.now() + 120_000;
     while (!settled() && Date.now() < deadline) await sleep(500);
     for (const id of events) {
-      const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${encodeURIComponent(claimId(o.provider, id))}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       finalStates[id] = answer.status === 200 ? (await answer.json()).record.state : `absent (${answer.status})`;
     }
   }
