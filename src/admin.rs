@@ -300,6 +300,9 @@ pub enum Next {
         fence: Fence,
         /// The reason kept in the record.
         reason: String,
+        /// Without force: the object refuses it while the lease is live by its own clock
+        /// (this check, made with the worker's clock, answers most such calls first).
+        only_after_lease: bool,
     },
     /// Forget the record read with this fence.
     Forget {
@@ -353,18 +356,13 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
                 "admin_release_refused",
             ))
         }
-        Action::Release if record.has_live_lease(now) && !force => Next::Answer(AdminAnswer::new(
-            409,
-            json!({
-                "error": "lease_live",
-                "lease_expires_at": record.lease_expires_at,
-                "detail": "the claim's lease is live: its attempt may still be running or waiting for its answer; add ?force=true to release it anyway",
-            }),
-            "admin_release_refused",
-        )),
+        Action::Release if record.has_live_lease(now) && !force => {
+            Next::Answer(lease_live(record.lease_expires_at))
+        }
         Action::Release => Next::Release {
             fence: record.fence.clone(),
             reason: Reason::Operator.to_string(),
+            only_after_lease: !force,
         },
         Action::Forget => Next::Forget {
             fence: record.fence.clone(),
@@ -381,6 +379,19 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
     }
 }
 
+/// The refusal of a release without force while the claim's lease is live.
+fn lease_live(lease_expires_at: Millis) -> AdminAnswer {
+    AdminAnswer::new(
+        409,
+        json!({
+            "error": "lease_live",
+            "lease_expires_at": lease_expires_at,
+            "detail": "the claim's lease is live: its attempt may still be running or waiting for its answer; add ?force=true to release it anyway",
+        }),
+        "admin_release_refused",
+    )
+}
+
 /// The answer to the claim authority's reply to a release or a forget.
 pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
     match reply {
@@ -389,6 +400,7 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
             json!({ "status": "released", "detail": "the next delivery runs the work again" }),
             "admin_released",
         ),
+        AuthorityReply::LeaseLive { lease_expires_at } => lease_live(*lease_expires_at),
         AuthorityReply::Release(_) => AdminAnswer::refused(
             409,
             "changed",
@@ -512,12 +524,27 @@ mod tests {
         assert_eq!((status, body["error"].as_str()), (409, Some("lease_live")));
         assert!(matches!(
             after_inspect(Action::Release, &processing(), 4_999, true),
-            Next::Release { .. }
+            Next::Release {
+                only_after_lease: false,
+                ..
+            }
         ));
         assert!(matches!(
             after_inspect(Action::Release, &processing(), 5_000, false),
-            Next::Release { reason, .. } if reason == "released by an operator"
+            Next::Release { reason, only_after_lease: true, .. } if reason == "released by an operator"
         ));
+        // The object, by its own clock, may still see the lease live: the same refusal.
+        let refused = after_change(&AuthorityReply::LeaseLive {
+            lease_expires_at: 5_000,
+        });
+        assert_eq!(
+            (
+                refused.status,
+                refused.body["error"].as_str(),
+                refused.body["lease_expires_at"].as_u64()
+            ),
+            (409, Some("lease_live"), Some(5_000))
+        );
         // An attempt of queue mode is never released, even forced: the queue takes it over.
         let mut attempt = record(ClaimState::Processing, 5_000);
         attempt.queue = Some(crate::claim::QueueInfo {

@@ -82,6 +82,10 @@ pub enum AuthorityRequest {
         reason: String,
         /// Lease and retention for this front door.
         policy: ClaimPolicy,
+        /// An operator's release without force: refused with [`AuthorityReply::LeaseLive`],
+        /// nothing written, while the claim's lease is live by the object's clock.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        only_after_lease: bool,
     },
     /// Delete the settled record of `key` if its fence is still `fence` (see [`claim::forget`]).
     Forget {
@@ -176,6 +180,11 @@ pub enum AuthorityReply {
     Redeliver(RedeliverOutcome),
     /// The request was `known_only` and the key has no record: nothing was written.
     NotKnown,
+    /// A release `only_after_lease` met a claim whose lease is live: nothing was written.
+    LeaseLive {
+        /// When the lease ends.
+        lease_expires_at: Millis,
+    },
     /// The store failed; nothing was changed.
     StoreFailed {
         /// True when the same request may succeed later.
@@ -306,7 +315,23 @@ pub fn handle<S: ClaimStore>(
             fence,
             reason,
             policy,
-        } => claim::release(store, key, fence, now, reason, *policy).map(AuthorityReply::Release),
+            only_after_lease,
+        } => {
+            let live = match *only_after_lease {
+                true => claim::inspect(store, key, now).map(|record| {
+                    record.filter(|record| record.fence == *fence && record.has_live_lease(now))
+                }),
+                false => Ok(None),
+            };
+            match live {
+                Ok(Some(record)) => Ok(AuthorityReply::LeaseLive {
+                    lease_expires_at: record.lease_expires_at,
+                }),
+                Ok(None) => claim::release(store, key, fence, now, reason, *policy)
+                    .map(AuthorityReply::Release),
+                Err(error) => Err(error),
+            }
+        }
         AuthorityRequest::Forget { key, fence } => {
             claim::forget(store, key, fence, now).map(AuthorityReply::Forget)
         }
@@ -423,6 +448,7 @@ mod tests {
             fence: Fence::new(2, [9; 16]),
             reason: "origin answered 500".into(),
             policy: POLICY,
+            only_after_lease: false,
         };
         let text = serde_json::to_string(&request).unwrap();
         assert!(
@@ -446,6 +472,48 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<AuthorityReply>(&text).unwrap(),
             reply
+        );
+    }
+
+    #[test]
+    fn a_release_without_force_waits_for_the_lease_by_the_objects_clock() {
+        let mut store = MemoryClaimStore::new();
+        let (claimed, _) = handle(
+            &mut store,
+            &AuthorityRequest::Claim {
+                key: "evt_1".into(),
+                policy: POLICY,
+                nonce: crate::claim::Nonce([1; 16]),
+                fingerprint: None,
+            },
+            b"",
+            0,
+        );
+        let AuthorityReply::Claim(ClaimOutcome::Claimed { fence, .. }) = claimed else {
+            panic!("{claimed:?}")
+        };
+        let release = |only_after_lease| AuthorityRequest::Release {
+            key: "evt_1".into(),
+            fence: fence.clone(),
+            reason: "released by an operator".into(),
+            policy: POLICY,
+            only_after_lease,
+        };
+        // The worker's clock may run ahead of the object's: the object decides.
+        assert_eq!(
+            handle(&mut store, &release(true), b"", 999).0,
+            AuthorityReply::LeaseLive {
+                lease_expires_at: 1_000
+            }
+        );
+        assert_eq!(
+            store.load("evt_1").unwrap().unwrap().state,
+            crate::claim::ClaimState::Processing,
+            "nothing written"
+        );
+        assert_eq!(
+            handle(&mut store, &release(true), b"", 1_000).0,
+            AuthorityReply::Release(ReleaseOutcome::Released { already: false })
         );
     }
 

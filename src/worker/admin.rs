@@ -56,11 +56,16 @@ async fn answer(req: &Request, env: &Env, rest: &str, line: &mut LogLine) -> Res
     let change =
         match admin::after_inspect(route.action, &inspected, Date::now().as_millis(), force) {
             Next::Answer(answer) => return Ok(answer),
-            Next::Release { fence, reason } => AuthorityRequest::Release {
+            Next::Release {
+                fence,
+                reason,
+                only_after_lease,
+            } => AuthorityRequest::Release {
                 key: route.key.clone(),
                 fence,
                 reason,
                 policy,
+                only_after_lease,
             },
             Next::Forget { fence } => AuthorityRequest::Forget {
                 key: route.key.clone(),

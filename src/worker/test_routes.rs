@@ -131,6 +131,7 @@ fn settle(key: &str, op: &str, body: SettleBody, policy: ClaimPolicy) -> Authori
             fence: body.fence,
             reason: body.reason.unwrap_or_else(|| "test".into()),
             policy,
+            only_after_lease: false,
         }
     }
 }
