@@ -4,8 +4,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
-if [ ! -f build/worker/shim.mjs ]; then
-  echo "e2e: build/worker/shim.mjs is missing; run npm run build first" >&2
+if [ ! -f build/index.js ]; then
+  echo "e2e: build/index.js is missing; run npm run build first" >&2
   exit 1
 fi
 export TMPDIR="$ROOT/.wrangler/tmp"

@@ -5,7 +5,6 @@ export ROOT
 TOOLS="$ROOT/.tools"
 export TOOLS
 # Pinned versions. WASM_BINDGEN_VERSION must equal the wasm-bindgen library in Cargo.lock.
-WORKER_BUILD_VERSION="0.8.7"
 WASM_BINDGEN_VERSION="0.2.129"
 # The project's JavaScript tools (wrangler 4.164 and its workerd) need Node.js >= NODE_MIN_VERSION.
 # When the machine's own Node.js is older, scripts/setup.sh installs NODE_VERSION (the current
@@ -13,10 +12,6 @@ WASM_BINDGEN_VERSION="0.2.129"
 NODE_MIN_VERSION="22.12.0"
 NODE_VERSION="24.22.3"
 export PATH="$TOOLS/node/bin:$TOOLS/bin:$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
-# worker-build would download these from GitHub; point it at the pinned local ones instead.
-export WASM_BINDGEN_BIN="$TOOLS/bin/wasm-bindgen"
-export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
-export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
 # Local runs send nothing to Cloudflare.
 export WRANGLER_SEND_METRICS=false
 export CLOUDFLARE_CF_FETCH_ENABLED=false

@@ -37,7 +37,6 @@ install_tool() { # crate version binary
     cargo install "$crate" --version "$version" --locked --root "$TOOLS" --force
   fi
 }
-install_tool worker-build "$WORKER_BUILD_VERSION" worker-build
 install_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen
 
 # 4. A Node.js new enough for wrangler: the machine's own when it is, else the pinned Node.js

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 /// How the forward ended, as the runtime reported it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "ended", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum OriginOutcome {
     /// The origin's status line arrived.
     Answered {
@@ -120,7 +120,7 @@ impl fmt::Display for Reason {
 
 /// What an outcome means for the claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The handler succeeded (the front door decides which statuses count): finalize.
     Succeeded,

@@ -184,13 +184,14 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
  * Starts a worker straight on workerd through Miniflare's API, without the `wrangler dev`
  * proxy: the built worker (`kind: 'worker'`, with `vars`), or the benchmark's floor
  * (`kind: 'floor'`) or JavaScript peer (`kind: 'peer'`). Durable Objects are SQLite-backed and
- * persisted in a temporary folder.
+ * persisted in a temporary folder. `buildDir` runs another build of the worker (build/ by
+ * default); `inspectorPort` opens the runtime's DevTools inspector there.
  */
-export async function startDirect({ kind = 'worker', vars: given = {} } = {}) {
+export async function startDirect({ kind = 'worker', vars: given = {}, buildDir = path.join(ROOT, 'build'), inspectorPort } = {}) {
   const vars = withTestToken(given);
   const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-direct-'));
-  const common = { compatibilityDate: COMPATIBILITY_DATE, host: '127.0.0.1', port: 0, resourcePersistencePath: persist };
+  const common = { compatibilityDate: COMPATIBILITY_DATE, host: '127.0.0.1', port: 0, resourcePersistencePath: persist, ...(inspectorPort ? { inspectorPort } : {}) };
   const javascript = {
     floor: { file: path.join(ROOT, 'bench', 'floor', 'worker.js'), binding: 'FLOOR', className: 'FloorObject' },
     peer: { file: path.join(ROOT, 'bench', 'peer', 'worker.js'), binding: 'PEER', className: 'PeerClaims' },
@@ -204,10 +205,10 @@ export async function startDirect({ kind = 'worker', vars: given = {} } = {}) {
     }
     : {
       ...common,
-      modulesRoot: path.join(ROOT, 'build'),
+      modulesRoot: buildDir,
       modules: [
-        { type: 'ESModule', path: path.join(ROOT, 'build', 'index.js') },
-        { type: 'CompiledWasm', path: path.join(ROOT, 'build', 'index_bg.wasm') },
+        { type: 'ESModule', path: path.join(buildDir, 'index.js') },
+        { type: 'CompiledWasm', path: path.join(buildDir, 'index_bg.wasm') },
       ],
       durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
       bindings: vars,

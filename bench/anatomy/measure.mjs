@@ -2,8 +2,9 @@
 // bodies, the benchmark's concurrency) for a ladder of probes, each doing a little more of a
 // duplicate delivery's work, measured in the same run:
 //   - a JavaScript Worker that reads the body and answers (answer.js);
-//   - the same, plus one request to this project's Rust object, which answers at once
-//     (object-request.js);
+//   - the same, plus one log line of the size this worker writes (answer-with-log.js);
+//   - the same as the first, plus one RPC call to this project's Rust object, which answers at
+//     once (object-request.js);
 //   - this worker refusing an unknown path: its entry point, log line and JSON answer;
 //   - this worker refusing a delivery with a wrong signature: configuration, body, WebCrypto HMAC;
 //   - this worker answering a duplicate: all of the above plus the request to the event's
@@ -54,6 +55,7 @@ export async function anatomy({ start, signed, forged, requests, concurrency, lo
   }));
   const rungs = [
     { name: 'javascript-answer', runtime: () => startProbe('answer.js', false), make: async () => cycle(plain(names)) },
+    { name: 'javascript-answer-and-log', runtime: () => startProbe('answer-with-log.js', false), make: async () => cycle(plain(names)) },
     { name: 'javascript-object-request', runtime: () => startProbe('object-request.js', true), make: async () => cycle(plain(names)) },
     { name: 'worker-unknown-path', runtime: () => start('worker'), make: async () => cycle(plain(names).map((r) => ({ ...r, path: '/anatomy' }))) },
     { name: 'worker-wrong-signature', runtime: () => start('worker'), make: async () => cycle(await forged(names)) },

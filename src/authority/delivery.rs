@@ -35,7 +35,7 @@ pub struct Forward {
 
 /// Which front door the delivery came through: what counts as success, and what is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "door", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Door {
     /// A webhook: a 2xx is success; the answer's body is not kept.
     Webhook,
@@ -208,7 +208,7 @@ pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (B
 
 /// How the delivery stands when its sender is answered.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "delivery", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// Not forwarded; the claim outcome says why.
     Declined(ClaimOutcome),

@@ -21,7 +21,7 @@ pub struct ClaimPolicy {
 
 /// The answer to a claim.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// The caller holds the claim until `lease_expires_at` and must finalize or release it with
     /// `fence`. `takeover` is true when an earlier claim's lease ran out unfinished.
@@ -61,7 +61,7 @@ pub enum ClaimOutcome {
 
 /// The answer to a finalize.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FinalizeOutcome {
     /// The key is done. `already` is true when this fence had finalized it before.
     Finalized {
@@ -78,7 +78,7 @@ pub enum FinalizeOutcome {
 
 /// The answer to a release.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ReleaseOutcome {
     /// The claim is given back; the next delivery claims the key at once. `already` is true when
     /// this fence had released it before.
@@ -96,7 +96,7 @@ pub enum ReleaseOutcome {
 
 /// The answer to a forget.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ForgetOutcome {
     /// The record is deleted: the next delivery of the key runs the work again.
     Forgotten,

@@ -45,7 +45,7 @@ impl RetryPolicy {
 
 /// The answer to storing an event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum EnqueueOutcome {
     /// Stored; its first attempt is due now.
     Queued,
@@ -124,7 +124,7 @@ pub fn enqueue<S: ClaimStore>(
 
 /// The answer to starting an attempt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum AttemptOutcome {
     /// The attempt holds the claim until `lease_expires_at`; forward the stored payload.
     Start {
@@ -246,7 +246,7 @@ pub fn start_attempt<S: ClaimStore>(
 
 /// The answer to a failed attempt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FailedOutcome {
     /// Another attempt is due at `next_attempt_at`.
     Retry {
@@ -338,7 +338,7 @@ pub fn attempt_failed<S: ClaimStore>(
 
 /// The answer to an operator's redelivery.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum RedeliverOutcome {
     /// Queued again with a fresh budget, due now.
     Queued,

@@ -1,17 +1,19 @@
 //! `/admin/...`: inspect, release and forget records. Off unless `ADMIN_TOKEN` is set. The
 //! decisions are the answer table in [`crate::admin`]; this reads, asks, and renders.
 
-use worker::{Date, Env, Request, Response, Result};
+use worker::{Env, Response, Result};
 
 use super::authority_client::AuthorityClient;
+use super::clock;
 use super::door::{self, Visit};
 use super::env_config;
+use super::inbound::Inbound;
 use crate::admin::{self, Action, AdminAnswer, Next};
 use crate::authority::AuthorityRequest;
 use crate::log_line::{Level, LogLine, Route};
 
 /// Serves one admin request; `rest` is the path after `/admin/`.
-pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
+pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let mut visit = Visit::start(Route::Admin, &req.method());
     let answer = answer(&req, env, rest, &mut visit.line).await?;
     visit.line.outcome = answer.outcome;
@@ -22,7 +24,7 @@ pub async fn serve(req: Request, env: &Env, rest: &str) -> Result<Response> {
     Ok(visit.finish(env, response))
 }
 
-async fn answer(req: &Request, env: &Env, rest: &str, line: &mut LogLine) -> Result<AdminAnswer> {
+async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Result<AdminAnswer> {
     let Ok(config) = env_config::config(env) else {
         return Ok(AdminAnswer::misconfigured());
     };
@@ -53,29 +55,28 @@ async fn answer(req: &Request, env: &Env, rest: &str, line: &mut LogLine) -> Res
             key: route.key.clone(),
         })
         .await;
-    let change =
-        match admin::after_inspect(route.action, &inspected, Date::now().as_millis(), force) {
-            Next::Answer(answer) => return Ok(answer),
-            Next::Release {
-                fence,
-                reason,
-                only_after_lease,
-            } => AuthorityRequest::Release {
-                key: route.key.clone(),
-                fence,
-                reason,
-                policy,
-                only_after_lease,
-            },
-            Next::Forget { fence } => AuthorityRequest::Forget {
-                key: route.key.clone(),
-                fence,
-            },
-            Next::Redeliver => AuthorityRequest::Redeliver {
-                key: route.key.clone(),
-                policy,
-            },
-        };
+    let change = match admin::after_inspect(route.action, &inspected, clock::now_ms(), force) {
+        Next::Answer(answer) => return Ok(answer),
+        Next::Release {
+            fence,
+            reason,
+            only_after_lease,
+        } => AuthorityRequest::Release {
+            key: route.key.clone(),
+            fence,
+            reason,
+            policy,
+            only_after_lease,
+        },
+        Next::Forget { fence } => AuthorityRequest::Forget {
+            key: route.key.clone(),
+            fence,
+        },
+        Next::Redeliver => AuthorityRequest::Redeliver {
+            key: route.key.clone(),
+            policy,
+        },
+    };
     let answer = admin::after_change(&client.send(&change).await);
     if answer.status < 400 && route.action != Action::Inspect {
         line.raise(Level::Warn); // an operator changed a record

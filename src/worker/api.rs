@@ -1,12 +1,14 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL`.
 
 use worker::web_sys::{self, ReadableStream};
-use worker::{Context, Date, Env, Headers, Request, Response, Result};
+use worker::{Context, Env, Headers, Response, Result};
 
 use super::body::{self, BodyError};
+use super::clock;
 use super::door::{self, Visit};
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
+use super::inbound::Inbound;
 use super::rate_limit;
 use crate::authority::{Deliver, Door, Forward, Head};
 use crate::claim::CachedResponse;
@@ -16,7 +18,7 @@ use crate::log_line::{LogLine, Outcome, Route};
 use crate::origin::OriginOutcome;
 
 /// Serves one `/api/...` request and writes its log line.
-pub async fn serve(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
+pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     let mut visit = Visit::start(Route::Idempotency, &req.method());
     let response = match handle(req, env, ctx, &mut visit.line).await {
         Ok(response) => response,
@@ -30,7 +32,7 @@ pub async fn serve(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
 
 /// Config, the door's rules, rate limit, body, then the delivery; the answer.
 async fn handle(
-    mut req: Request,
+    req: Inbound,
     env: &Env,
     ctx: &Context,
     line: &mut LogLine,
@@ -67,7 +69,7 @@ async fn handle(
         return Err(Problem::rate_limited());
     }
     let limit = config.delivery.max_body_bytes;
-    let body = body::read_capped(&mut req, limit)
+    let body = body::read_capped(&req, limit)
         .await
         .map_err(|error| match error {
             BodyError::TooLarge => Problem::body_too_large(limit),
@@ -102,7 +104,7 @@ async fn handle(
         },
     };
     let (reply, stream) = door::deliver(env, ctx, make, &body, line).await;
-    match idem::after_delivery(&reply, Date::now().as_millis()) {
+    match idem::after_delivery(&reply, clock::now_ms()) {
         ApiAnswer::Live(head) => {
             line.outcome = idem::live_outcome(head.status);
             line.status_from_origin = true;
@@ -138,14 +140,14 @@ fn request_headers(from: &Headers) -> Vec<(String, String)> {
 /// Sends the request to the origin untouched (body streamed) and returns its answer as is,
 /// redirects included; 504 / 502 problems when it does not answer in time or at all.
 async fn pass_through(
-    req: Request,
+    req: Inbound,
     target: &str,
     timeout_ms: u64,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
     let headers = request_headers(req.headers());
     let body = req.inner().body().map(Into::into);
-    let started = Date::now().as_millis();
+    let started = clock::now_ms();
     let sent = Exchange::start(&Outgoing {
         url: target,
         method: req.inner().method().as_str(),
@@ -162,7 +164,7 @@ async fn pass_through(
         },
         Err(outcome) => Err(outcome),
     };
-    line.origin_ms = Some(Date::now().as_millis().saturating_sub(started));
+    line.origin_ms = Some(clock::now_ms().saturating_sub(started));
     match result {
         Ok(response) => {
             let head = Head {

@@ -6,8 +6,8 @@ use std::rc::Rc;
 
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
-use worker::Date;
 
+use super::clock;
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing};
 use super::keeper::Keeper;
@@ -32,7 +32,7 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
     let Ok(nonce) = Nonce::random() else {
         return;
     };
-    let now = Date::now().as_millis();
+    let now = clock::now_ms();
     let policy = config.webhook.claims;
     let started = keeper
         .with_store(key, "attempt", |store| {
@@ -63,14 +63,14 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         }
         _ => return,
     };
-    let sent = Date::now().as_millis();
+    let sent = clock::now_ms();
     let outcome = forward_stored(keeper, &config, key, attempt, takeover).await;
-    let origin_ms = Date::now().as_millis().saturating_sub(sent);
+    let origin_ms = clock::now_ms().saturating_sub(sent);
     let verdict = match outcome {
         OriginOutcome::TimedOut => Verdict::Pending,
         ref outcome => Verdict::of(outcome, crate::origin::is_success),
     };
-    let now = Date::now().as_millis();
+    let now = clock::now_ms();
     let jitter = random_fraction();
     // Fenced, so a settle refused by a busy store is tried again while the lease lasts (an
     // attempt left unsettled would be taken over, and its handler run again).
@@ -161,7 +161,7 @@ async fn forward_stored(
     let Some(first_key) = keys.first() else {
         return OriginOutcome::NotSent;
     };
-    let now_seconds = (Date::now().as_millis() / 1_000) as i64;
+    let now_seconds = (clock::now_ms() / 1_000) as i64;
     providers::refresh_signature(provider, id, &mut headers, first_key, now_seconds, body);
     headers.extend(Door::Webhook.attempt_headers(key, attempt, takeover));
     let body = JsValue::from(Uint8Array::from(body));

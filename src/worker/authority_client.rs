@@ -1,14 +1,25 @@
 //! The worker's typed client of the claim authority (one Durable Object per key).
 
 use js_sys::futures::JsFuture;
-use js_sys::Uint8Array;
+use js_sys::{Promise, Uint8Array};
+use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::web_sys::{self, ReadableStream};
+use worker::web_sys::ReadableStream;
 use worker::{Env, ObjectNamespace};
 
 use super::authority_wire;
 use super::kv_store::js_flag;
 use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
+
+#[wasm_bindgen]
+extern "C" {
+    /// A stub of one claim authority object, called over RPC.
+    type ClaimStub;
+
+    /// Sends one request frame; resolves to the object's reply.
+    #[wasm_bindgen(method, catch)]
+    fn call(this: &ClaimStub, frame: &Uint8Array) -> Result<Promise, JsValue>;
+}
 
 /// The binding name of the claim authority's namespace in `wrangler.toml`.
 pub const BINDING: &str = "CLAIM_AUTHORITY";
@@ -83,14 +94,9 @@ impl AuthorityClient {
             .id_from_name(key)
             .and_then(|id| id.get_stub())
             .map_err(|error| wasm_bindgen::JsValue::from_str(&error.to_string()))?;
-        let init = web_sys::RequestInit::new();
-        init.set_method("POST");
-        init.set_body(frame);
-        let request = web_sys::Request::new_with_str_and_init("https://claim-authority/", &init)?;
-        let stub: worker::worker_sys::DurableObject = stub.into_rpc();
-        let promise = stub.fetch_with_request(&request)?;
-        let response: web_sys::Response = JsFuture::from(promise).await?.dyn_into()?;
-        Ok(authority_wire::read_reply(response).await)
+        let stub: ClaimStub = stub.into_rpc::<JsValue>().unchecked_into();
+        let answer = JsFuture::from(stub.call(frame)?).await?;
+        Ok(authority_wire::read_reply(answer))
     }
 }
 

@@ -1,10 +1,10 @@
-//! The bytes between the worker and the claim authority: request frames and replies (the
-//! format is described in [`crate::authority`]). Both sides use this file.
+//! The values between the worker and the claim authority's RPC method `call`: request frames
+//! and replies (the format is described in [`crate::authority`]). Both sides use this file.
 
-use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::web_sys::{self, ReadableStream};
-use worker::{Request, Response, Result};
+use worker::Result;
 
 use crate::authority::{
     frame_json_range, frame_prefix, AuthorityReply, AuthorityRequest, REPLY_HEADER,
@@ -24,17 +24,9 @@ pub fn encode_request(request: &AuthorityRequest, body: Option<&Uint8Array>) -> 
 }
 
 /// Reads a request frame (in the object): the request, and a view of the body after it.
-pub async fn read_request(
-    req: Request,
+pub fn read_request(
+    frame: &Uint8Array,
 ) -> std::result::Result<(AuthorityRequest, Uint8Array), String> {
-    let buffer = JsFuture::from(
-        req.inner()
-            .array_buffer()
-            .map_err(|_| "the request body is unreadable".to_owned())?,
-    )
-    .await
-    .map_err(|_| "the request body is unreadable".to_owned())?;
-    let frame = Uint8Array::new(&buffer);
     let len = frame.length() as usize;
     if len < 4 {
         return Err("not an authority request frame".into());
@@ -49,13 +41,22 @@ pub async fn read_request(
     Ok((request, frame.subarray(end as u32, len as u32)))
 }
 
-/// A reply in a JSON body.
-pub fn reply(reply: &AuthorityReply) -> Result<Response> {
-    Response::from_json(reply)
+/// A reply: its JSON, as a string.
+pub fn reply(reply: &AuthorityReply) -> JsValue {
+    JsValue::from_str(&serde_json::to_string(reply).expect("a reply always serialises"))
+}
+
+/// The reply to a frame the object could not read (say, from a worker of another release during
+/// a deploy): a store failure worth retrying, saying why.
+pub fn unreadable(detail: &str) -> JsValue {
+    reply(&AuthorityReply::StoreFailed {
+        retryable: true,
+        detail: format!("the claim authority could not read the request: {detail}"),
+    })
 }
 
 /// A reply whose body is `stream` (the origin's answer), the JSON in [`REPLY_HEADER`].
-pub fn reply_with_stream(reply: &AuthorityReply, stream: &ReadableStream) -> Result<Response> {
+pub fn reply_with_stream(reply: &AuthorityReply, stream: &ReadableStream) -> Result<JsValue> {
     let headers = web_sys::Headers::new()?;
     headers.set(REPLY_HEADER, &serde_json::to_string(reply)?)?;
     let init = web_sys::ResponseInit::new();
@@ -66,24 +67,24 @@ pub fn reply_with_stream(reply: &AuthorityReply, stream: &ReadableStream) -> Res
 
 /// Reads a reply (in the worker): the reply, and the body stream when the origin's answer came
 /// with it.
-pub async fn read_reply(
-    response: web_sys::Response,
+pub fn read_reply(
+    answer: JsValue,
 ) -> std::result::Result<(AuthorityReply, Option<ReadableStream>), String> {
-    if let Ok(Some(json)) = response.headers().get(REPLY_HEADER) {
-        let reply = serde_json::from_str(&json)
-            .map_err(|error| format!("claim authority reply unreadable: {error}"))?;
-        return Ok((reply, response.body()));
+    if let Some(json) = answer.as_string() {
+        return serde_json::from_str(&json)
+            .map(|reply| (reply, None))
+            .map_err(|error| format!("claim authority reply unreadable: {error}"));
     }
-    let status = response.status();
-    let text = JsFuture::from(response.text().map_err(|_| "reply unreadable".to_owned())?)
-        .await
-        .map_err(|_| "reply unreadable".to_owned())?
-        .as_string()
-        .unwrap_or_default();
-    if status != 200 {
-        return Err(format!("claim authority answered {status}: {text}"));
-    }
-    serde_json::from_str(&text)
-        .map(|reply| (reply, None))
-        .map_err(|error| format!("claim authority reply unreadable: {error}"))
+    let response: web_sys::Response = answer
+        .dyn_into()
+        .map_err(|_| "claim authority reply unreadable".to_owned())?;
+    let json = response
+        .headers()
+        .get(REPLY_HEADER)
+        .ok()
+        .flatten()
+        .ok_or_else(|| "claim authority reply unreadable".to_owned())?;
+    let reply = serde_json::from_str(&json)
+        .map_err(|error| format!("claim authority reply unreadable: {error}"))?;
+    Ok((reply, response.body()))
 }

@@ -1,7 +1,7 @@
 //! Reading a request body with a size cap; shared by both front doors.
 
+use super::inbound::Inbound;
 use wasm_bindgen::JsCast;
-use worker::Request;
 
 /// Why a body was not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +13,7 @@ pub enum BodyError {
 }
 
 /// The body length the request's `Content-Length` declares, when it is a number.
-fn declared_length(req: &Request) -> Option<u64> {
+fn declared_length(req: &Inbound) -> Option<u64> {
     let value = req.headers().get("content-length").ok().flatten()?;
     value.trim().parse().ok()
 }
@@ -21,7 +21,7 @@ fn declared_length(req: &Request) -> Option<u64> {
 /// Reads the whole body into JavaScript memory (it crosses into WebAssembly only where a rule
 /// needs its bytes), refusing one larger than `limit` bytes whatever its `Content-Length`
 /// claims, without reading it all.
-pub async fn read_capped(req: &mut Request, limit: u64) -> Result<js_sys::Uint8Array, BodyError> {
+pub async fn read_capped(req: &Inbound, limit: u64) -> Result<js_sys::Uint8Array, BodyError> {
     use js_sys::futures::JsFuture;
     match declared_length(req) {
         Some(length) if length > limit => return Err(BodyError::TooLarge),

@@ -2,10 +2,13 @@
 
 use std::rc::Rc;
 
-use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result, State};
+use js_sys::Uint8Array;
+use wasm_bindgen::prelude::*;
+use worker::{Env, Result, State};
 
 use super::attempt;
 use super::authority_wire;
+use super::clock;
 use super::delivery;
 use super::keeper::Keeper;
 use super::kv_store::KvClaimStore;
@@ -13,33 +16,58 @@ use super::log;
 use crate::authority::{self, AuthorityReply, AuthorityRequest};
 use crate::claim::{self, ClaimState, ClaimStore};
 
-/// The Durable Object that holds one key's claim record.
+/// The Rust core of the Durable Object that holds one key's claim record. The object itself is
+/// the `ClaimAuthority` class of `src/entry.mjs`, a `DurableObject` that hands each RPC `call`
+/// and each alarm to this core.
 ///
 /// Its own clock is the authority for leases. Each rule from [`crate::claim`] runs synchronously
 /// over SQLite (no other I/O between read and write), so concurrent requests for the key are
 /// served one after the other. A delivery is forwarded from here (see [`delivery`]); its alarm
 /// deletes the record when retention ends.
-#[durable_object]
+#[wasm_bindgen(js_name = ClaimAuthorityCore)]
 pub struct ClaimAuthority {
     state: State,
     keeper: Rc<Keeper>,
 }
 
-impl DurableObject for ClaimAuthority {
-    fn new(state: State, env: Env) -> Self {
+#[wasm_bindgen(js_class = ClaimAuthorityCore, wasm_bindgen_futures = ::worker::wasm_bindgen_futures)]
+impl ClaimAuthority {
+    /// The object for `state` (its storage) and `env`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: worker::worker_sys::DurableObjectState, env: Env) -> ClaimAuthority {
+        let state = State::from(state);
         let keeper = Rc::new(Keeper::new(state.storage(), env));
         ClaimAuthority { state, keeper }
     }
 
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        let (request, body) = match authority_wire::read_request(req).await {
+    /// One request frame from the worker (see [`authority_wire`]), answered with its reply: the
+    /// reply's JSON as a string, or a response carrying the origin's answer (never an error: a
+    /// frame it cannot read is answered with a retryable store failure).
+    pub async fn call(&self, frame: Uint8Array) -> std::result::Result<JsValue, JsValue> {
+        self.serve(frame).await.map_err(JsValue::from)
+    }
+
+    /// The retention and queue alarm (see `alarm` below); rejects only when even the alarm that
+    /// should run it again cannot be set.
+    #[wasm_bindgen(js_name = alarm)]
+    pub async fn run_alarm(&self) -> std::result::Result<JsValue, JsValue> {
+        self.alarm()
+            .await
+            .map(|_| JsValue::UNDEFINED)
+            .map_err(JsValue::from)
+    }
+}
+
+impl ClaimAuthority {
+    async fn serve(&self, frame: Uint8Array) -> Result<JsValue> {
+        let (request, body) = match authority_wire::read_request(&frame) {
             Ok(read) => read,
-            Err(error) => return Response::error(error, 400),
+            Err(error) => return Ok(authority_wire::unreadable(&error)),
         };
         if let AuthorityRequest::Deliver(deliver) = request {
             return delivery::run(&self.state, &self.keeper, deliver, body).await;
         }
-        let now = Date::now().as_millis();
+        let now = clock::now_ms();
         let body = body.to_vec();
         // Strict about the alarm: an event stored (or redelivered) for the alarm to deliver is
         // not acknowledged unless the alarm is set; the sender's retry sets it.
@@ -50,7 +78,7 @@ impl DurableObject for ClaimAuthority {
             })
             .await
             .unwrap_or_else(AuthorityReply::from);
-        authority_wire::reply(&reply)
+        Ok(authority_wire::reply(&reply))
     }
 
     /// Sweeps expired records, runs due queue attempts and re-arms. When that fails (storage
@@ -59,17 +87,15 @@ impl DurableObject for ClaimAuthority {
     /// throwing: the runtime retries a throwing alarm only a few times, about two minutes in
     /// all, and then drops it, which would leave an acknowledged queue event waiting for ever.
     /// Only if even that alarm cannot be set does it throw, for the runtime's own retries.
-    async fn alarm(&self) -> Result<Response> {
+    async fn alarm(&self) -> Result<()> {
         let Err(error) = self.sweep_and_rearm().await else {
-            return Response::empty();
+            return Ok(());
         };
-        let retry_at = Date::now()
-            .as_millis()
-            .saturating_add(authority::queue::BLOCKED_RETRY_MS);
+        let retry_at = clock::now_ms().saturating_add(authority::queue::BLOCKED_RETRY_MS);
         match self.keeper.set_alarm_by(retry_at).await {
             Ok(at) => {
                 log::alarm_retried(&format!("{error}; the alarm runs again at {at}"));
-                Response::empty()
+                Ok(())
             }
             Err(set_error) => {
                 log::alarm_retried(&format!(
@@ -79,11 +105,9 @@ impl DurableObject for ClaimAuthority {
             }
         }
     }
-}
 
-impl ClaimAuthority {
     async fn sweep_and_rearm(&self) -> Result<()> {
-        let now = Date::now().as_millis();
+        let now = clock::now_ms();
         let swept = KvClaimStore::open(self.keeper.storage()).and_then(|mut store| {
             claim::expire(&mut store, now).map(|sweep| (sweep, store.keys()))
         });
@@ -120,7 +144,7 @@ impl ClaimAuthority {
         }
         match next {
             Some(at) => {
-                let at = authority::queue::rearm_at(at, now, Date::now().as_millis());
+                let at = authority::queue::rearm_at(at, now, clock::now_ms());
                 self.keeper.set_alarm_at(at).await?
             }
             None => {

@@ -13,9 +13,10 @@ use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
 use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefaultWriter};
-use worker::{Date, Response, Result, State};
+use worker::{Result, State};
 
 use super::authority_wire;
+use super::clock;
 use super::forward::{self, BodyReader, Exchange, Outgoing};
 use super::keeper::Keeper;
 use super::log::{self, SettledLater};
@@ -34,8 +35,8 @@ pub async fn run(
     keeper: &Rc<Keeper>,
     deliver: Deliver,
     body: Uint8Array,
-) -> Result<Response> {
-    let now = Date::now().as_millis();
+) -> Result<JsValue> {
+    let now = clock::now_ms();
     let begun = keeper
         .with_store(&deliver.key, "deliver", |store| {
             authority::begin(store, &deliver, now)
@@ -43,8 +44,8 @@ pub async fn run(
         .await;
     let won = match begun {
         Ok(Begin::Forward(won)) => won,
-        Ok(Begin::Reply(reply)) => return authority_wire::reply(&reply),
-        Err(error) => return authority_wire::reply(&AuthorityReply::from(error)),
+        Ok(Begin::Reply(reply)) => return Ok(authority_wire::reply(&reply)),
+        Err(error) => return Ok(authority_wire::reply(&AuthorityReply::from(error))),
     };
     let (early, answered) = oneshot::channel();
     let attempt = Attempt {
@@ -61,12 +62,12 @@ pub async fn run(
     };
     state.wait_until(attempt.run());
     match answered.await {
-        Ok(Early::Reply(reply)) => authority_wire::reply(&reply),
+        Ok(Early::Reply(reply)) => Ok(authority_wire::reply(&reply)),
         Ok(Early::Stream(reply, stream)) => authority_wire::reply_with_stream(&reply, &stream),
-        Err(_) => authority_wire::reply(&AuthorityReply::StoreFailed {
+        Err(_) => Ok(authority_wire::reply(&AuthorityReply::StoreFailed {
             retryable: true,
             detail: "the delivery ended without an answer".into(),
-        }),
+        })),
     }
 }
 
@@ -122,7 +123,7 @@ impl Attempt {
             SettleStep::Waiting,
         );
         self.answer(Early::Reply(delivered(report)));
-        let remaining = self.wait_ends_at.saturating_sub(Date::now().as_millis());
+        let remaining = self.wait_ends_at.saturating_sub(clock::now_ms());
         match forward::within(exchange, remaining).await {
             Ok(result) => self.conclude(result).await,
             Err(exchange) => {
@@ -231,7 +232,7 @@ impl Attempt {
             outcome,
             verdict,
             settle,
-            origin_ms: Date::now().as_millis().saturating_sub(self.started),
+            origin_ms: clock::now_ms().saturating_sub(self.started),
             head: None,
         }
     }
@@ -252,7 +253,7 @@ impl Attempt {
                 attempt: self.won.attempt,
                 outcome,
                 origin,
-                origin_ms: Date::now().as_millis().saturating_sub(self.started),
+                origin_ms: clock::now_ms().saturating_sub(self.started),
                 step,
             },
         );
@@ -325,7 +326,7 @@ async fn pump(
     let mut kept: Vec<u8> = Vec::new();
     let mut too_large = false;
     loop {
-        let remaining = deadline.saturating_sub(Date::now().as_millis());
+        let remaining = deadline.saturating_sub(clock::now_ms());
         // A read still pending at the deadline is dropped (`map_err`), then the body cancelled.
         let next = forward::within(Box::pin(reader.next()), remaining)
             .await
@@ -359,7 +360,7 @@ async fn pump(
             }
         }
         if let Some(open) = &sink {
-            let remaining = deadline.saturating_sub(Date::now().as_millis());
+            let remaining = deadline.saturating_sub(clock::now_ms());
             if !matches!(
                 forward::within(Box::pin(open.write(&chunk)), remaining).await,
                 Ok(true)

@@ -4,10 +4,11 @@
 
 use js_sys::Uint8Array;
 use worker::web_sys::ReadableStream;
-use worker::{Context, Date, Env, Method, Response, Result};
+use worker::{Context, Env, Method, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::background;
+use super::clock;
 use super::log;
 use super::metrics;
 use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery};
@@ -26,7 +27,7 @@ impl Visit {
     /// Starts serving a `method` request on `route`.
     pub fn start(route: Route, method: &Method) -> Visit {
         Visit {
-            started: Date::now().as_millis(),
+            started: clock::now_ms(),
             line: LogLine {
                 method: Some(method.to_string()),
                 ..LogLine::new(route)
@@ -38,7 +39,7 @@ impl Visit {
     /// 4xx and 5xx) and the time taken, writes the log line and the metric, returns it.
     pub fn finish(mut self, env: &Env, response: Response) -> Response {
         self.line.answered(response.status_code());
-        self.line.duration_ms = Some(Date::now().as_millis().saturating_sub(self.started));
+        self.line.duration_ms = Some(clock::now_ms().saturating_sub(self.started));
         log::write(&self.line);
         metrics::count(env, &self.line);
         response

@@ -5,8 +5,9 @@ use std::cell::Cell;
 
 use std::time::Duration;
 
-use worker::{Date, Delay, Env, Result, ScheduledTime, Storage};
+use worker::{Delay, Env, Result, ScheduledTime, Storage};
 
+use super::clock;
 use super::kv_store::{KvClaimStore, Usage};
 use super::log;
 use crate::authority::{Wake, WakeBy};
@@ -136,7 +137,7 @@ impl Keeper {
     ) -> std::result::Result<T, StoreError> {
         let mut pause_ms = 100;
         loop {
-            let now = Date::now().as_millis();
+            let now = clock::now_ms();
             let result = self
                 .with_store(key, op, |store| rule(store, now))
                 .await
@@ -167,7 +168,7 @@ impl Keeper {
     /// given up): set it, with no await between the write and the alarm.
     pub async fn ensure_alarm(&self, wake: Wake) -> AlarmStep {
         if let Alarm::At(at) = self.alarm.get() {
-            if at > Date::now().as_millis() && (!wake.due || at <= wake.at) {
+            if at > clock::now_ms() && (!wake.due || at <= wake.at) {
                 return AlarmStep::Kept;
             }
         }
@@ -187,7 +188,7 @@ impl Keeper {
     /// (and is still ahead) is kept, else it is set for `at`. Returns when it fires.
     pub async fn set_alarm_by(&self, at: Millis) -> Result<Millis> {
         if let Alarm::At(known) = self.alarm.get() {
-            if known > Date::now().as_millis() && known <= at {
+            if known > clock::now_ms() && known <= at {
                 return Ok(known);
             }
         }

@@ -9,10 +9,12 @@ mod authority_wire;
 mod background;
 mod body;
 mod claim_object;
+mod clock;
 mod delivery;
 mod door;
 mod env_config;
 mod forward;
+mod inbound;
 mod keeper;
 mod kv_store;
 mod log;
@@ -23,7 +25,9 @@ mod respond;
 mod test_routes;
 mod webhook;
 
-use worker::{event, Context, Env, Method, Request, Response, Result};
+use worker::{event, web_sys, Context, Env, Method, Response, Result};
+
+use inbound::Inbound;
 
 use crate::config;
 use crate::log_line::{Level, LogLine, Outcome, Route};
@@ -31,7 +35,8 @@ use crate::providers::Provider;
 
 /// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
+async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response> {
+    let req = Inbound::new(req);
     let path = req.path();
     if path == "/healthz" {
         return health(&req, &env);
@@ -82,7 +87,7 @@ fn enabled_providers(config: &config::Config) -> serde_json::Map<String, serde_j
 /// `GET /healthz`: 200 when the configuration is valid (with the enabled providers and their
 /// delivery modes), else 503 naming each key with a
 /// problem (logged once per check, never a value).
-fn health(req: &Request, env: &Env) -> Result<Response> {
+fn health(req: &Inbound, env: &Env) -> Result<Response> {
     if req.method() != Method::Get && req.method() != Method::Head {
         return respond::refuse(
             env,

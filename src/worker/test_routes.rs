@@ -4,10 +4,11 @@
 //! otherwise), and only to callers with the admin bearer token (401 otherwise).
 
 use serde::Deserialize;
-use worker::{Env, Method, Request, Response, Result};
+use worker::{Env, Method, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::env_config;
+use super::inbound::Inbound;
 use super::native;
 use super::respond;
 use crate::admin;
@@ -27,7 +28,7 @@ struct SettleBody {
 }
 
 /// Serves one test route; `rest` is the path after `/_test/`.
-pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> {
+pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let method = req.method();
     let refuse = |status, code, detail: &str| {
         respond::refuse(env, Route::Test, &method, status, code, detail, None)
@@ -82,7 +83,42 @@ pub async fn serve(mut req: Request, env: &Env, rest: &str) -> Result<Response> 
         },
         _ => 200,
     };
-    Ok(Response::from_json(&reply)?.with_status(status))
+    Ok(Response::from_json(&view(&reply))?.with_status(status))
+}
+
+/// The reply as the test routes show it: a rule's outcome as `{"outcome": name, ...fields}`,
+/// any other reply as its fields (`{"record": ...}`), rather than the nested form the worker
+/// and the object exchange.
+fn view(reply: &AuthorityReply) -> serde_json::Value {
+    use serde_json::Value;
+    let inner = match serde_json::to_value(reply) {
+        Ok(Value::Object(outer)) if outer.len() == 1 => outer.into_iter().next().map(|(_, v)| v),
+        Ok(other) => Some(other),
+        Err(_) => None,
+    }
+    .unwrap_or(Value::Null);
+    let is_outcome = matches!(
+        reply,
+        AuthorityReply::Claim(_)
+            | AuthorityReply::Finalize(_)
+            | AuthorityReply::Release(_)
+            | AuthorityReply::Forget(_)
+            | AuthorityReply::Enqueue(_)
+            | AuthorityReply::Redeliver(_)
+    );
+    match inner {
+        Value::String(name) if is_outcome => serde_json::json!({ "outcome": name }),
+        Value::Object(named) if is_outcome && named.len() == 1 => {
+            let (name, fields) = named.into_iter().next().expect("one entry");
+            let mut fields = match fields {
+                Value::Object(fields) => fields,
+                _ => serde_json::Map::new(),
+            };
+            fields.insert("outcome".into(), Value::String(name));
+            Value::Object(fields)
+        }
+        other => other,
+    }
 }
 
 /// A signature test vector: a secret, a timestamp and a body (base64).

@@ -4,11 +4,13 @@
 //! (signature, id, type) is in [`crate::stripe`] and [`crate::providers`].
 
 use js_sys::Uint8Array;
-use worker::{Context, Date, Env, Headers, Method, Request, Response, Result};
+use worker::{Context, Env, Headers, Method, Response, Result};
 
 use super::body::{self, BodyError};
+use super::clock;
 use super::door::{self, Visit};
 use super::env_config;
+use super::inbound::Inbound;
 use super::native;
 use super::rate_limit;
 use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Door, Forward};
@@ -24,15 +26,10 @@ use crate::webhook::{self, Answer, Refusal};
 const REPLAY_LIMITER: &str = "WEBHOOK_REPLAY_LIMITER";
 
 /// Serves one delivery from `provider` and writes its log line.
-pub async fn serve(
-    provider: Provider,
-    mut req: Request,
-    env: &Env,
-    ctx: &Context,
-) -> Result<Response> {
+pub async fn serve(provider: Provider, req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     let mut visit = Visit::start(Route::Webhook, &req.method());
     visit.line.provider = Some(provider);
-    let answer = deliver(provider, &mut req, env, ctx, &mut visit.line).await;
+    let answer = deliver(provider, &req, env, ctx, &mut visit.line).await;
     visit.line.outcome = answer.outcome;
     let response = door::json(
         answer.status,
@@ -47,7 +44,7 @@ pub async fn serve(
 /// (queue); the answer.
 async fn deliver(
     provider: Provider,
-    req: &mut Request,
+    req: &Inbound,
     env: &Env,
     ctx: &Context,
     line: &mut LogLine,
@@ -109,7 +106,7 @@ async fn deliver(
         if reply == AuthorityReply::NotKnown {
             return refused(line, Refusal::ReplayLimited);
         }
-        return webhook::after_enqueue(&reply, &id, Date::now().as_millis());
+        return webhook::after_enqueue(&reply, &id, clock::now_ms());
     }
     let forward = Forward {
         url: origin_url.to_string(),
@@ -131,7 +128,7 @@ async fn deliver(
     if reply == AuthorityReply::NotKnown {
         return refused(line, Refusal::ReplayLimited);
     }
-    webhook::after_delivery(&reply, &id, Date::now().as_millis())
+    webhook::after_delivery(&reply, &id, clock::now_ms())
 }
 
 /// A Stripe delivery: `Stripe-Signature` parsed and decided by the pure rules over MACs that
@@ -206,7 +203,7 @@ fn forwarded_headers(provider: Provider, headers: &Headers) -> Vec<(String, Stri
 
 /// The worker's clock in Unix seconds.
 fn now_seconds() -> i64 {
-    (Date::now().as_millis() / 1_000) as i64
+    (clock::now_ms() / 1_000) as i64
 }
 
 fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {

@@ -1,0 +1,59 @@
+// The Worker's JavaScript entry (bundled by scripts/build.sh with wasm-bindgen's glue into
+// build/index.js). It only hands what the runtime delivers to the Rust exports: each request to
+// `fetch`, and each call and alarm of the claim authority object to its Rust core. No rule lives
+// here.
+//
+// Why not the SDK's generated entry: it wraps every handler, and every property read on the
+// object, in a Proxy, and sets `Error.stackTraceLimit = 100` for the whole isolate; its object
+// class does not extend `DurableObject`, so the worker could only reach it with `fetch`. Here
+// the object is a `DurableObject` whose one RPC method, `call`, takes a request frame and
+// returns the reply: no Request, Response or body stream per call.
+import { DurableObject } from 'cloudflare:workers';
+
+import * as rust from './glue.js';
+
+// Shared with the SDK's panic hook (`criticalError`) and bumped each time the WebAssembly
+// instance starts (`instanceId`).
+const init = rust.__worker_init_state();
+
+// After a panic the WebAssembly instance may hold broken state: start a fresh one before the
+// next call (the glue also does so by itself after a trap).
+function ready() {
+  if (init.criticalError) {
+    rust.__wbg_reset_state();
+    init.criticalError = false;
+  }
+}
+
+export default {
+  fetch(request, env, ctx) {
+    ready();
+    return rust.fetch(request, env, ctx);
+  },
+};
+
+const cores = new WeakMap();
+
+// The Rust core of `object`, made anew after the instance was replaced (the old one's memory
+// is gone; the core keeps nothing that storage does not).
+function coreOf(object) {
+  ready();
+  let held = cores.get(object);
+  if (held?.instance !== init.instanceId) {
+    held = { core: new rust.ClaimAuthorityCore(object.ctx, object.env), instance: init.instanceId };
+    cores.set(object, held);
+  }
+  return held.core;
+}
+
+/** The claim authority: one object per key (see src/worker/claim_object.rs). */
+export class ClaimAuthority extends DurableObject {
+  /** One request frame from the worker; resolves to the object's reply. */
+  call(frame) {
+    return coreOf(this).call(frame);
+  }
+
+  alarm() {
+    return coreOf(this).alarm();
+  }
+}
