@@ -1,6 +1,7 @@
 //! `/_test/claims/{key}[/claim|/finalize|/release]`: the claim authority reached directly, for
 //! the end-to-end tests of its rules; `/_test/signature`: both HMAC implementations on one
-//! vector. Served only with `ENABLE_TEST_ROUTES=true` (404
+//! vector; `POST /_test/panic`: a Rust panic, for the test that the next request is served by a
+//! fresh WebAssembly instance (see `src/entry.mjs`). Served only with `ENABLE_TEST_ROUTES=true` (404
 //! otherwise), and only to callers with the admin bearer token (401 otherwise).
 
 use serde::Deserialize;
@@ -47,6 +48,9 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
         )?;
         response.headers().set("www-authenticate", "Bearer")?;
         return Ok(response);
+    }
+    if rest == "panic" && method == Method::Post {
+        panic!("a panic asked for by POST /_test/panic");
     }
     if rest == "signature" && method == Method::Post {
         return match req.json::<SignatureVector>().await {
