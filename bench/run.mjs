@@ -33,6 +33,9 @@ const SIZES = (process.env.BENCH_SIZES ?? '1,16,256').split(',').map(Number);
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'direct,wrangler').split(',');
 const SECRET = 'whsec_benchmark_secret';
 const PROVIDER = process.env.BENCH_PROVIDER ?? 'stripe';
+// An earlier build of this worker (a folder with its index.js and index_bg.wasm) measured in the
+// same run, straight to workerd: 1 KiB unique deliveries and duplicates, and its cold start.
+const BASELINE = process.env.BENCH_BASELINE_BUILD ? path.resolve(process.env.BENCH_BASELINE_BUILD) : undefined;
 const SENDERS = {
   stripe: { key: 'STRIPE_WEBHOOK_SECRET', secret: SECRET },
   standard: { key: 'STANDARD_WEBHOOK_SECRET', secret: standardSecret('benchmark') },
@@ -57,6 +60,7 @@ function varsOf(kind, origin) {
     floor: {},
     peer: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe` },
     worker: { ...worker, DELIVERY_MODE: 'sync' },
+    baseline: { ...worker, DELIVERY_MODE: 'sync' },
     queue: { ...worker, DELIVERY_MODE: 'queue' },
   }[kind];
 }
@@ -64,7 +68,9 @@ function varsOf(kind, origin) {
 // ---- the two transports ---------------------------------------------------------------------
 
 async function directRuntime(kind, vars) {
-  const runtime = await startDirect({ kind: kind === 'queue' ? 'worker' : kind, vars });
+  const runtime = kind === 'baseline'
+    ? await startDirect({ vars, buildDir: BASELINE })
+    : await startDirect({ kind: kind === 'queue' ? 'worker' : kind, vars });
   return { url: runtime.url, stop: () => runtime.dispose() };
 }
 
@@ -137,6 +143,7 @@ function scenarios(round) {
       { name: 'replay', warm: () => keys.map(keyed), make: () => Array.from({ length: REPEATS }, (_, i) => keyed(keys[i % 20])) },
     ],
     peer: sized('p', 'stripe'),
+    baseline: sized('b', PROVIDER).filter((scenario) => scenario.name.endsWith('-1')),
     queue: [
       { name: 'queued-1', warm: () => deliveries(ids(`${tag}qw`, WARMUP), 1, PROVIDER), make: () => deliveries(ids(`${tag}qu`, UNIQUE), 1, PROVIDER) },
     ],
@@ -147,8 +154,8 @@ async function runRound(transport, round, origin, results) {
   const start = transport === 'direct' ? directRuntime : wranglerRuntime;
   const plan = scenarios(round);
   // The order of the kinds turns each round, so none always runs on a warmer machine.
-  const kinds = ['floor', 'worker', 'peer', 'queue'];
-  const order = [...kinds.slice(round % 4), ...kinds.slice(0, round % 4)];
+  const kinds = ['floor', 'worker', 'peer', 'queue', ...(BASELINE && transport === 'direct' ? ['baseline'] : [])];
+  const order = [...kinds.slice(round % kinds.length), ...kinds.slice(0, round % kinds.length)];
   for (const kind of order) {
     const runtime = await start(kind, varsOf(kind, origin));
     try {
@@ -168,20 +175,25 @@ async function runRound(transport, round, origin, results) {
 
 // ---- cold start -----------------------------------------------------------------------------
 
-/** The first delivery's latency on a fresh runtime (straight to workerd), median of starts. */
-async function coldStarts(kind, origin) {
-  const times = [];
+/**
+ * The first delivery's latency on a fresh runtime (straight to workerd) for each of `kinds`,
+ * the kinds taking turns start by start; median of the starts, per kind.
+ */
+async function coldStarts(kinds, origin) {
+  const times = Object.fromEntries(kinds.map((kind) => [kind, []]));
   for (let i = 0; i < COLD_STARTS; i += 1) {
-    const runtime = await directRuntime(kind, varsOf(kind, origin));
-    try {
-      const request = await delivery(`evt_cold${Date.now().toString(36)}${i}`, 1, kind === 'peer' ? 'stripe' : PROVIDER);
-      const result = await drive(runtime.url, [request], 1);
-      times.push(result.p50);
-    } finally {
-      await runtime.stop();
+    for (const kind of kinds) {
+      const runtime = await directRuntime(kind, varsOf(kind, origin));
+      try {
+        const request = await delivery(`evt_cold${Date.now().toString(36)}${i}`, 1, kind === 'peer' ? 'stripe' : PROVIDER);
+        const result = await drive(runtime.url, [request], 1);
+        times[kind].push(result.p50);
+      } finally {
+        await runtime.stop();
+      }
     }
   }
-  return summary(times);
+  return Object.fromEntries(kinds.map((kind) => [kind, summary(times[kind])]));
 }
 
 // ---- billable units -------------------------------------------------------------------------
@@ -292,6 +304,8 @@ function report(results, units, host, cold, parts) {
       row(`**worker: unique, ${kib} KiB**`, 'worker', `unique-${kib}`, `unique-${kib}`, kib === 1 ? 'unique' : null);
       row(`**worker: duplicates, ${kib} KiB**`, 'worker', `duplicate-${kib}`, `duplicate-${kib}`, kib === 1 ? 'duplicate' : null);
     }
+    row('earlier build (`BENCH_BASELINE_BUILD`): unique, 1 KiB', 'baseline', 'unique-1', 'unique-1', 'unique');
+    row('earlier build (`BENCH_BASELINE_BUILD`): duplicates, 1 KiB', 'baseline', 'duplicate-1', 'duplicate-1', 'duplicate');
     row('worker: Idempotency-Key replays', 'worker', 'replay', null, 'duplicate');
     row('worker, queue mode: until Stripe\'s `200 queued` (1 KiB)', 'queue', 'queued-1', null, 'unique');
     lines.push('');
@@ -299,8 +313,14 @@ function report(results, units, host, cold, parts) {
   lines.push('## Size and cold start', '');
   lines.push('| artefact | raw | gzip |', '| --- | --- | --- |');
   lines.push(`| \`build/index_bg.wasm\` (after wasm-opt, names stripped) | ${kib(wasm.length)} | ${kib(wasmGzip)} |`);
-  lines.push(`| \`build/index.js\` (bundled glue) | ${kib(js.length)} | ${kib(gzipSync(js, { level: 9 }).length)} |`, '');
-  lines.push(`Cold start: the first signed delivery on a fresh runtime (straight to workerd, module compiled and instantiated, object created), median of ${COLD_STARTS} starts: worker **${cold.worker.median.toFixed(1)} ms** (${cold.worker.min.toFixed(1)}–${cold.worker.max.toFixed(1)}), peer ${cold.peer.median.toFixed(1)} ms (${cold.peer.min.toFixed(1)}–${cold.peer.max.toFixed(1)}).`, '');
+  lines.push(`| \`build/index.js\` (the entry bundled with the glue) | ${kib(js.length)} | ${kib(gzipSync(js, { level: 9 }).length)} |`);
+  if (BASELINE) {
+    const earlier = readFileSync(path.join(BASELINE, 'index_bg.wasm'));
+    lines.push(`| the earlier build's \`index_bg.wasm\` (\`BENCH_BASELINE_BUILD\`) | ${kib(earlier.length)} | ${kib(gzipSync(earlier, { level: 9 }).length)} |`);
+  }
+  lines.push('');
+  const coldOf = (c) => `${c.median.toFixed(1)} ms (${c.min.toFixed(1)}–${c.max.toFixed(1)})`;
+  lines.push(`Cold start: the first signed delivery on a fresh runtime (straight to workerd, module compiled and instantiated, object created), median of ${COLD_STARTS} starts, the kinds taking turns: worker **${coldOf(cold.worker)}**, peer ${coldOf(cold.peer)}${cold.baseline ? `, earlier build (\`BENCH_BASELINE_BUILD\`) ${coldOf(cold.baseline)}` : ''}.`, '');
   if (parts) {
     const at = Object.fromEntries(parts.map((p) => [p.name, p.cpu.median]));
     const what = {
@@ -357,6 +377,9 @@ function report(results, units, host, cold, parts) {
     target(`${transport}: duplicates ≥ 0.9× the floor's throughput (1 KiB)`, ratio(transport, 'worker', 'duplicate-1', 'floor', 'duplicate', 'rps'), 0.9, true);
   }
   target('wasm ≤ 180 KiB gzip after wasm-opt', wasmGzip / 1024, 180, false, ' KiB');
+  if (cold.baseline) {
+    target('cold start no worse than the earlier build\'s, measured in the same run (ratio of medians)', cold.worker.median / cold.baseline.median, 1, false);
+  }
   const baseline = Number(process.env.BENCH_COLD_BASELINE_MS ?? NaN);
   if (!Number.isNaN(baseline)) target(`cold start no worse than the baseline (${baseline} ms, see the notes)`, cold.worker.median, baseline, false, ' ms');
   lines.push('');
@@ -397,8 +420,8 @@ try {
     origin.stop();
     process.exit(0);
   }
-  const cold = { worker: await coldStarts('worker', origin), peer: await coldStarts('peer', origin) };
-  log(`cold start: worker ${cold.worker.median.toFixed(1)} ms, peer ${cold.peer.median.toFixed(1)} ms`);
+  const cold = await coldStarts(['worker', 'peer', ...(BASELINE ? ['baseline'] : [])], origin);
+  log(`cold start: ${Object.entries(cold).map(([kind, c]) => `${kind} ${c.median.toFixed(1)} ms`).join(', ')}`);
   const parts = TRANSPORTS.includes('direct') && PROVIDER === 'stripe' && process.env.BENCH_SKIP_ANATOMY !== '1'
     ? await anatomy({
       start: async (kind) => directRuntime(kind, varsOf(kind, origin)),
