@@ -1,7 +1,8 @@
 //! Reading a request body with a size cap; shared by both front doors.
 
-use super::inbound::Inbound;
 use wasm_bindgen::JsCast;
+
+use super::inbound::Inbound;
 
 /// Why a body was not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

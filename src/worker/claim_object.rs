@@ -41,8 +41,9 @@ impl ClaimAuthority {
     }
 
     /// One request frame from the worker (see [`authority_wire`]), answered with its reply: the
-    /// reply's JSON as a string, or a response carrying the origin's answer (never an error: a
-    /// frame it cannot read is answered with a retryable store failure).
+    /// reply's JSON as a string, or a response carrying the origin's answer. A frame it cannot
+    /// read is answered with a retryable store failure; it rejects only when the response
+    /// carrying an origin's answer cannot be made.
     pub async fn call(&self, frame: Uint8Array) -> std::result::Result<JsValue, JsValue> {
         self.serve(frame).await.map_err(JsValue::from)
     }
