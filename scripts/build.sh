@@ -39,7 +39,7 @@ if ! grep -q '^import wasmModule from "./index_bg.wasm";' "$staging/glue.js"; th
 fi
 # js-sys runs Rust futures from a microtask, scheduled with `queueMicrotask` when the global has
 # one, else with `then` on a resolved promise. In workerd the first is a host call costing about
-# twenty times the second (`node bench/microtask.mjs`), made several times per request; the
+# 55 times the second (`node bench/microtask.mjs`), made several times per request; the
 # glue's answer to "is there a queueMicrotask?" is made "no", so js-sys takes the promise.
 perl -0pi -e 's/(__wbg_queueMicrotask_[0-9a-f]+: function\(arg0\) \{\n\s*const ret = )arg0\.queueMicrotask;/${1}undefined;/' \
   "$staging/glue.js"

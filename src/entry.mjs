@@ -17,7 +17,8 @@ import * as rust from './glue.js';
 const init = rust.__worker_init_state();
 
 // After a panic the WebAssembly instance may hold broken state: start a fresh one before the
-// next call (the glue also does so by itself after a trap).
+// next call. (After a trap that is not a panic the glue itself starts one, at the next call
+// into it.)
 function ready() {
   if (init.criticalError) {
     rust.__wbg_reset_state();
@@ -35,9 +36,12 @@ export default {
 const cores = new WeakMap();
 
 // The Rust core of `object`, made anew after the instance was replaced (the old one's memory
-// is gone; the core keeps nothing that storage does not).
+// is gone; the core keeps nothing that storage does not). The call to __worker_init_state goes
+// through the glue's guard, which starts the fresh instance a trap left due, so `instanceId` is
+// the current instance's before it is compared: a core of the old instance is never called.
 function coreOf(object) {
   ready();
+  rust.__worker_init_state();
   let held = cores.get(object);
   if (held?.instance !== init.instanceId) {
     held = { core: new rust.ClaimAuthorityCore(object.ctx, object.env), instance: init.instanceId };
@@ -55,5 +59,10 @@ export class ClaimAuthority extends DurableObject {
 
   alarm() {
     return coreOf(this).alarm();
+  }
+
+  /** How workers of the release before RPC reached the object: told to come back (503). */
+  fetch() {
+    return coreOf(this).answerFetch();
   }
 }

@@ -129,6 +129,15 @@ pub enum AuthorityRequest {
         /// Lease and retention.
         policy: ClaimPolicy,
     },
+    /// Test routes only: the object's Rust code stops at once, by a panic (`panic`) or by a
+    /// WebAssembly trap without one, so the end-to-end tests can check that the object's next
+    /// call runs on a fresh instance. The object does it before any rule runs.
+    Trap {
+        /// The key of the object.
+        key: String,
+        /// A Rust panic rather than a bare trap.
+        panic: bool,
+    },
 }
 
 impl AuthorityRequest {
@@ -141,11 +150,13 @@ impl AuthorityRequest {
             | AuthorityRequest::Forget { key, .. }
             | AuthorityRequest::Inspect { key } => key,
             AuthorityRequest::Deliver(deliver) => &deliver.key,
-            AuthorityRequest::Enqueue { key, .. } | AuthorityRequest::Redeliver { key, .. } => key,
+            AuthorityRequest::Enqueue { key, .. }
+            | AuthorityRequest::Redeliver { key, .. }
+            | AuthorityRequest::Trap { key, .. } => key,
         }
     }
 
-    /// The operation's name, as in the JSON `op` field.
+    /// The operation's name (as in the message's JSON, and in storage-usage log lines).
     pub fn op(&self) -> &'static str {
         match self {
             AuthorityRequest::Claim { .. } => "claim",
@@ -156,6 +167,7 @@ impl AuthorityRequest {
             AuthorityRequest::Deliver(_) => "deliver",
             AuthorityRequest::Enqueue { .. } => "enqueue",
             AuthorityRequest::Redeliver { .. } => "redeliver",
+            AuthorityRequest::Trap { .. } => "trap",
         }
     }
 }
@@ -219,23 +231,21 @@ impl From<StoreError> for AuthorityReply {
 pub enum StubFailure {
     /// Send the same request once more (a claim carries its nonce, so a repeat is the same claim).
     SendAgain,
-    /// Give up and report a store failure; `retryable` tells the sender to come back later.
-    GiveUp {
-        /// True when the sender should retry later (answered 503 + Retry-After).
-        retryable: bool,
-    },
+    /// Give up and report a retryable store failure (answered 503 + Retry-After).
+    GiveUp,
 }
 
 /// Decides after a failed send, from the error's `retryable` and `overloaded` flags and how
 /// many sends were made: a retryable error is sent again once; an overloaded object is never
-/// sent more load, but the failure is reported as retryable so the sender backs off.
+/// sent more load. Every failure given up on is reported as retryable, so the sender backs off
+/// and comes back: an exception on the way to the object says nothing against the request
+/// (an overloaded or restarting object, or, during a deploy, an object of the previous release
+/// that has no RPC method).
 pub fn after_stub_failure(retryable: bool, overloaded: bool, sends: u32) -> StubFailure {
     if retryable && !overloaded && sends < 2 {
         StubFailure::SendAgain
     } else {
-        StubFailure::GiveUp {
-            retryable: retryable || overloaded,
-        }
+        StubFailure::GiveUp
     }
 }
 
@@ -375,6 +385,9 @@ pub fn handle<S: ClaimStore>(
         // A delivery forwards, which only the object adapter can do (see `begin`).
         AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
             "a delivery is run by the object, not by handle".into(),
+        )),
+        AuthorityRequest::Trap { .. } => Err(StoreError::Fatal(
+            "a trap is made by the object, never by a rule".into(),
         )),
     };
     match result {
@@ -569,21 +582,13 @@ mod tests {
     #[test]
     fn stub_failures_are_retried_once_unless_overloaded() {
         assert_eq!(after_stub_failure(true, false, 1), StubFailure::SendAgain);
-        assert_eq!(
-            after_stub_failure(true, false, 2),
-            StubFailure::GiveUp { retryable: true }
-        );
-        assert_eq!(
-            after_stub_failure(true, true, 1),
-            StubFailure::GiveUp { retryable: true }
-        );
-        assert_eq!(
-            after_stub_failure(false, true, 1),
-            StubFailure::GiveUp { retryable: true }
-        );
+        assert_eq!(after_stub_failure(true, false, 2), StubFailure::GiveUp);
+        assert_eq!(after_stub_failure(true, true, 1), StubFailure::GiveUp);
+        assert_eq!(after_stub_failure(false, true, 1), StubFailure::GiveUp);
         assert_eq!(
             after_stub_failure(false, false, 1),
-            StubFailure::GiveUp { retryable: false }
+            StubFailure::GiveUp,
+            "an unflagged exception (say, an object of the previous release) is worth a retry"
         );
     }
 

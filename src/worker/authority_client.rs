@@ -28,8 +28,9 @@ pub const BINDING: &str = "CLAIM_AUTHORITY";
 ///
 /// Failures never escape as errors: they come back as `AuthorityReply::StoreFailed`. A stub
 /// error flagged `retryable` is sent once more (a claim or delivery carries its nonce, so a
-/// repeat is recognised as the same request); one flagged `overloaded` is not, and is reported
-/// as retryable so the sender backs off.
+/// repeat is recognised as the same request); one flagged `overloaded` is not. Either way, and
+/// for any other exception on the way to the object, the failure is reported as retryable so
+/// the sender backs off and comes back.
 pub struct AuthorityClient {
     namespace: ObjectNamespace,
 }
@@ -68,11 +69,10 @@ impl AuthorityClient {
                         sends,
                     ) {
                         StubFailure::SendAgain => continue,
-                        StubFailure::GiveUp { retryable } => {
-                            return (
-                                failed(retryable, "claim authority unreachable".into()),
-                                None,
-                            )
+                        StubFailure::GiveUp => {
+                            let detail =
+                                format!("claim authority unreachable: {}", text_of(&error));
+                            return (failed(true, detail), None);
                         }
                     }
                 }
@@ -98,6 +98,15 @@ impl AuthorityClient {
         let answer = JsFuture::from(stub.call(frame)?).await?;
         Ok(authority_wire::read_reply(answer))
     }
+}
+
+/// What an exception says: its message, or its text.
+fn text_of(error: &JsValue) -> String {
+    error
+        .dyn_ref::<js_sys::Error>()
+        .map(|error| String::from(error.message()))
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "an exception without a message".into())
 }
 
 fn failed(retryable: bool, detail: String) -> AuthorityReply {

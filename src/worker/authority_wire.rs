@@ -46,13 +46,31 @@ pub fn reply(reply: &AuthorityReply) -> JsValue {
     JsValue::from_str(&serde_json::to_string(reply).expect("a reply always serialises"))
 }
 
-/// The reply to a frame the object could not read (say, from a worker of another release during
-/// a deploy): a store failure worth retrying, saying why.
+/// The reply to a frame the object could not read: a store failure worth retrying, saying why.
 pub fn unreadable(detail: &str) -> JsValue {
     reply(&AuthorityReply::StoreFailed {
         retryable: true,
         detail: format!("the claim authority could not read the request: {detail}"),
     })
+}
+
+/// What the object answers a worker of the release before RPC, which sent its frame by
+/// `fetch` and read the reply from [`REPLY_HEADER`] in that release's form (the reply's kind in
+/// a `reply` field): a retryable store failure, which such a worker answers with 503 and
+/// `Retry-After`, so the sender comes back when the deploy is done. Kept for one release.
+pub fn previous_release_answer() -> Result<JsValue> {
+    let reply = serde_json::json!({
+        "reply": "store_failed",
+        "retryable": true,
+        "detail": "the claim authority runs a newer release; retry",
+    });
+    let headers = web_sys::Headers::new()?;
+    headers.set(REPLY_HEADER, &reply.to_string())?;
+    let init = web_sys::ResponseInit::new();
+    init.set_status(503);
+    init.set_headers(&headers);
+    let response = web_sys::Response::new_with_opt_str_and_init(None, &init)?;
+    Ok(response.into())
 }
 
 /// A reply whose body is `stream` (the origin's answer), the JSON in [`REPLY_HEADER`].

@@ -42,10 +42,18 @@ impl ClaimAuthority {
 
     /// One request frame from the worker (see [`authority_wire`]), answered with its reply: the
     /// reply's JSON as a string, or a response carrying the origin's answer. A frame it cannot
-    /// read is answered with a retryable store failure; it rejects only when the response
-    /// carrying an origin's answer cannot be made.
+    /// read is answered with a retryable store failure; the Rust code rejects only when the
+    /// response carrying an origin's answer cannot be made (the glue itself throws after a trap).
     pub async fn call(&self, frame: Uint8Array) -> std::result::Result<JsValue, JsValue> {
         self.serve(frame).await.map_err(JsValue::from)
+    }
+
+    /// The answer to a `fetch`, which is how workers of the release before RPC reached the
+    /// object: met during a deploy, such a worker is told to come back (see
+    /// [`authority_wire::previous_release_answer`]); nothing is claimed.
+    #[wasm_bindgen(js_name = answerFetch)]
+    pub fn answer_fetch(&self) -> std::result::Result<JsValue, JsValue> {
+        authority_wire::previous_release_answer().map_err(JsValue::from)
     }
 
     /// The retention and queue alarm (see `alarm` below); rejects only when even the alarm that
@@ -65,8 +73,15 @@ impl ClaimAuthority {
             Ok(read) => read,
             Err(error) => return Ok(authority_wire::unreadable(&error)),
         };
-        if let AuthorityRequest::Deliver(deliver) = request {
-            return delivery::run(&self.state, &self.keeper, deliver, body).await;
+        match request {
+            AuthorityRequest::Deliver(deliver) => {
+                return delivery::run(&self.state, &self.keeper, deliver, body).await
+            }
+            AuthorityRequest::Trap { panic: true, .. } => {
+                panic!("a panic asked for by the test routes")
+            }
+            AuthorityRequest::Trap { panic: false, .. } => core::arch::wasm32::unreachable(),
+            _ => {}
         }
         let now = clock::now_ms();
         let body = body.to_vec();

@@ -1,7 +1,9 @@
 //! `/_test/claims/{key}[/claim|/finalize|/release]`: the claim authority reached directly, for
 //! the end-to-end tests of its rules; `/_test/signature`: both HMAC implementations on one
-//! vector; `POST /_test/panic`: a Rust panic, for the test that the next request is served by a
-//! fresh WebAssembly instance (see `src/entry.mjs`). Served only with `ENABLE_TEST_ROUTES=true` (404
+//! vector; `POST /_test/panic`: a Rust panic in the worker, and
+//! `POST /_test/claims/{key}/panic` or `…/trap`: a panic, or a WebAssembly trap without one, in
+//! that key's object, for the tests that the next call runs on a fresh WebAssembly instance (see
+//! `src/entry.mjs`). Served only with `ENABLE_TEST_ROUTES=true` (404
 //! otherwise), and only to callers with the admin bearer token (401 otherwise).
 
 use serde::Deserialize;
@@ -72,6 +74,10 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
             policy: config.webhook.claims,
             nonce: Nonce::random().map_err(|e| worker::Error::RustError(e.to_string()))?,
             fingerprint: None,
+        },
+        (Method::Post, "panic" | "trap") => AuthorityRequest::Trap {
+            key: key.into(),
+            panic: op == "panic",
         },
         (Method::Post, "finalize" | "release") => match req.json::<SettleBody>().await {
             Ok(body) => settle(key, op, body, config.webhook.claims),
