@@ -17,7 +17,7 @@ say() { printf 'build: %s\n' "$*" >&2; }
 
 say "cargo build (wasm32, release)"
 cargo build --release --locked --target wasm32-unknown-unknown --lib
-wasm=target/wasm32-unknown-unknown/release/webhook_dedup.wasm
+wasm=${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/webhook_dedup.wasm
 
 out=${OUT_DIR:-build}
 mkdir -p "$out"
