@@ -321,6 +321,18 @@ export function objectFiles(dir) {
 }
 
 /**
+ * Opens one object's SQLite database the way a well-behaved second client must: with a busy
+ * timeout. The runtime keeps these databases in WAL mode and holds a lock on one now and then
+ * (opening it, checkpointing, closing it); a reader without a timeout fails at once with
+ * "database is locked" instead of waiting the few milliseconds the runtime needs.
+ */
+export function openObjectDatabase(file, { readOnly = true } = {}) {
+  const db = new DatabaseSync(file, { readOnly });
+  db.exec('PRAGMA busy_timeout = 10000');
+  return db;
+}
+
+/**
  * Everything the Durable Objects under a runtime's persistence folder store, read logically: for
  * every SQLite database in its `do` folders (each object's, and the runtime's alarm table), every
  * row of every table,
@@ -332,7 +344,7 @@ export function storageDump(dir) {
   const show = (value) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : String(value));
   const dump = [];
   for (const file of files.sort()) {
-    const db = new DatabaseSync(file, { readOnly: true });
+    const db = openObjectDatabase(file);
     try {
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
       for (const { name } of tables) {

@@ -4,11 +4,10 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import v8 from 'node:v8';
 import { after, before, describe, test } from 'node:test';
 
-import { call, objectFiles, sleep, startOrigin, startWorker, until } from './harness.mjs';
+import { call, objectFiles, openObjectDatabase, sleep, startOrigin, startWorker, until } from './harness.mjs';
 import { deliver, eventId, eventPayload, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_queue_tests';
@@ -332,11 +331,11 @@ test('queue mode: an alarm whose work fails sets itself again a minute later, ra
   // The record made unreadable while the runtime is down (as by a storage fault): the alarm,
   // due in seconds, cannot do its work.
   const file = objectFiles(worker.persistDir).find((f) => {
-    const db = new DatabaseSync(f, { readOnly: true });
+    const db = openObjectDatabase(f);
     try { return db.prepare("SELECT 1 FROM sqlite_master WHERE name = '_cf_KV'").get() && db.prepare('SELECT 1 FROM _cf_KV WHERE key = ?').get(id); } finally { db.close(); }
   });
   assert.ok(file, 'the event object\'s storage');
-  const db = new DatabaseSync(file);
+  const db = openObjectDatabase(file, { readOnly: false });
   const original = db.prepare('SELECT value FROM _cf_KV WHERE key = ?').get(id).value;
   db.prepare('UPDATE _cf_KV SET value = ? WHERE key = ?').run(v8.serialize('not a record'), id);
   db.close();
@@ -348,7 +347,7 @@ test('queue mode: an alarm whose work fails sets itself again a minute later, ra
   assert.match(failed.detail, /runs again at \d+/);
   await worker.stop();
   // Its own alarm, about a minute ahead (stored in nanoseconds).
-  const meta = new DatabaseSync(file);
+  const meta = openObjectDatabase(file, { readOnly: false });
   const alarmRow = meta.prepare('SELECT value FROM _cf_METADATA WHERE key = 1');
   alarmRow.setReadBigInts(true);
   const alarmAt = Number(alarmRow.get().value / 1_000_000n);
