@@ -3,7 +3,8 @@
 // `OUT_DIR=... npm run build` writes) and of the JavaScript peer (the word `peer`), straight to
 // workerd, interleaved round by round so that the machine's drift falls on all alike. A tool for
 // deciding on a change before the full benchmark: `COMPARE_ROUNDS` (5), `COMPARE_REQUESTS`
-// (2000), `COMPARE_KIB` (1) and `COMPARE_SCENARIO` (`duplicate` or `unique`) change the load.
+// (2000), `COMPARE_KIB` (1), `COMPARE_SCENARIO` (`duplicate` or `unique`) and `COMPARE_WARMUP`
+// (3000 duplicates sent to each fresh runtime first) change the load.
 import path from 'node:path';
 
 import { startDirect } from '../tests/harness.mjs';
@@ -15,6 +16,8 @@ const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const REQUESTS = Number(process.env.COMPARE_REQUESTS ?? 2000);
 const KIB = Number(process.env.COMPARE_KIB ?? 1);
 const SCENARIO = process.env.COMPARE_SCENARIO ?? 'duplicate';
+// Duplicates sent to each fresh runtime before anything is measured, as bench/run.mjs does.
+const WARMUP = Number(process.env.COMPARE_WARMUP ?? 3000);
 const CONCURRENCY = 32;
 const SECRET = 'whsec_compare_secret';
 
@@ -38,10 +41,11 @@ try {
         const tag = `evt_${Date.now().toString(36)}r${round}`;
         const ids = (part, n) => Array.from({ length: n }, (_, i) => `${tag}${part}${i}`);
         let measured;
+        // Each runtime warmed alike before it is measured (see RUNTIME_WARMUP in bench/run.mjs).
+        const seen = ids('d', 20);
+        await drive(runtime.url, deliveries(seen), 20);
+        await drive(runtime.url, deliveries(Array.from({ length: WARMUP }, (_, i) => seen[i % 20])), CONCURRENCY);
         if (SCENARIO === 'duplicate') {
-          const seen = ids('d', 20);
-          await drive(runtime.url, deliveries(seen), 20);
-          await drive(runtime.url, deliveries(Array.from({ length: 300 }, (_, i) => seen[i % 20])), CONCURRENCY);
           measured = await drive(runtime.url, deliveries(Array.from({ length: REQUESTS }, (_, i) => seen[i % 20])), CONCURRENCY);
         } else {
           await drive(runtime.url, deliveries(ids('w', 50)), CONCURRENCY);

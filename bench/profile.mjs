@@ -2,7 +2,9 @@
 // worker and its objects) while it answers duplicate deliveries, taken through workerd's
 // DevTools inspector. Prints the functions with the most samples of their own and how the
 // samples split between JavaScript, WebAssembly and the runtime's native functions, and writes
-// the whole profile to .wrangler/profile.cpuprofile (open it in Chrome's DevTools). Build with
+// the whole profile to .wrangler/profile.cpuprofile (open it in Chrome's DevTools).
+// `PROFILE_SCENARIO=unique` profiles unique deliveries instead (each a new object, a forward and
+// a finalize). Build with
 // `KEEP_WASM_NAMES=1 OUT_DIR=... npm run build` for Rust function names and readable glue.
 // A profile slows what it watches; compare shares between builds, never its times.
 // `PROFILE_REQUESTS` (3000), `PROFILE_INTERVAL_US` (400) and `PROFILE_TOP` (30) change it.
@@ -17,6 +19,11 @@ import { startOrigin } from './origin-process.mjs';
 const REQUESTS = Number(process.env.PROFILE_REQUESTS ?? 3000);
 const INTERVAL = Number(process.env.PROFILE_INTERVAL_US ?? 400);
 const TOP = Number(process.env.PROFILE_TOP ?? 30);
+const SCENARIO = process.env.PROFILE_SCENARIO ?? 'duplicate';
+if (!['duplicate', 'unique'].includes(SCENARIO)) {
+  console.error('PROFILE_SCENARIO is duplicate or unique');
+  process.exit(2);
+}
 const SECRET = 'whsec_profile_secret';
 const target = process.argv[2] ?? path.join(ROOT, 'build');
 
@@ -80,14 +87,17 @@ try {
   await devtools.send('Profiler.enable');
   await devtools.send('Profiler.setSamplingInterval', { interval: INTERVAL });
   await devtools.send('Profiler.start');
-  const measured = await drive(runtime.url, deliveries(Array.from({ length: REQUESTS }, (_, i) => ids[i % 20])), 32);
+  const measuredIds = SCENARIO === 'unique'
+    ? Array.from({ length: REQUESTS }, (_, i) => `${ids[0]}u${i}`)
+    : Array.from({ length: REQUESTS }, (_, i) => ids[i % 20]);
+  const measured = await drive(runtime.url, deliveries(measuredIds), 32);
   const { result } = await devtools.send('Profiler.stop');
   devtools.close();
   mkdirSync(path.join(ROOT, '.wrangler'), { recursive: true });
   writeFileSync(path.join(ROOT, '.wrangler', 'profile.cpuprofile'), JSON.stringify(result.profile));
   const { own, kinds, total } = shares(result.profile);
   const pct = (n) => `${((100 * n) / total).toFixed(1).padStart(5)}%`;
-  console.log(`${REQUESTS} duplicates (statuses ${JSON.stringify(measured.statuses)}), ${total} samples every ${INTERVAL} µs (${(total / REQUESTS).toFixed(2)} per request)`);
+  console.log(`${REQUESTS} ${SCENARIO} deliveries (statuses ${JSON.stringify(measured.statuses)}), ${total} samples every ${INTERVAL} µs (${(total / REQUESTS).toFixed(2)} per request)`);
   for (const [kind, n] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`${pct(n)} ${kind}`);
   console.log('');
   for (const [name, n] of [...own].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`${pct(n)} ${name}`);

@@ -29,6 +29,16 @@ const REPEATS = Number(process.env.BENCH_REPEATS ?? 800);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const COLD_STARTS = Number(process.env.BENCH_COLD_STARTS ?? 7);
 const WARMUP = 50;
+// Every fresh runtime is warmed before anything of it is measured, the same for every kind. V8
+// runs WebAssembly first in its baseline tier and optimises each hot function only once it has
+// run a while: for this worker's module that takes a few thousand requests, where a JavaScript
+// worker settles within its first hundreds (successive windows of 1,000 duplicates on one
+// runtime: 0.80, 0.66, 0.57, then 0.39-0.44 ms of CPU each for the worker; 0.33-0.41 throughout
+// for the peer). Without it the first scenarios would time that warm-up rather than the steady
+// state. The warm-up's first 1,000 duplicates are measured and reported on their own, so its
+// cost stays in view. BENCH_RUNTIME_WARMUP=0 turns it off.
+const RUNTIME_WARMUP = Number(process.env.BENCH_RUNTIME_WARMUP ?? 3000);
+const WARMUP_MEASURED = Math.min(1000, RUNTIME_WARMUP);
 const SIZES = (process.env.BENCH_SIZES ?? '1,16,256').split(',').map(Number);
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'direct,wrangler').split(',');
 const SECRET = 'whsec_benchmark_secret';
@@ -150,6 +160,26 @@ function scenarios(round) {
   };
 }
 
+/**
+ * Warms a fresh runtime of `kind` with RUNTIME_WARMUP requests of 1 KiB: duplicates of 20
+ * events, the first WARMUP_MEASURED of which are measured and returned, then a tenth of the rest
+ * new events and the others duplicates again (so that the forward and settle are warm too).
+ */
+async function warmRuntime(kind, url, tag) {
+  if (RUNTIME_WARMUP === 0) return undefined;
+  const provider = kind === 'peer' ? 'stripe' : PROVIDER;
+  const make = async (list) => (kind === 'floor' ? list.map(floorRequest) : deliveries(list, 1, provider));
+  const seen = ids(`${tag}${kind}warm`, 20);
+  const repeats = (n) => make(Array.from({ length: n }, (_, i) => seen[i % 20]));
+  await drive(url, await make(seen), 20);
+  const first = await drive(url, await repeats(WARMUP_MEASURED), CONCURRENCY);
+  const rest = RUNTIME_WARMUP - WARMUP_MEASURED;
+  const fresh = Math.ceil(rest / 10);
+  if (fresh > 0) await drive(url, await make(ids(`${tag}${kind}warmnew`, fresh)), CONCURRENCY);
+  if (rest - fresh > 0) await drive(url, await repeats(rest - fresh), CONCURRENCY);
+  return first;
+}
+
 async function runRound(transport, round, origin, results) {
   const start = transport === 'direct' ? directRuntime : wranglerRuntime;
   const plan = scenarios(round);
@@ -159,6 +189,11 @@ async function runRound(transport, round, origin, results) {
   for (const kind of order) {
     const runtime = await start(kind, varsOf(kind, origin));
     try {
+      const warmed = await warmRuntime(kind, runtime.url, `${Date.now().toString(36)}r${round}`);
+      if (warmed) {
+        (results[`${transport}/${kind}/warm-up`] ??= []).push(warmed);
+        log(`${transport}/${kind}/warm-up round ${round}: first ${WARMUP_MEASURED} duplicates ${warmed.rps.toFixed(0)} req/s, CPU ${warmed.cpu?.toFixed(3)} ms per request`);
+      }
       for (const scenario of plan[kind]) {
         const warm = await scenario.warm();
         await drive(runtime.url, warm, Math.min(CONCURRENCY, warm.length));
@@ -273,7 +308,7 @@ function report(results, units, host, cold, parts) {
   lines.push('## Machine', '');
   lines.push(`- CPU: ${os.cpus()[0].model}, ${os.cpus().length} cores; memory ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; ${os.type()} ${os.release()}`);
   lines.push(`- Node ${process.version}; wrangler ${versionOf('wrangler')}; workerd ${versionOf('workerd')}; miniflare ${versionOf('miniflare')}`);
-  lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; per round and scenario a warm-up, then ${UNIQUE} unique deliveries or ${REPEATS} repeats (a quarter of that at 256 KiB); ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`);
+  lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; each fresh runtime first warmed with ${RUNTIME_WARMUP} deliveries of 1 KiB (see "Warm-up" below), then per scenario a short warm-up of its own and ${UNIQUE} unique deliveries or ${REPEATS} repeats (a quarter of that at 256 KiB); ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`);
   lines.push('- Runtime CPU: the user and system time of the workerd processes over the measured phase (read from `/proc`), divided by its requests: what Cloudflare bills as CPU time, without the load generator\'s or the origin\'s own work. Straight to workerd it includes Miniflare\'s entry worker, the same for every kind; through `wrangler dev` also the proxy workers wrangler runs in workerd, so only the first table\'s figures approach what a deployment is billed.', '');
   lines.push('## Throughput and latency', '');
   lines.push('- **floor** (`bench/floor/`): a JavaScript Worker sending each request to a JavaScript Durable Object named by the event id, which does one conditional write.');
@@ -308,6 +343,22 @@ function report(results, units, host, cold, parts) {
     row('earlier build (`BENCH_BASELINE_BUILD`): duplicates, 1 KiB', 'baseline', 'duplicate-1', 'duplicate-1', 'duplicate');
     row('worker: Idempotency-Key replays', 'worker', 'replay', null, 'duplicate');
     row('worker, queue mode: until Stripe\'s `200 queued` (1 KiB)', 'queue', 'queued-1', null, 'unique');
+    lines.push('');
+  }
+  const warmRows = [['floor', 'floor', 'duplicate'], ['peer', 'peer', 'duplicate-1'], ['**worker**', 'worker', 'duplicate-1'], ['earlier build (`BENCH_BASELINE_BUILD`)', 'baseline', 'duplicate-1']];
+  if (TRANSPORTS.some((transport) => warmRows.some(([, kind]) => runs(transport, kind, 'warm-up')))) {
+    lines.push('## Warm-up', '');
+    lines.push(`Every runtime above was warmed with ${RUNTIME_WARMUP} deliveries of 1 KiB before its first measured scenario, the same for every kind. V8 runs WebAssembly first in its baseline tier and optimises each function once it has run a while, which for this module takes a few thousand requests; a JavaScript worker settles sooner. What that costs, measured on the first ${WARMUP_MEASURED} duplicates of 1 KiB that each fresh runtime served, beside the same kind's steady duplicates of 1 KiB measured after the warm-up:`, '');
+    lines.push('| transport | kind | first duplicates: requests/s | runtime CPU ms per request | steady duplicates: runtime CPU ms per request | first against steady (CPU) |', '| --- | --- | --- | --- | --- | --- |');
+    for (const transport of TRANSPORTS) {
+      for (const [label, kind, steadyName] of warmRows) {
+        const first = runs(transport, kind, 'warm-up');
+        const steady = runs(transport, kind, steadyName);
+        if (!first || !steady || !first.every((r) => r.cpu !== undefined)) continue;
+        const over = summary(first.map((r, i) => r.cpu / steady[i].cpu)).median;
+        lines.push(`| ${transport} | ${label} | ${fmt(summary(first.map((r) => r.rps)))} | ${fmt(summary(first.map((r) => r.cpu)), 3)} | ${fmt(summary(steady.map((r) => r.cpu)), 3)} | ${over.toFixed(2)}× |`);
+      }
+    }
     lines.push('');
   }
   lines.push('## Size and cold start', '');
