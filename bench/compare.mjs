@@ -16,7 +16,8 @@ const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const REQUESTS = Number(process.env.COMPARE_REQUESTS ?? 2000);
 const KIB = Number(process.env.COMPARE_KIB ?? 1);
 const SCENARIO = process.env.COMPARE_SCENARIO ?? 'duplicate';
-// Duplicates sent to each fresh runtime before anything is measured, as bench/run.mjs does.
+// Duplicates sent to each fresh runtime before anything is measured (see RUNTIME_WARMUP in
+// bench/run.mjs).
 const WARMUP = Number(process.env.COMPARE_WARMUP ?? 3000);
 const CONCURRENCY = 32;
 const SECRET = 'whsec_compare_secret';
@@ -41,7 +42,8 @@ try {
         const tag = `evt_${Date.now().toString(36)}r${round}`;
         const ids = (part, n) => Array.from({ length: n }, (_, i) => `${tag}${part}${i}`);
         let measured;
-        // Each runtime warmed alike before it is measured (see RUNTIME_WARMUP in bench/run.mjs).
+        // Each runtime warmed alike with duplicates before it is measured (bench/run.mjs also
+        // sends new events in its warm-up; see RUNTIME_WARMUP there).
         const seen = ids('d', 20);
         await drive(runtime.url, deliveries(seen), 20);
         await drive(runtime.url, deliveries(Array.from({ length: WARMUP }, (_, i) => seen[i % 20])), CONCURRENCY);
