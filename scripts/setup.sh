@@ -7,6 +7,14 @@ cd "$ROOT"
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
+# 0. Tools the scripts themselves use (every Debian and macOS system has them).
+for tool in perl tar; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "setup: $tool is missing; scripts/build.sh and this script need it (Debian: apt-get install $tool)" >&2
+    exit 1
+  fi
+done
+
 # 1. The WebAssembly target for the toolchain rust-toolchain/rustup selects here.
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"
