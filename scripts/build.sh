@@ -48,6 +48,22 @@ if ! perl -0ne 'exit(/__wbg_queueMicrotask_[0-9a-f]+: function\(arg0\) \{\n\s*co
   echo "build: wasm-bindgen's glue no longer asks for queueMicrotask as expected; see scripts/build.sh" >&2
   exit 1
 fi
+# After a trap (a Rust panic ends in one too) the glue starts a fresh instance at the next call
+# into it, in its guard. A closure's wrapper (a Rust future's promise callback) compares its
+# instance with the current one before that guard runs: when such a callback is the first call
+# after the trap (another call of the isolate was awaiting its origin, say), the check passes,
+# the guard starts the fresh instance, and the old closure's pointers would run against the new
+# instance's memory. The guard is run first, so the check sees the fresh instance and the stale
+# callback throws ("Cannot invoke closure from previous WASM instance") without touching it.
+perl -0pi -e 's/(const real = \(\.\.\.args\) => \{\n)(\s*\n)?(\s*)(if \(state\.instance !== __wbg_instance_id\) \{)/${1}${3}__wbg_call_guard();\n${3}${4}/' \
+  "$staging/glue.js"
+wrappers=$(grep -c 'const real = (...args) => {' "$staging/glue.js" || true)
+guarded=$(perl -0ne 'my $n = () = /const real = \(\.\.\.args\) => \{\n\s*__wbg_call_guard\(\);\n\s*if \(state\.instance !== __wbg_instance_id\) \{/g; print $n' \
+  "$staging/glue.js")
+if [ "$wrappers" = 0 ] || [ "$wrappers" != "$guarded" ]; then
+  echo "build: wasm-bindgen's closure wrapper no longer reads as expected ($guarded of $wrappers guarded); see scripts/build.sh" >&2
+  exit 1
+fi
 cp src/entry.mjs "$staging/entry.mjs"
 
 say "wasm-opt"

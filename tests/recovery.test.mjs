@@ -4,12 +4,12 @@
 // asked for through the test routes: POST /_test/panic (in the worker), POST
 // /_test/claims/{key}/panic and …/trap (in that key's object).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-  COMPATIBILITY_DATE, ROOT, TEST_ADMIN_TOKEN, adminHeaders, call, startOrigin, startWorker,
+  COMPATIBILITY_DATE, ROOT, TEST_ADMIN_TOKEN, adminHeaders, call, sleep, startOrigin, startWorker, until,
 } from './harness.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
@@ -43,12 +43,12 @@ test('a panic costs its own request only: the worker and the objects made before
 /**
  * The built worker with its objects in an isolate of their own (a second Worker of the same
  * build, bound by script name), as in production, where an object's isolate often serves only
- * object calls: there the first call after a trap is an object's.
+ * object calls: there the first call after a trap is an object's. The runtime's log lines are
+ * appended to `logs`; `build` is another build's folder.
  */
-async function startSplit(vars) {
+async function startSplit(vars, { logs = [], build = path.join(ROOT, 'build') } = {}) {
   const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-split-'));
-  const build = path.join(ROOT, 'build');
   const modules = [
     { type: 'ESModule', path: path.join(build, 'index.js') },
     { type: 'CompiledWasm', path: path.join(build, 'index_bg.wasm') },
@@ -57,6 +57,8 @@ async function startSplit(vars) {
   const mf = new Miniflare(convertV4MiniflareOptions({
     host: '127.0.0.1',
     port: 0,
+    // The runtime's own log lines (uncaught exceptions among them), kept for the test to read.
+    handleStructuredLogs: (log) => logs.push(log.message),
     workers: [
       {
         name: 'front', compatibilityDate: COMPATIBILITY_DATE, modulesRoot: build, modules, bindings,
@@ -108,4 +110,65 @@ test('a panic or a trap in an object: its next call, the first into that isolate
   assert.equal(after.status, 200, after.text);
   assert.equal(after.json.status, 'processed');
   assert.equal(origin.requests.length, 3, 'each event forwarded once');
+});
+
+test('a trap while another call in the isolate awaits its origin: that call\'s callback, the first call into the module after the trap, is refused rather than run on the fresh instance', async (t) => {
+  const held = eventId('held');
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  const origin = await startOrigin(async (request) => {
+    if (request.headers['x-webhook-dedup-event-id'] === held) await answered;
+    return { status: 200 };
+  });
+  t.after(() => origin.close());
+  // The release build, its glue made to say when it refuses a closure of an earlier instance
+  // (the refusal is thrown inside a promise callback, where the runtime reports nothing).
+  const build = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-build-'));
+  t.after(() => rmSync(build, { recursive: true, force: true }));
+  const refusal = 'throw new Error("Cannot invoke closure from previous WASM instance")';
+  const glue = readFileSync(path.join(ROOT, 'build', 'index.js'), 'utf8');
+  assert.equal(glue.split(refusal).length, 2, 'the glue refuses stale closures in one place');
+  writeFileSync(path.join(build, 'index.js'), glue.replace(refusal, 'throw (console.log("stale closure refused"), new Error("Cannot invoke closure from previous WASM instance"))'));
+  copyFileSync(path.join(ROOT, 'build', 'index_bg.wasm'), path.join(build, 'index_bg.wasm'));
+  const logs = [];
+  const runtime = await startSplit({ STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook`, ENABLE_TEST_ROUTES: 'true' }, { logs, build });
+  t.after(() => runtime.dispose());
+
+  // A delivery whose object awaits its origin: a Rust future with a promise callback pending.
+  const first = deliver(runtime, eventPayload(held), { secret: SECRET }).catch((error) => error);
+  await until(() => origin.requests.some((r) => r.headers['x-webhook-dedup-event-id'] === held), 10_000, 'the held forward');
+  // Another object traps. Its own call is left unanswered (nothing sends it again), so nothing
+  // enters the module until the origin answers the held forward.
+  const stopped = await fetch(`${runtime.url}/_test/claims/${eventId('trap')}/trap`, {
+    method: 'POST', headers: adminHeaders(runtime), signal: AbortSignal.timeout(2_000),
+  }).then((answer) => answer.status, (error) => error.name);
+  assert.equal(stopped, 'TimeoutError', 'the trapping call is not answered');
+  const before = logs.length;
+  release();
+  // The held call's callback comes in first: refused, never run against the fresh instance.
+  // Without the guard first (scripts/build.sh), the fresh instance would be started inside the
+  // callback's call and the old closure run against its memory, with nothing said.
+  const refused = () => logs.slice(before).includes('stale closure refused');
+  await until(refused, 10_000, 'the stale callback to be refused').catch(() => {});
+  assert.ok(refused(), `the stale callback refused; the runtime said:\n${logs.slice(before).join('\n')}`);
+  await sleep(300);
+  assert.ok(!logs.slice(before).some((line) => /RuntimeError|unreachable|out of bounds/.test(line)),
+    `no trap after the fresh instance started:\n${logs.slice(before).join('\n')}`);
+
+  // The held event was neither finalized by the dead call nor run again: its claim waits for its
+  // lease, as after a crash.
+  const repeat = await deliver(runtime, eventPayload(held), { secret: SECRET });
+  assert.equal(repeat.status, 409, repeat.text);
+  const record = await call(`${runtime.url}/admin/events/${held}`, { headers: adminHeaders(runtime) });
+  assert.equal(record.status, 200, record.text);
+  assert.equal(record.json.record.state, 'processing');
+  assert.equal(record.json.record.attempts, 1);
+  // The fresh instance serves new events as before.
+  const after = await deliver(runtime, eventPayload(eventId('after')), { secret: SECRET });
+  assert.equal(after.status, 200, after.text);
+  assert.equal(after.json.status, 'processed');
+  assert.equal(origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === held).length, 1, 'the held event forwarded once');
+  // Its caller is never told "processed" by a call that died; Stripe's retry meets the claim.
+  const outcome = await Promise.race([first, sleep(500).then(() => 'unanswered')]);
+  assert.ok(outcome === 'unanswered' || outcome instanceof Error || outcome.status >= 500, `the held delivery answered ${outcome.status}`);
 });
