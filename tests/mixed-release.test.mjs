@@ -1,0 +1,107 @@
+// During a deploy, workers and objects of two releases meet: the release before this one reached
+// its object with `fetch` (its object class had no RPC method). Both directions must answer a
+// retryable 503, claiming and forwarding nothing, so that the sender comes back once the deploy
+// is done. The previous release is stood in for by small JavaScript scripts that do what it did;
+// this release is the real build, on the real runtime.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { COMPATIBILITY_DATE, ROOT, TEST_ADMIN_TOKEN, call, startOrigin, storageDump } from './harness.mjs';
+import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
+
+const SECRET = 'whsec_mixed_release';
+const BUILD = path.join(ROOT, 'build');
+
+/** This release's worker or objects, as a Miniflare worker named `name`. */
+function thisRelease(name, bindings, objects) {
+  return {
+    name,
+    compatibilityDate: COMPATIBILITY_DATE,
+    modulesRoot: BUILD,
+    modules: [
+      { type: 'ESModule', path: path.join(BUILD, 'index.js') },
+      { type: 'CompiledWasm', path: path.join(BUILD, 'index_bg.wasm') },
+    ],
+    bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...bindings },
+    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects } },
+  };
+}
+
+/** A worker `front` whose objects are the worker `objects` (each given as Miniflare options). */
+async function startPair(front, objects) {
+  const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
+  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-mixed-'));
+  const mf = new Miniflare(convertV4MiniflareOptions({
+    host: '127.0.0.1',
+    port: 0,
+    workers: [front, { ...objects, resourcePersistencePath: persist }],
+  }));
+  const url = (await mf.ready).toString().replace(/\/$/, '');
+  return {
+    url,
+    persistDir: persist,
+    async dispose() {
+      await mf.dispose();
+      rmSync(persist, { recursive: true, force: true });
+    },
+  };
+}
+
+test('a worker of the previous release meets this release\'s object: 503, a retryable failure in the old form, nothing stored', async (t) => {
+  // The previous release's worker sent its frame to the object by fetch and read the reply
+  // from the x-authority-reply header.
+  const previousWorker = {
+    name: 'front',
+    compatibilityDate: COMPATIBILITY_DATE,
+    modules: true,
+    script: `export default {
+      async fetch(request, env) {
+        const stub = env.CLAIM_AUTHORITY.get(env.CLAIM_AUTHORITY.idFromName('evt_previous_release'));
+        const answer = await stub.fetch('https://claim-authority/', { method: 'POST', body: 'a frame of the previous release' });
+        return Response.json({ status: answer.status, reply: answer.headers.get('x-authority-reply') });
+      },
+    };`,
+    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', scriptName: 'objects', useSQLite: true } },
+  };
+  const runtime = await startPair(previousWorker, thisRelease('objects', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/unused' }));
+  t.after(() => runtime.dispose());
+
+  const answer = await call(runtime.url);
+  assert.equal(answer.status, 200, answer.text);
+  assert.equal(answer.json.status, 503);
+  const reply = JSON.parse(answer.json.reply);
+  assert.equal(reply.reply, 'store_failed');
+  assert.equal(reply.retryable, true);
+  assert.match(reply.detail, /newer release/);
+  // The object answered (the reply above is its own) and wrote no record.
+  const stored = storageDump(runtime.persistDir).split('\n').filter((row) => row && !row.includes(' __miniflare_do_name '));
+  assert.deepEqual(stored, [], 'nothing claimed');
+});
+
+test('this release\'s worker meets an object of the previous release (no RPC method): 503 with Retry-After, nothing forwarded', async (t) => {
+  const origin = await startOrigin();
+  t.after(() => origin.close());
+  // The previous release's object: a class that is not a DurableObject, reached only by fetch.
+  const previousObjects = {
+    name: 'objects',
+    compatibilityDate: COMPATIBILITY_DATE,
+    modules: true,
+    script: `export class ClaimAuthority {
+      constructor(state, env) { this.state = state; }
+      async fetch() { return new Response(null, { status: 200 }); }
+    }
+    export default { fetch() { return new Response('objects only', { status: 404 }); } };`,
+    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
+  };
+  const worker = thisRelease('front', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook` }, { scriptName: 'objects' });
+  const runtime = await startPair(worker, previousObjects);
+  t.after(() => runtime.dispose());
+
+  const answer = await deliver(runtime, eventPayload(eventId('mixed')), { secret: SECRET });
+  assert.equal(answer.status, 503, answer.text);
+  assert.ok(Number(answer.headers.get('retry-after')) >= 1, 'Retry-After');
+  assert.equal(answer.json.error, 'store_unavailable', answer.text);
+  assert.equal(origin.requests.length, 0, 'nothing forwarded');
+});
