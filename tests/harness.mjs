@@ -227,6 +227,53 @@ export async function startDirect({ kind = 'worker', vars: given = {}, buildDir 
 }
 
 /**
+ * This project's built worker (from `build`, build/ by default) as Miniflare options for
+ * [startWorkers], named `name`, with `bindings` and the test admin token; `objects` says where
+ * its CLAIM_AUTHORITY objects live (`{ scriptName }` for another worker's), its own by default.
+ */
+export function builtWorker(name, bindings, { build = path.join(ROOT, 'build'), objects = {} } = {}) {
+  return {
+    name,
+    compatibilityDate: COMPATIBILITY_DATE,
+    modulesRoot: build,
+    modules: [
+      { type: 'ESModule', path: path.join(build, 'index.js') },
+      { type: 'CompiledWasm', path: path.join(build, 'index_bg.wasm') },
+    ],
+    bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...bindings },
+    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects } },
+  };
+}
+
+/**
+ * Several Workers in one runtime, straight to workerd through Miniflare: `workers` in Miniflare's
+ * options, the first one serving requests, the last one's Durable Objects persisted in a
+ * temporary folder (`persistDir`). With `logs`, the runtime's log lines are appended to it
+ * instead of printed.
+ */
+export async function startWorkers(workers, { logs } = {}) {
+  const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
+  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-workers-'));
+  const last = workers.length - 1;
+  const mf = new Miniflare(convertV4MiniflareOptions({
+    host: '127.0.0.1',
+    port: 0,
+    ...(logs ? { handleStructuredLogs: (log) => logs.push(log.message) } : {}),
+    workers: workers.map((worker, i) => (i === last ? { ...worker, resourcePersistencePath: persist } : worker)),
+  }));
+  const url = (await mf.ready).toString().replace(/\/$/, '');
+  return {
+    url,
+    adminToken: TEST_ADMIN_TOKEN,
+    persistDir: persist,
+    async dispose() {
+      await mf.dispose();
+      rmSync(persist, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
  * A real HTTP origin on a free loopback port. `behave(request, n)` decides each answer:
  * `{ status, body, headers, delayMs, hang, stallAfter }` (`stallAfter`: send the head and this
  * much of the body, then stall); `n` counts requests from 1. Every request and

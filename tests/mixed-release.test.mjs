@@ -4,51 +4,12 @@
 // is done. The previous release is stood in for by small JavaScript scripts that do what it did;
 // this release is the real build, on the real runtime.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 
-import { COMPATIBILITY_DATE, ROOT, TEST_ADMIN_TOKEN, call, startOrigin, storageDump } from './harness.mjs';
+import { COMPATIBILITY_DATE, builtWorker, call, startOrigin, startWorkers, storageDump } from './harness.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_mixed_release';
-const BUILD = path.join(ROOT, 'build');
-
-/** This release's worker or objects, as a Miniflare worker named `name`. */
-function thisRelease(name, bindings, objects) {
-  return {
-    name,
-    compatibilityDate: COMPATIBILITY_DATE,
-    modulesRoot: BUILD,
-    modules: [
-      { type: 'ESModule', path: path.join(BUILD, 'index.js') },
-      { type: 'CompiledWasm', path: path.join(BUILD, 'index_bg.wasm') },
-    ],
-    bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...bindings },
-    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects } },
-  };
-}
-
-/** A worker `front` whose objects are the worker `objects` (each given as Miniflare options). */
-async function startPair(front, objects) {
-  const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
-  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-mixed-'));
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    host: '127.0.0.1',
-    port: 0,
-    workers: [front, { ...objects, resourcePersistencePath: persist }],
-  }));
-  const url = (await mf.ready).toString().replace(/\/$/, '');
-  return {
-    url,
-    persistDir: persist,
-    async dispose() {
-      await mf.dispose();
-      rmSync(persist, { recursive: true, force: true });
-    },
-  };
-}
-
 test('a worker of the previous release meets this release\'s object: 503, a retryable failure in the old form, nothing stored', async (t) => {
   // The previous release's worker sent its frame to the object by fetch and read the reply
   // from the x-authority-reply header.
@@ -65,7 +26,7 @@ test('a worker of the previous release meets this release\'s object: 503, a retr
     };`,
     durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', scriptName: 'objects', useSQLite: true } },
   };
-  const runtime = await startPair(previousWorker, thisRelease('objects', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/unused' }));
+  const runtime = await startWorkers([previousWorker, builtWorker('objects', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/unused' })]);
   t.after(() => runtime.dispose());
 
   const answer = await call(runtime.url);
@@ -95,8 +56,8 @@ test('this release\'s worker meets an object of the previous release (no RPC met
     export default { fetch() { return new Response('objects only', { status: 404 }); } };`,
     durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
   };
-  const worker = thisRelease('front', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook` }, { scriptName: 'objects' });
-  const runtime = await startPair(worker, previousObjects);
+  const worker = builtWorker('front', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook` }, { objects: { scriptName: 'objects' } });
+  const runtime = await startWorkers([worker, previousObjects]);
   t.after(() => runtime.dispose());
 
   const answer = await deliver(runtime, eventPayload(eventId('mixed')), { secret: SECRET });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-  COMPATIBILITY_DATE, ROOT, TEST_ADMIN_TOKEN, adminHeaders, call, sleep, startOrigin, startWorker, until,
+  ROOT, adminHeaders, builtWorker, call, sleep, startOrigin, startWorker, startWorkers, until,
 } from './harness.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
@@ -43,43 +43,14 @@ test('a panic costs its own request only: the worker and the objects made before
 /**
  * The built worker with its objects in an isolate of their own (a second Worker of the same
  * build, bound by script name), as in production, where an object's isolate often serves only
- * object calls: there the first call after a trap is an object's. The runtime's log lines are
- * appended to `logs`; `build` is another build's folder.
+ * object calls: there the first call after a trap is an object's. With `logs`, the runtime's
+ * log lines are kept there; `build` is another build's folder.
  */
-async function startSplit(vars, { logs = [], build = path.join(ROOT, 'build') } = {}) {
-  const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
-  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-split-'));
-  const modules = [
-    { type: 'ESModule', path: path.join(build, 'index.js') },
-    { type: 'CompiledWasm', path: path.join(build, 'index_bg.wasm') },
-  ];
-  const bindings = { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...vars };
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    host: '127.0.0.1',
-    port: 0,
-    // The runtime's own log lines (uncaught exceptions among them), kept for the test to read.
-    handleStructuredLogs: (log) => logs.push(log.message),
-    workers: [
-      {
-        name: 'front', compatibilityDate: COMPATIBILITY_DATE, modulesRoot: build, modules, bindings,
-        durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', scriptName: 'objects', useSQLite: true } },
-      },
-      {
-        name: 'objects', compatibilityDate: COMPATIBILITY_DATE, modulesRoot: build, modules, bindings,
-        durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
-        resourcePersistencePath: persist,
-      },
-    ],
-  }));
-  const url = (await mf.ready).toString().replace(/\/$/, '');
-  return {
-    url,
-    adminToken: TEST_ADMIN_TOKEN,
-    async dispose() {
-      await mf.dispose();
-      rmSync(persist, { recursive: true, force: true });
-    },
-  };
+function startSplit(vars, { logs, build } = {}) {
+  return startWorkers([
+    builtWorker('front', vars, { build, objects: { scriptName: 'objects' } }),
+    builtWorker('objects', vars, { build }),
+  ], { logs });
 }
 
 test('a panic or a trap in an object: its next call, the first into that isolate, gets a fresh core', async (t) => {
