@@ -187,49 +187,28 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
  * persisted in a temporary folder. `buildDir` runs another build of the worker (build/ by
  * default); `inspectorPort` opens the runtime's DevTools inspector there.
  */
-export async function startDirect({ kind = 'worker', vars: given = {}, buildDir = path.join(ROOT, 'build'), inspectorPort } = {}) {
-  const vars = withTestToken(given);
-  const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
-  const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-direct-'));
-  const common = { compatibilityDate: COMPATIBILITY_DATE, host: '127.0.0.1', port: 0, resourcePersistencePath: persist, ...(inspectorPort ? { inspectorPort } : {}) };
+export function startDirect({ kind = 'worker', vars = {}, buildDir, inspectorPort } = {}) {
   const javascript = {
     floor: { file: path.join(ROOT, 'bench', 'floor', 'worker.js'), binding: 'FLOOR', className: 'FloorObject' },
     peer: { file: path.join(ROOT, 'bench', 'peer', 'worker.js'), binding: 'PEER', className: 'PeerClaims' },
   }[kind];
-  const options = javascript
+  const worker = javascript
     ? {
-      ...common,
+      name: kind,
+      compatibilityDate: COMPATIBILITY_DATE,
       modules: [{ type: 'ESModule', path: javascript.file }],
       durableObjects: { [javascript.binding]: { className: javascript.className, useSQLite: true } },
-      bindings: vars,
+      bindings: withTestToken(vars),
     }
-    : {
-      ...common,
-      modulesRoot: buildDir,
-      modules: [
-        { type: 'ESModule', path: path.join(buildDir, 'index.js') },
-        { type: 'CompiledWasm', path: path.join(buildDir, 'index_bg.wasm') },
-      ],
-      durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
-      bindings: vars,
-    };
-  const mf = new Miniflare(convertV4MiniflareOptions(options));
-  const url = (await mf.ready).toString().replace(/\/$/, '');
-  return {
-    url,
-    adminToken: vars.ADMIN_TOKEN,
-    persistDir: persist,
-    async dispose() {
-      await mf.dispose();
-      rmSync(persist, { recursive: true, force: true });
-    },
-  };
+    : builtWorker(kind, vars, { build: buildDir });
+  return startWorkers([worker], { inspectorPort });
 }
 
 /**
  * This project's built worker (from `build`, build/ by default) as Miniflare options for
- * [startWorkers], named `name`, with `bindings` and the test admin token; `objects` says where
- * its CLAIM_AUTHORITY objects live (`{ scriptName }` for another worker's), its own by default.
+ * [startWorkers], named `name`, with `bindings` (and the test admin token when they turn the
+ * test routes on); `objects` says where its CLAIM_AUTHORITY objects live (`{ scriptName }` for
+ * another worker's), its own by default.
  */
 export function builtWorker(name, bindings, { build = path.join(ROOT, 'build'), objects = {} } = {}) {
   return {
@@ -240,18 +219,19 @@ export function builtWorker(name, bindings, { build = path.join(ROOT, 'build'), 
       { type: 'ESModule', path: path.join(build, 'index.js') },
       { type: 'CompiledWasm', path: path.join(build, 'index_bg.wasm') },
     ],
-    bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...bindings },
+    bindings: withTestToken(bindings),
     durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects } },
   };
 }
 
 /**
  * Several Workers in one runtime, straight to workerd through Miniflare: `workers` in Miniflare's
- * options, the first one serving requests, the last one's Durable Objects persisted in a
- * temporary folder (`persistDir`). With `logs`, the runtime's log lines are appended to it
- * instead of printed.
+ * options, the first one serving requests (its ADMIN_TOKEN is the runtime's `adminToken`), the
+ * last one's Durable Objects persisted in a temporary folder (`persistDir`). With `logs`, the
+ * runtime's log lines are appended to it instead of printed; `inspectorPort` opens the runtime's
+ * DevTools inspector there.
  */
-export async function startWorkers(workers, { logs } = {}) {
+export async function startWorkers(workers, { logs, inspectorPort } = {}) {
   const { Miniflare, convertV4MiniflareOptions } = await import('miniflare');
   const persist = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-workers-'));
   const last = workers.length - 1;
@@ -259,12 +239,13 @@ export async function startWorkers(workers, { logs } = {}) {
     host: '127.0.0.1',
     port: 0,
     ...(logs ? { handleStructuredLogs: (log) => logs.push(log.message) } : {}),
+    ...(inspectorPort ? { inspectorPort } : {}),
     workers: workers.map((worker, i) => (i === last ? { ...worker, resourcePersistencePath: persist } : worker)),
   }));
   const url = (await mf.ready).toString().replace(/\/$/, '');
   return {
     url,
-    adminToken: TEST_ADMIN_TOKEN,
+    adminToken: workers[0].bindings?.ADMIN_TOKEN,
     persistDir: persist,
     async dispose() {
       await mf.dispose();
