@@ -22,6 +22,7 @@ import { anatomy } from './anatomy/measure.mjs';
 import { eventPayload, stripeDelivery } from './deliveries.mjs';
 import { startOrigin } from './origin-process.mjs';
 import { drive, summary } from './load.mjs';
+import { storageWhere } from './turns.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const UNIQUE = Number(process.env.BENCH_UNIQUE ?? 400);
@@ -301,20 +302,6 @@ function versionOf(pkg) {
   return JSON.parse(readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
 }
 
-/** The kind of file system the temporary folder is on, from /proc/mounts (Linux). */
-function storageKind() {
-  try {
-    const folder = path.resolve(os.tmpdir());
-    const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((line) => line.split(' '));
-    const mount = mounts
-      .filter(([, point]) => point && (folder === point || folder.startsWith(point === '/' ? '/' : `${point}/`)))
-      .sort((a, b) => b[1].length - a[1].length)[0];
-    return mount ? `a ${mount[2]} file system` : 'file system unknown';
-  } catch {
-    return 'file system unknown';
-  }
-}
-
 function report(results, units, host, cold, parts) {
   const wasm = readFileSync(path.join(ROOT, 'build', 'index_bg.wasm'));
   const js = readFileSync(path.join(ROOT, 'build', 'index.js'));
@@ -336,7 +323,7 @@ function report(results, units, host, cold, parts) {
   lines.push(`- Node ${process.version}; wrangler ${versionOf('wrangler')}; workerd ${versionOf('workerd')}; miniflare ${versionOf('miniflare')}`);
   lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; each fresh runtime first warmed with ${RUNTIME_WARMUP} deliveries of 1 KiB (see "Warm-up" below), then per scenario a short warm-up of its own and ${UNIQUE} unique deliveries or ${REPEATS} repeats (a quarter of that at 256 KiB); ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`);
   lines.push('- Runtime CPU: the user and system time of the workerd processes over the measured phase (read from `/proc`), divided by its requests: what Cloudflare bills as CPU time, without the load generator\'s or the origin\'s own work. Straight to workerd it includes Miniflare\'s entry worker, the same for every kind; through `wrangler dev` also the proxy workers wrangler runs in workerd, so only the first table\'s figures approach what a deployment is billed.');
-  lines.push(`- Storage: the runtimes keep their Durable Objects' SQLite files in \`${os.tmpdir()}\` (${storageKind()}), chosen by \`BENCH_TMPDIR\` or by \`scripts/bench.sh\` (a memory file system where there is one). On a disk, creating each new object's files adds the file system's own cost to every unique delivery, alike for every kind and not CPU that Cloudflare bills a Worker for (see the notes below).`, '');
+  lines.push(`- Storage: the runtimes keep their Durable Objects' SQLite files in ${storageWhere()}, chosen by \`BENCH_TMPDIR\` or by \`scripts/bench.sh\` (a memory file system where there is one). On a disk, creating each new object's files adds the file system's own cost to every unique delivery, alike for every kind and not CPU that Cloudflare bills a Worker for (see the notes below).`, '');
   lines.push('## Throughput and latency', '');
   lines.push('- **floor** (`bench/floor/`): a JavaScript Worker sending each request to a JavaScript Durable Object named by the event id, which does one conditional write.');
   lines.push('- **peer** (`bench/peer/`): the same protocol as this worker in plain JavaScript: WebCrypto HMAC (keys imported once per isolate), `JSON.parse`, an object per event id with `storage.get`/`put`, lease, fence and retention alarm, claim → forward → finalize inside `waitUntil` (two object requests per delivery, over RPC).');

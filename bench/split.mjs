@@ -14,10 +14,9 @@
 //     its allocator), the C library and the kernel.
 // Figures are microseconds of CPU per request, medians over rounds (so the parts of a column need
 // not add up to its whole); /proc counts in clock ticks (10 ms), so a figure of a few µs per
-// request is near what it can resolve. Unique deliveries are warmed with new events, duplicates
-// with repeats, after the same runtime warm-up as compare.mjs. `SPLIT_ROUNDS` (3),
-// `SPLIT_REQUESTS` (6000), `SPLIT_KIB` (1), `SPLIT_SCENARIO` (`duplicate` or `unique`) and
-// `SPLIT_WARMUP` (3000 duplicates sent to each fresh runtime first) change the load. Run with
+// request is near what it can resolve. The runtimes are started, warmed and taken in turns as
+// compare.mjs's are (bench/turns.mjs): `SPLIT_ROUNDS` (3), `SPLIT_REQUESTS` (6000), `SPLIT_KIB`
+// (1), `SPLIT_SCENARIO` (`duplicate` or `unique`) and `SPLIT_WARMUP` (3000) change the load. Run with
 // `TMPDIR=/dev/shm` to keep the objects' storage in memory, as the benchmark does. A tool for
 // finding a cost, not a benchmark: `perf` takes a little of the machine's CPU itself.
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,24 +25,11 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startDirect } from '../tests/harness.mjs';
-import { eventPayload, stripeDelivery } from './deliveries.mjs';
-import { drive, summary } from './load.mjs';
-import { startOrigin } from './origin-process.mjs';
+import { summary } from './load.mjs';
+import { inTurns, settings, storageWhere, timed } from './turns.mjs';
 
-const ROUNDS = Number(process.env.SPLIT_ROUNDS ?? 3);
-const REQUESTS = Number(process.env.SPLIT_REQUESTS ?? 6000);
-const KIB = Number(process.env.SPLIT_KIB ?? 1);
-const SCENARIO = process.env.SPLIT_SCENARIO ?? 'duplicate';
-const WARMUP = Number(process.env.SPLIT_WARMUP ?? 3000);
-const CONCURRENCY = 32;
-const SECRET = 'whsec_split_secret';
-
-const kinds = process.argv.slice(2);
-if (kinds.length === 0 || !['duplicate', 'unique'].includes(SCENARIO)) {
-  console.error('usage: node bench/split.mjs DIR|peer|floor [...]  (SPLIT_SCENARIO=duplicate|unique)');
-  process.exit(2);
-}
+const chosen = settings('SPLIT', { rounds: 3, requests: 6000 },
+  'usage: node bench/split.mjs DIR|peer|floor [...]  (SPLIT_SCENARIO=duplicate|unique)');
 
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 
@@ -128,6 +114,8 @@ async function recording(pid, file, work) {
   const perf = spawn('perf', ['record', '-q', '-F', '999', '-p', pid, '-o', file], { stdio: 'ignore' });
   const exited = once(perf, 'exit');
   try {
+    // perf takes a moment to attach; the measured phase starts after it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const result = await work();
     return { result, recorded: perf.exitCode === null };
   } finally {
@@ -136,97 +124,54 @@ async function recording(pid, file, work) {
   }
 }
 
-/** The kind of file system the temporary folder is on, from /proc/mounts (Linux). */
-function storageKind() {
+let files = 0;
+const results = await inTurns(chosen, async ({ kind, runtime, requests }) => {
+  const pid = ownWorkerd();
+  if (!pid) throw new Error('the runtime\'s workerd process was not found');
+  files += 1;
+  const file = path.join(os.tmpdir(), `split-${process.pid}-${files}.data`);
   try {
-    const folder = path.resolve(os.tmpdir());
-    const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((line) => line.split(' '));
-    const mount = mounts
-      .filter(([, point]) => point && (folder === point || folder.startsWith(point === '/' ? '/' : `${point}/`)))
-      .sort((a, b) => b[1].length - a[1].length)[0];
-    return mount ? mount[2] : 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
-
-const origin = await startOrigin();
-const deliveries = (ids) => ids.map((id) => stripeDelivery(eventPayload(id, KIB), SECRET));
-const floorRequests = (ids) => ids.map((id) => ({ method: 'GET', path: `/?id=${id}`, headers: {} }));
-const results = new Map(kinds.map((kind) => [kind, []]));
-try {
-  for (let round = 0; round < ROUNDS; round += 1) {
-    const order = [...kinds.slice(round % kinds.length), ...kinds.slice(0, round % kinds.length)];
-    for (const kind of order) {
-      const vars = { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/stripe`, API_ORIGIN_URL: origin.url };
-      const runtime = ['peer', 'floor'].includes(kind)
-        ? await startDirect({ kind, vars })
-        : await startDirect({ vars, buildDir: path.resolve(kind) });
-      const file = path.join(os.tmpdir(), `split-${process.pid}-${round}-${results.get(kind).length}.data`);
-      try {
-        const make = kind === 'floor' ? floorRequests : deliveries;
-        const tag = `evt_${Date.now().toString(36)}s${round}`;
-        const ids = (part, n) => Array.from({ length: n }, (_, i) => `${tag}${part}${i}`);
-        const seen = ids('d', 20);
-        await drive(runtime.url, make(seen), 20);
-        await drive(runtime.url, make(Array.from({ length: WARMUP }, (_, i) => seen[i % 20])), CONCURRENCY);
-        let measured;
-        if (SCENARIO === 'duplicate') {
-          measured = make(Array.from({ length: REQUESTS }, (_, i) => seen[i % 20]));
-        } else {
-          // New events run code that repeats never reach: warm it too.
-          await drive(runtime.url, make(ids('w', 500)), CONCURRENCY);
-          measured = make(ids('u', REQUESTS));
-        }
-        const pid = ownWorkerd();
-        if (!pid) throw new Error('the runtime\'s workerd process was not found');
-        const before = threadCpu(pid);
-        const measure = async () => {
-          const run = await drive(runtime.url, measured, CONCURRENCY);
-          return { run, after: threadCpu(pid) };
-        };
-        const { result: { run, after }, recorded } = perfWorks
-          ? await recording(pid, file, measure)
-          : { result: await measure(), recorded: false };
-        if (perfWorks && !recorded) console.error(`${kind}: perf stopped before the measured phase ended; its split is left out`);
-        if (Object.keys(run.statuses).join() !== '200') console.error(`${kind}: statuses ${JSON.stringify(run.statuses)}`);
-        const perRequest = (ms) => (ms * 1000) / measured.length;
-        const main = { user: 0, system: 0 };
-        let others = 0;
-        for (const [tid, used] of after) {
-          const start = before.get(tid) ?? { user: 0, system: 0 };
-          if (tid === pid) {
-            main.user = used.user - start.user;
-            main.system = used.system - start.system;
-          } else {
-            others += used.user - start.user + used.system - start.system;
-          }
-        }
-        const shares = recorded ? perfShares(file, pid) : new Map();
-        results.get(kind).push({
-          rps: run.rps,
-          main: perRequest(main.user + main.system),
-          kernel: perRequest(main.system),
-          others: perRequest(others),
-          code: new Map([...shares].map(([code, share]) => [code, share * perRequest(main.user + main.system)])),
-        });
-      } finally {
-        rmSync(file, { force: true });
-        await runtime.dispose();
+    const before = threadCpu(pid);
+    const measure = async () => {
+      const run = await timed(kind, runtime, requests);
+      return { run, after: threadCpu(pid) };
+    };
+    const { result: { run, after }, recorded } = perfWorks
+      ? await recording(pid, file, measure)
+      : { result: await measure(), recorded: false };
+    if (perfWorks && !recorded) console.error(`${kind}: perf stopped before the measured phase ended; its split is left out`);
+    const perRequest = (ms) => (ms * 1000) / requests.length;
+    const main = { user: 0, system: 0 };
+    let others = 0;
+    for (const [tid, used] of after) {
+      const start = before.get(tid) ?? { user: 0, system: 0 };
+      if (tid === pid) {
+        main.user = used.user - start.user;
+        main.system = used.system - start.system;
+      } else {
+        others += used.user - start.user + used.system - start.system;
       }
     }
+    const shares = recorded ? perfShares(file, pid) : new Map();
+    return {
+      rps: run.rps,
+      main: perRequest(main.user + main.system),
+      kernel: perRequest(main.system),
+      others: perRequest(others),
+      code: new Map([...shares].map(([code, share]) => [code, share * perRequest(main.user + main.system)])),
+    };
+  } finally {
+    rmSync(file, { force: true });
   }
-} finally {
-  origin.stop();
-}
+});
 
 const median = (values) => (values.length ? summary(values).median : NaN);
-console.log(`${SCENARIO}s of ${KIB} KiB, ${REQUESTS} per round, ${ROUNDS} rounds, objects' storage on ${storageKind()} (${os.tmpdir()}): µs of CPU per request, median over rounds`);
+console.log(`${chosen.scenario}s of ${chosen.kib} KiB, ${chosen.requests} per round, ${chosen.rounds} rounds, objects' storage in ${storageWhere()}: µs of CPU per request, median over rounds`);
 if (!perfWorks) console.log('(perf cannot record the runtime with its kernel part here: the split by kind of code is left out)');
 const codes = [...new Set([...results.values()].flatMap((runs) => runs.flatMap((run) => [...run.code.keys()])))].sort();
-console.log(`| | ${kinds.join(' | ')} |`);
-console.log(`| --- |${kinds.map(() => ' ---: |').join('')}`);
-const row = (label, pick) => console.log(`| ${label} | ${kinds.map((kind) => {
+console.log(`| | ${chosen.kinds.join(' | ')} |`);
+console.log(`| --- |${chosen.kinds.map(() => ' ---: |').join('')}`);
+const row = (label, pick) => console.log(`| ${label} | ${chosen.kinds.map((kind) => {
   const value = median(results.get(kind).map(pick).filter((v) => v !== undefined));
   return Number.isNaN(value) ? '—' : value.toFixed(0);
 }).join(' | ')} |`);
