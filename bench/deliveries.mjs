@@ -1,5 +1,6 @@
 // The signed deliveries every benchmark sends: an invoice event of about `kib` KiB (lines added
-// until it reaches the size), signed as Stripe signs it by the `stripe` package.
+// until it reaches the size), signed as Stripe signs it by the `stripe` package; and the floor's
+// unsigned request for an event id.
 import Stripe from 'stripe';
 
 const stripe = new Stripe('sk_test_unused_by_the_benchmark');
@@ -29,4 +30,9 @@ export function stripeDelivery(payload, secret) {
     },
     body: payload,
   };
+}
+
+/** A request to the floor (`bench/floor/`) for event `id`: it takes the id from the query. */
+export function floorRequest(id) {
+  return { method: 'GET', path: `/?id=${id}`, headers: {} };
 }

@@ -19,7 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { ROOT, startDirect, startWorker } from '../tests/harness.mjs';
 import { signedHeaders, standardSecret } from '../tests/provider-helpers.mjs';
 import { anatomy } from './anatomy/measure.mjs';
-import { eventPayload, stripeDelivery } from './deliveries.mjs';
+import { eventPayload, floorRequest, stripeDelivery } from './deliveries.mjs';
 import { startOrigin } from './origin-process.mjs';
 import { drive, summary } from './load.mjs';
 import { storageWhere } from './turns.mjs';
@@ -96,7 +96,6 @@ async function wranglerRuntime(kind, vars) {
 
 // ---- requests -------------------------------------------------------------------------------
 
-const floorRequest = (id) => ({ method: 'GET', path: `/?id=${id}`, headers: {} });
 
 /**
  * A signed delivery of event `id` whose body is about `kib` KiB, from `provider` (the run's

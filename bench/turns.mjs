@@ -5,7 +5,7 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 
 import { startDirect } from '../tests/harness.mjs';
-import { eventPayload, stripeDelivery } from './deliveries.mjs';
+import { eventPayload, floorRequest, stripeDelivery } from './deliveries.mjs';
 import { drive } from './load.mjs';
 import { startOrigin } from './origin-process.mjs';
 
@@ -48,7 +48,6 @@ export async function inTurns(chosen, measure) {
   const { rounds, requests: count, kib, scenario, warmup, kinds } = chosen;
   const origin = await startOrigin();
   const deliveries = (ids) => ids.map((id) => stripeDelivery(eventPayload(id, kib), SECRET));
-  const floorRequests = (ids) => ids.map((id) => ({ method: 'GET', path: `/?id=${id}`, headers: {} }));
   const results = new Map(kinds.map((kind) => [kind, []]));
   try {
     for (let round = 0; round < rounds; round += 1) {
@@ -59,7 +58,7 @@ export async function inTurns(chosen, measure) {
           ? await startDirect({ kind, vars })
           : await startDirect({ vars, buildDir: path.resolve(kind) });
         try {
-          const make = kind === 'floor' ? floorRequests : deliveries;
+          const make = kind === 'floor' ? (list) => list.map(floorRequest) : deliveries;
           const tag = `evt_${Date.now().toString(36)}t${round}`;
           const ids = (part, n) => Array.from({ length: n }, (_, i) => `${tag}${part}${i}`);
           const seen = ids('d', 20);
