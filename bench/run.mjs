@@ -126,9 +126,6 @@ const keyed = (key) => ({
 
 const ids = (prefix, n) => Array.from({ length: n }, (_, i) => `evt_${prefix}_${i}`);
 
-/** How many unique deliveries of a size (fewer for large bodies). */
-const uniqueOf = (kib) => (kib >= 256 ? Math.ceil(UNIQUE / 4) : UNIQUE);
-const repeatsOf = (kib) => (kib >= 256 ? Math.ceil(REPEATS / 4) : REPEATS);
 
 /** Each scenario: a warm-up, then the measured requests. */
 function scenarios(round) {
@@ -138,8 +135,8 @@ function scenarios(round) {
   const sized = (prefix, provider) => SIZES.flatMap((kib) => {
     const dup = ids(`${tag}${prefix}d${kib}`, 20);
     return [
-      { name: `unique-${kib}`, warm: () => deliveries(ids(`${tag}${prefix}w${kib}`, WARMUP), kib, provider), make: () => deliveries(ids(`${tag}${prefix}u${kib}`, uniqueOf(kib)), kib, provider) },
-      { name: `duplicate-${kib}`, warm: () => deliveries(dup, kib, provider), make: () => deliveries(Array.from({ length: repeatsOf(kib) }, (_, i) => dup[i % 20]), kib, provider) },
+      { name: `unique-${kib}`, warm: () => deliveries(ids(`${tag}${prefix}w${kib}`, WARMUP), kib, provider), make: () => deliveries(ids(`${tag}${prefix}u${kib}`, UNIQUE), kib, provider) },
+      { name: `duplicate-${kib}`, warm: () => deliveries(dup, kib, provider), make: () => deliveries(Array.from({ length: REPEATS }, (_, i) => dup[i % 20]), kib, provider) },
     ];
   });
   const floorDup = ids(`${tag}fd`, 20);
@@ -320,7 +317,7 @@ function report(results, units, host, cold, parts) {
   lines.push('## Machine', '');
   lines.push(`- CPU: ${os.cpus()[0].model}, ${os.cpus().length} cores; memory ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; ${os.type()} ${os.release()}`);
   lines.push(`- Node ${process.version}; wrangler ${versionOf('wrangler')}; workerd ${versionOf('workerd')}; miniflare ${versionOf('miniflare')}`);
-  lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; each fresh runtime first warmed with ${RUNTIME_WARMUP} deliveries of 1 KiB (see "Warm-up" below), then per scenario a short warm-up of its own and ${UNIQUE} unique deliveries or ${REPEATS} repeats (a quarter of that at 256 KiB); ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`);
+  lines.push(`- Load: ${CONCURRENCY} requests in flight over keep-alive connections; each fresh runtime first warmed with ${RUNTIME_WARMUP} deliveries of 1 KiB (see "Warm-up" below), then per scenario a short warm-up of its own and ${UNIQUE} unique deliveries or ${REPEATS} repeats at every body size; ${ROUNDS} rounds; median with (min–max) over rounds. The load generator, the origin and the runtime share the machine's cores.`);
   lines.push('- Runtime CPU: the user and system time of the workerd processes over the measured phase (read from `/proc`), divided by its requests: what Cloudflare bills as CPU time, without the load generator\'s or the origin\'s own work. Straight to workerd it includes Miniflare\'s entry worker, the same for every kind; through `wrangler dev` also the proxy workers wrangler runs in workerd, so only the first table\'s figures approach what a deployment is billed.');
   lines.push(`- Storage: the runtimes keep their Durable Objects' SQLite files in ${storageWhere()}, chosen by \`BENCH_TMPDIR\` or by \`scripts/bench.sh\` (a memory file system where there is one). On a disk, creating each new object's files adds the file system's own cost to every unique delivery, alike for every kind and not CPU that Cloudflare bills a Worker for (see the notes below).`, '');
   lines.push('## Throughput and latency', '');
