@@ -126,7 +126,6 @@ const keyed = (key) => ({
 
 const ids = (prefix, n) => Array.from({ length: n }, (_, i) => `evt_${prefix}_${i}`);
 
-
 /** Each scenario: a warm-up, then the measured requests. */
 function scenarios(round) {
   const tag = `${Date.now().toString(36)}r${round}`;
