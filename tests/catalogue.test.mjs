@@ -179,6 +179,7 @@ function cases() {
     ['shopify: no signature', shopify({ 'x-shopify-hmac-sha256': undefined }), 400, 'missing_signature'],
     ['shopify: no event id', shopify({ 'x-shopify-event-id': undefined }), 400, 'missing_delivery_id'],
     ['shopify: event id with a space', shopify({ 'x-shopify-event-id': 'a b' }), 400, 'invalid_delivery_id'],
+    ['shopify: topic with a space', shopify({ 'x-shopify-topic': 'orders create' }), 400, 'invalid_delivery_id'],
     ['shopify: body over the cap', shopify({ 'x-shopify-hmac-sha256': shopifyMac('s'.repeat(MAX + 1)) }, 's'.repeat(MAX + 1)), 413, 'body_too_large'],
     ['shopify: GET', { path: '/webhooks/shopify', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
     // Idempotency-Key front door

@@ -57,4 +57,8 @@ test('a lease too short for the time-out and the late-answer wait is a configura
   assert.equal(delivery.status, 500);
   assert.equal(delivery.json.error, 'misconfigured');
   assert.match(delivery.json.detail, /LATE_ANSWER_WAIT_SECONDS/);
+  // Every route says so, the test routes too (a broken configuration cannot say they are off).
+  const testRoute = await call(`${worker.url}/_test/claims/evt_x`);
+  assert.equal(testRoute.status, 500);
+  assert.equal(testRoute.json.error, 'misconfigured');
 });

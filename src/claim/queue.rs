@@ -355,7 +355,9 @@ pub enum RedeliverOutcome {
 /// Puts a `dead` (or waiting `queued`) event back in the queue, due now, with a fresh attempt
 /// budget from `now`; attempt numbers keep increasing. Refused while the last attempt's
 /// handler may still be running (a live lease, or a lost answer within its lease), so a
-/// redelivery never runs it alongside itself.
+/// redelivery never runs it alongside itself. An attempt cut off without an answer (still
+/// `processing` after its lease) stays `processing`, so that the attempt started next is a
+/// takeover, as the alarm's own would be: its handler may have run.
 pub fn redeliver<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -377,7 +379,9 @@ pub fn redeliver<S: ClaimStore>(
     queue.next_attempt_at = Some(now);
     queue.budget_first_attempt = attempts;
     queue.budget_started_at = now;
-    record.state = ClaimState::Queued;
+    if record.state != ClaimState::Processing {
+        record.state = ClaimState::Queued;
+    }
     record.expires_at = record
         .expires_at
         .max(now.saturating_add(policy.retention_ms));
@@ -747,6 +751,26 @@ mod tests {
         retry: RetryPolicy,
     ) -> FailedOutcome {
         attempt_failed(store, KEY, fence, now, failure, POLICY, retry, 0.999_999).unwrap()
+    }
+
+    #[test]
+    fn redelivering_an_attempt_cut_off_without_an_answer_starts_a_takeover() {
+        // The attempt started at 0 never settled (the object was restarted): after its lease
+        // an operator redelivers before the alarm has taken it over.
+        let lease_end = POLICY.lease_ms;
+        let (mut store, _) = first_attempt();
+        assert_eq!(
+            redeliver(&mut store, KEY, lease_end + 1, POLICY).unwrap(),
+            RedeliverOutcome::Queued
+        );
+        let waiting = store.load(KEY).unwrap().unwrap();
+        assert_eq!(waiting.state, ClaimState::Processing);
+        assert!(
+            next_wake(&waiting) <= lease_end + 1,
+            "the alarm runs it now"
+        );
+        let (_, attempt, takeover) = start(&mut store, lease_end + 2, 2);
+        assert_eq!((attempt, takeover), (2, true), "its handler may have run");
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub mod keys {
     pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
     /// Serve the `/_test/` routes.
     pub const ENABLE_TEST_ROUTES: &str = "ENABLE_TEST_ROUTES";
+    /// Log the rows each claim-authority operation read and wrote.
+    pub const LOG_STORAGE_USAGE: &str = "LOG_STORAGE_USAGE";
     /// `sync` (forward while the sender waits) or `queue` (store, acknowledge, deliver later).
     pub const DELIVERY_MODE: &str = "DELIVERY_MODE";
     /// Stripe's delivery mode, over `DELIVERY_MODE`.
@@ -129,6 +131,7 @@ pub mod keys {
         IDEMPOTENCY_CLIENT_HEADER,
         IDEMPOTENCY_ALLOW_ANONYMOUS,
         ADMIN_TOKEN,
+        LOG_STORAGE_USAGE,
     ];
 }
 
@@ -151,6 +154,8 @@ pub struct Config {
     pub api: Option<ApiConfig>,
     /// The admin API and the test routes.
     pub admin: AdminConfig,
+    /// Each claim-authority operation logs the rows it read and wrote (`LOG_STORAGE_USAGE`).
+    pub log_storage_usage: bool,
 }
 
 impl Config {
@@ -176,6 +181,7 @@ impl Config {
         let queue = QueueConfig::load(&mut r, &delivery, &enabled);
         let api = ApiConfig::load(&mut r, &delivery);
         let admin = AdminConfig::load(&mut r);
+        let log_storage_usage = r.flag(keys::LOG_STORAGE_USAGE);
         let webhook = r.finish(webhook)?;
         // A missing section always recorded its problem, so `finish` above already refused.
         let webhook = webhook.ok_or_else(|| {
@@ -191,6 +197,7 @@ impl Config {
             senders,
             api,
             admin,
+            log_storage_usage,
         })
     }
 

@@ -32,6 +32,12 @@ fn defaults() {
     assert_eq!(config.webhook.signature_tolerance_seconds, 300);
     assert_eq!(config.delivery.max_body_bytes, 524_288);
     assert!(!config.admin.test_routes);
+    assert!(!config.log_storage_usage);
+    assert!(
+        load(&[("LOG_STORAGE_USAGE", "true")])
+            .unwrap()
+            .log_storage_usage
+    );
 }
 
 #[test]
@@ -59,6 +65,7 @@ fn invalid_values_are_named_all_at_once() {
         ("MAX_BODY_BYTES", "-1"),
         ("ORIGIN_URL", "ftp://x"),
         ("ENABLE_TEST_ROUTES", "yes"),
+        ("LOG_STORAGE_USAGE", "on"),
         ("STRIPE_WEBHOOK_SECRET", "whsec_a,,whsec_b"),
     ])
     .unwrap_err();
@@ -70,7 +77,8 @@ fn invalid_values_are_named_all_at_once() {
             "MAX_BODY_BYTES",
             "STRIPE_WEBHOOK_SECRET",
             "ORIGIN_URL",
-            "ENABLE_TEST_ROUTES"
+            "ENABLE_TEST_ROUTES",
+            "LOG_STORAGE_USAGE"
         ]
     );
     assert!(!problems.iter().any(|p| p.problem.contains("whsec_")

@@ -71,9 +71,10 @@ impl WebhookConfig {
                 MAX_TOLERANCE_SECONDS,
             ),
         };
-        // A delivery is accepted from `tolerance` before its timestamp (Standard Webhooks) to
-        // `tolerance` after it: its record must outlive that window, or a replay inside it would
-        // run the event again. Enforced even with ALLOW_SHORT_RETENTION.
+        // A delivery is accepted from at most `tolerance` before its timestamp (Standard
+        // Webhooks; Stripe 60 s, never more than the tolerance) to `tolerance` after it: its
+        // record must outlive that window, or a replay inside it would run the event again.
+        // Enforced even with ALLOW_SHORT_RETENTION.
         if retention_ms <= signature_tolerance_seconds.saturating_mul(2_000) {
             r.problem(
                 RETENTION_HOURS,

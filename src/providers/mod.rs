@@ -158,7 +158,8 @@ impl fmt::Display for Refusal {
             Refusal::TimestampInFuture => "the timestamp is further ahead than the tolerance",
             Refusal::MissingId => "no delivery id header",
             Refusal::InvalidId => {
-                "the delivery id must be 1 to 255 printable ASCII characters without spaces"
+                "the delivery id (for Shopify, with its topic) must be 1 to 255 printable ASCII \
+                 characters without spaces"
             }
         })
     }

@@ -19,12 +19,17 @@ pub const TOPIC_HEADER: &str = "x-shopify-topic";
 
 /// Reads a delivery's headers: its signature, topic and event id. Its id (the claim's) is
 /// `{topic}:{event id}`, so that deliveries of two topics caused by one action never meet in
-/// one record; the event id alone when the topic header is missing or not a token. An id
-/// longer than [`super::MAX_HEADER_ID_LEN`] is refused as invalid.
+/// one record; the event id alone when no topic header is sent. A topic that is not a token
+/// (1 to 100 printable ASCII characters without spaces), or an id longer than
+/// [`super::MAX_HEADER_ID_LEN`], is refused as invalid: dropping the topic would let two
+/// deliveries meet in one record and one of them never run.
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
     let decode = |text: &str| BASE64.decode(text).ok()?.try_into().ok();
     let mut inbound =
         super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, TOPIC_HEADER)?;
+    if header(TOPIC_HEADER).is_some_and(|topic| !super::is_event_type(&topic)) {
+        return Err(Refusal::InvalidId);
+    }
     if let Some(topic) = &inbound.identity.event_type {
         let id = format!("{topic}:{}", inbound.identity.id);
         if !super::is_header_id(&id) {
@@ -115,8 +120,13 @@ mod tests {
         );
         assert_eq!(
             read_with(Some("a b".into()), "e-1".into()),
-            Ok("e-1".into()),
-            "a topic that is not a token is not part of the id"
+            Err(Refusal::InvalidId),
+            "a topic that is not a token is refused, not dropped: two such deliveries of one \
+             event id would otherwise meet in one record"
+        );
+        assert_eq!(
+            read_with(Some("t".repeat(101)), "e-1".into()),
+            Err(Refusal::InvalidId)
         );
         assert_eq!(
             read_with(Some("orders/create".into()), "e".repeat(250)),

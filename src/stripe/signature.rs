@@ -3,8 +3,8 @@
 //! The header is `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`; each `v1` is HMAC-SHA256 of
 //! `"<t>.<raw body>"` keyed by one of the endpoint's secrets. Only `v1` counts (`v0` and unknown
 //! schemes are ignored). A delivery is accepted when any `v1` matches any configured secret,
-//! compared in constant time, and its timestamp is neither older than the tolerance nor more
-//! than [`MAX_FUTURE_SKEW_SECONDS`] ahead.
+//! compared in constant time, and its timestamp is neither older than the tolerance nor further
+//! ahead than [`MAX_FUTURE_SKEW_SECONDS`] or the tolerance, whichever is shorter.
 
 use std::fmt;
 
@@ -13,7 +13,9 @@ use crate::secret::Secret;
 
 /// The header's name.
 pub const HEADER: &str = "stripe-signature";
-/// How far ahead of our clock a timestamp may be (clock skew), in seconds.
+/// How far ahead of our clock a timestamp may be (clock skew), in seconds, unless the
+/// tolerance is shorter: then the tolerance, so that a signature is accepted for at most twice
+/// the tolerance, which the configuration's retention check relies on.
 pub const MAX_FUTURE_SKEW_SECONDS: i64 = 60;
 /// Longest header accepted; a real one with several rotated secrets is far shorter.
 pub const MAX_HEADER_BYTES: usize = 4_096;
@@ -176,9 +178,9 @@ pub fn verify(
 /// The verdict on a parsed header, given the MACs `expected` of `"{t}.{body}"` under each
 /// configured secret (however they were computed: here with the `hmac` crate, in the worker
 /// with the runtime's WebCrypto): accepted when some `v1` equals some expected MAC, compared in
-/// constant time, and the timestamp is neither older than the tolerance nor more than
-/// [`MAX_FUTURE_SKEW_SECONDS`] ahead. The MAC is checked first, so an unsigned request learns
-/// nothing about the clock.
+/// constant time, and the timestamp is neither older than the tolerance nor further ahead than
+/// [`MAX_FUTURE_SKEW_SECONDS`] or the tolerance, whichever is shorter. The MAC is checked first,
+/// so an unsigned request learns nothing about the clock.
 pub fn decide(
     parsed: &SignatureHeader,
     expected: &[[u8; 32]],
@@ -192,7 +194,8 @@ pub fn decide(
     if age > tolerance_seconds as i64 {
         return Err(SignatureError::TimestampTooOld { age_seconds: age });
     }
-    if -age > MAX_FUTURE_SKEW_SECONDS {
+    let skew = MAX_FUTURE_SKEW_SECONDS.min(i64::try_from(tolerance_seconds).unwrap_or(i64::MAX));
+    if -age > skew {
         return Err(SignatureError::TimestampInFuture {
             ahead_seconds: -age,
         });

@@ -107,6 +107,27 @@ fn old_and_future_timestamps_are_refused() {
 }
 
 #[test]
+fn a_tolerance_under_a_minute_also_bounds_how_far_ahead_a_timestamp_may_be() {
+    // So a signature is accepted for at most twice the tolerance, which the retention check
+    // (longer than twice the tolerance) relies on.
+    let within = |t: i64| {
+        signature::verify(
+            Some(&header("whsec_a", t, BODY)),
+            BODY,
+            &secrets("whsec_a"),
+            NOW,
+            17,
+        )
+    };
+    assert!(within(NOW + 17).is_ok());
+    assert_eq!(
+        within(NOW + 18),
+        Err(SignatureError::TimestampInFuture { ahead_seconds: 18 })
+    );
+    assert!(within(NOW - 17).is_ok());
+}
+
+#[test]
 fn header_variants() {
     let good = header("whsec_a", NOW, BODY);
     let v1 = good.split_once(',').unwrap().1.to_owned();

@@ -8,6 +8,7 @@ use std::time::Duration;
 use worker::{Delay, Env, Result, ScheduledTime, Storage};
 
 use super::clock;
+use super::env_config;
 use super::kv_store::{KvClaimStore, Usage};
 use super::log;
 use crate::authority::{Wake, WakeBy};
@@ -48,9 +49,7 @@ impl Keeper {
     /// The keeper of an object with `storage` and `env`; `LOG_STORAGE_USAGE=true` logs the rows
     /// each operation read and wrote.
     pub fn new(storage: Storage, env: Env) -> Keeper {
-        let log_usage = env
-            .var("LOG_STORAGE_USAGE")
-            .is_ok_and(|v| v.to_string() == "true");
+        let log_usage = env_config::config(&env).is_ok_and(|config| config.log_storage_usage);
         Keeper {
             storage,
             env,

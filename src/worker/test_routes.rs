@@ -36,9 +36,12 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let refuse = |status, code, detail: &str| {
         respond::refuse(env, Route::Test, &method, status, code, detail, None)
     };
+    // A broken configuration is answered as on every other route, before anything else: it
+    // cannot say whether the test routes are on.
     let config = match env_config::config(env) {
         Ok(config) if config.admin.test_routes => config,
-        _ => return refuse(404, "not_found", "test routes are off"),
+        Ok(_) => return refuse(404, "not_found", "test routes are off"),
+        Err(_) => return refuse(500, "misconfigured", "see /healthz"),
     };
     let authorization = req.headers().get("authorization")?;
     let token = config.admin.token.as_ref().map(|t| t.expose_str());
