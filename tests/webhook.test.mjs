@@ -442,3 +442,22 @@ test('forward and settle finish even when the sender hangs up mid-forward', asyn
   assert.deepEqual(resend.json, { status: 'duplicate' });
   assert.equal(origin.requests.length, 1);
 });
+
+test('LOG_STORAGE_USAGE=true logs the rows each claim-authority operation read and wrote', async (t) => {
+  const origin = await startOrigin(() => ({ status: 200, body: 'ok' }));
+  const worker = await startWorker({ vars: vars(origin, { LOG_STORAGE_USAGE: 'true' }) });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const id = eventId('usage');
+  const payload = eventPayload(id);
+  assert.equal((await deliver(worker, payload, { secret: SECRET })).status, 200);
+  assert.deepEqual((await deliver(worker, payload, { secret: SECRET })).json, { status: 'duplicate' });
+  await worker.waitForLog((l) => l.route === 'authority' && l.key === id && l.outcome === 'settle');
+  const lines = worker.logLines().filter((l) => l.route === 'authority' && l.key === id);
+  const written = lines.reduce((sum, l) => sum + l.rows_written, 0);
+  // The claim, its alarm and the finalize; the duplicate reads and writes nothing new.
+  assert.equal(written, 3, JSON.stringify(lines));
+  assert.ok(lines.some((l) => l.outcome === 'deliver' && l.rows_written === 0 && l.rows_read === 1), JSON.stringify(lines));
+});
