@@ -220,11 +220,13 @@ pub fn fingerprint(
     ]))
 }
 
-/// True when an origin answer is final and is kept for replay: 2xx, and 4xx except 408, 409,
-/// 425 and 429 (which say "try again"). Anything else releases the key for a retry.
+/// True when an origin answer is final and is kept for replay: 2xx, and 4xx except 401 and 403
+/// (refused before the request ran: credentials a retry may fix, as Stripe keeps no result for
+/// a request that never began executing) and 408, 409, 425 and 429 (which say "try again").
+/// Anything else releases the key for a retry.
 pub fn is_final(status: u16) -> bool {
     (200..300).contains(&status)
-        || ((400..500).contains(&status) && !matches!(status, 408 | 409 | 425 | 429))
+        || ((400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 409 | 425 | 429))
 }
 
 /// The safe headers of a response, lower-cased, in order.
@@ -462,6 +464,22 @@ pub enum ApiAnswer {
     Refuse(Problem),
 }
 
+/// How soon a client whose key is in flight should come back: while the holder still waits for
+/// the origin's answer (its wait ends before its lease), that answer can arrive at any moment,
+/// so in [`IN_FLIGHT_POLL_MS`]; once the claim is only held until its lease ends (an answer that
+/// cannot be learned any more), when the lease ends. In seconds, at least 1.
+fn in_flight_retry_after(retry_at: Millis, lease_expires_at: Millis, now: Millis) -> u64 {
+    let until = if retry_at < lease_expires_at {
+        retry_at.min(now.saturating_add(IN_FLIGHT_POLL_MS))
+    } else {
+        lease_expires_at
+    };
+    retry_after_seconds(until, now)
+}
+
+/// The `Retry-After` of a repeat that meets a request whose answer is still awaited.
+pub const IN_FLIGHT_POLL_MS: Millis = 1_000;
+
 /// Decides from the reply to a keyed delivery, at `now`: the origin's live answer, a replay, in
 /// flight (409 + Retry-After), reused key (422), no answer from the origin (504 on time-out,
 /// the key held while a late answer is awaited; 502 when unreachable), or a store failure
@@ -475,8 +493,11 @@ pub fn after_delivery(reply: &AuthorityReply, now: Millis) -> ApiAnswer {
                     response: Some(response),
                     ..
                 } => ApiAnswer::Replay(response.clone()),
-                ClaimOutcome::DuplicateInflight { retry_at, .. } => ApiAnswer::Refuse(Problem {
-                    retry_after: Some(retry_after_seconds(*retry_at, now)),
+                ClaimOutcome::DuplicateInflight {
+                    retry_at,
+                    lease_expires_at,
+                } => ApiAnswer::Refuse(Problem {
+                    retry_after: Some(in_flight_retry_after(*retry_at, *lease_expires_at, now)),
                     ..Problem::new(
                         409,
                         "request-in-flight",

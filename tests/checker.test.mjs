@@ -89,6 +89,15 @@ test('a second success is a double unless a restart cut off the first or the fir
   const before = history({ restartsAt: [{ from: 0, to: 1 }] });
   before.origin.push(second);
   assert.match(check(before).failures.join('\n'), /evt_b: succeeded at the origin twice/, 'a restart before the first success excuses nothing');
+  const tooSoon = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
+  tooSoon.origin.push({ ...second, receivedAt: 2_100, answeredAt: 2_101, takeover: false });
+  assert.match(check(tooSoon).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\); a restart cut off the first, but attempt 2 began 2097 ms after it, inside its lease/,
+    'a restart excuses a second run only once the first one\'s lease has run out');
+  const laterRetry = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
+  laterRetry.origin.push({ ...second, attempt: 3 });
+  laterRetry.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 2_100, answeredAt: 2_101, takeover: false, status: 500 });
+  assert.match(check(laterRetry).failures.join('\n'), /a restart cut off the first, but attempt 2 began/,
+    'nor when a failed attempt inside the lease came between them');
 });
 
 test('a takeover inside the replaced claim\'s lease is not believed', () => {

@@ -142,6 +142,10 @@ describe('the Idempotency-Key door', () => {
     const answer = await post('/odd', 'odd-1');
     assert.equal(answer.status, 502);
     assert.equal(answer.json.type, 'urn:webhook-dedup:problem:origin-answer-invalid');
+    // The 502 is this service's own answer, not the origin's status passed on: an error.
+    const line = await worker.waitForLog((l) => l.route === 'idempotency' && l.outcome === 'origin-answer-invalid');
+    assert.ok(line, 'its log line');
+    assert.equal(line.level, 'error', JSON.stringify(line));
     const health = await call(`${worker.url}/healthz`);
     assert.equal(health.status, 200, 'the worker still serves');
   });

@@ -187,17 +187,20 @@ describe('keyed requests', () => {
     assert.equal(calls(path).length, 1);
   });
 
-  test('a 4xx answer is final and replayed; 429 is not', async () => {
+  test('a 4xx answer is final and replayed; 401, 403 and 429 are not', async () => {
     const path = `/api/cards/${randomUUID()}`;
-    behaviour.set(path, () => (calls(path).length === 1 ? { status: 429, body: 'slow down' } : { status: 402, body: 'card declined' }));
+    const first = [{ status: 401, body: 'token expired' }, { status: 403, body: 'no permission' }, { status: 429, body: 'slow down' }];
+    behaviour.set(path, () => first[calls(path).length - 1] ?? { status: 402, body: 'card declined' });
     const key = randomUUID();
+    assert.equal((await post(path, { key })).status, 401);
+    assert.equal((await post(path, { key })).status, 403, 'a refused request did not run: its retry does');
     assert.equal((await post(path, { key })).status, 429);
     assert.equal((await post(path, { key })).status, 402);
     const replay = await post(path, { key });
     assert.equal(replay.status, 402);
     assert.equal(replay.text, 'card declined');
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-    assert.equal(calls(path).length, 2);
+    assert.equal(calls(path).length, 4);
   });
 
   test('a response above IDEMPOTENCY_MAX_RESPONSE_BYTES: repeats get status and headers, no body', async () => {

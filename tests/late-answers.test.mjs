@@ -160,7 +160,7 @@ describe('late answers on the webhook route', () => {
     assert.match(first.headers.get('content-type'), /problem\+json/);
     const during = await api(path, 'late-1');
     assert.equal(during.status, 409);
-    assert.ok(Number(during.headers.get('retry-after')) <= WAIT_SECONDS + 1);
+    assert.equal(during.headers.get('retry-after'), '1', 'its answer is awaited and can come at any moment');
     const replay = await until(async () => {
       const answer = await api(path, 'late-1');
       return answer.status !== 409 && answer;

@@ -45,7 +45,18 @@ impl ApiConfig {
         delivery: &DeliveryConfig,
     ) -> Option<ApiConfig> {
         r.raw(API_ORIGIN_URL)?;
-        let origin_url = r.url(API_ORIGIN_URL);
+        // Each request's path and query are appended to it: a query or fragment of its own
+        // would swallow them.
+        let origin_url = r.url(API_ORIGIN_URL).filter(|url| {
+            let plain = url.query().is_none() && url.fragment().is_none();
+            if !plain {
+                r.problem(
+                    API_ORIGIN_URL,
+                    "has a query or fragment: each request's path and query are appended to it",
+                );
+            }
+            plain
+        });
         let retention_hours = r.hours(
             IDEMPOTENCY_RETENTION_HOURS,
             DEFAULT_IDEMPOTENCY_RETENTION_HOURS,

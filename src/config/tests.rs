@@ -237,6 +237,13 @@ fn api_keys_are_checked() {
     let api = config.api.unwrap();
     assert_eq!(api.client_header, "x-api-key");
     assert!(api.key_required);
+    // Each request's path and query are appended: the origin's own query or fragment would
+    // swallow them (`https://api.example/?t=1/api/charges`).
+    for origin in ["https://api.example/?t=1", "https://api.example/v1#top"] {
+        let problems = load(&[("API_ORIGIN_URL", origin)]).unwrap_err();
+        assert_eq!(keys(problems.clone()), ["API_ORIGIN_URL"]);
+        assert!(problems[0].problem.contains("query or fragment"));
+    }
 }
 
 #[test]

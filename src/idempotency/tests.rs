@@ -112,10 +112,14 @@ fn fingerprints_cover_every_part_of_the_request() {
 
 #[test]
 fn which_answers_are_final() {
-    for status in [200, 201, 204, 299, 400, 401, 403, 404, 410, 422, 499] {
+    for status in [200, 201, 204, 299, 400, 402, 404, 410, 422, 499] {
         assert!(is_final(status), "{status}");
     }
-    for status in [100, 301, 304, 408, 409, 425, 429, 500, 502, 503, 504] {
+    // 401 and 403: the request was refused before it ran (a stale token, a missing
+    // permission); the client's retry with fixed credentials must run it.
+    for status in [
+        100, 301, 304, 401, 403, 408, 409, 425, 429, 500, 502, 503, 504,
+    ] {
         assert!(!is_final(status), "{status}");
     }
 }
@@ -194,12 +198,21 @@ fn delivery_replies_map_to_answers() {
         ApiAnswer::Refuse(problem) => (problem.status, problem.slug, problem.retry_after),
         other => panic!("{other:?}"),
     };
+    // While the first request's answer is awaited it can come at any moment: a second.
     assert_eq!(
         refused(declined(ClaimOutcome::DuplicateInflight {
             lease_expires_at: 900_000,
-            retry_at: 2_500
+            retry_at: 625_000
         })),
-        (409, "request-in-flight", Some(3))
+        (409, "request-in-flight", Some(1))
+    );
+    // Held until its lease ends, with no answer to await: then.
+    assert_eq!(
+        refused(declined(ClaimOutcome::DuplicateInflight {
+            lease_expires_at: 900_000,
+            retry_at: 900_000
+        })),
+        (409, "request-in-flight", Some(900))
     );
     assert_eq!(
         refused(declined(ClaimOutcome::FingerprintMismatch)),

@@ -107,8 +107,11 @@ async fn handle(
     match idem::after_delivery(&reply, clock::now_ms()) {
         ApiAnswer::Live(head) => {
             line.outcome = idem::live_outcome(head.status);
+            // The origin's status only once it is passed on: a status no response can carry
+            // is this service's own 502, logged as its error.
+            let response = live_response(&head, stream.as_ref())?;
             line.status_from_origin = true;
-            live_response(&head, stream.as_ref())
+            Ok(response)
         }
         ApiAnswer::Replay(cached) => {
             line.outcome = Outcome::Replayed;
@@ -172,8 +175,9 @@ async fn pass_through(
                 headers: forward::answer_headers(&response),
             };
             line.origin_status = Some(head.status);
+            let response = live_response(&head, response.body().as_ref())?;
             line.status_from_origin = true;
-            live_response(&head, response.body().as_ref())
+            Ok(response)
         }
         Err(outcome) => Err(idem::origin_problem(&outcome)),
     }

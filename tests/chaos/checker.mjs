@@ -131,10 +131,18 @@ export function check(history) {
     for (let i = 1; i < successes.length; i += 1) {
       const first = successes[i - 1];
       const second = successes[i];
-      if (cutOff(first) && restartsAt.some((x) => x.from < second.receivedAt)) {
+      // A restart that cut off the first run leaves the claim it held until its lease runs out:
+      // only an attempt begun after that (a takeover, or in queue mode the retry of an attempt
+      // whose answer was lost) may run the handler again.
+      const next = inOrder.find((r) => r.attempt > first.attempt);
+      const sinceFirst = next ? next.receivedAt - first.receivedAt : Infinity;
+      const restarted = cutOff(first) && restartsAt.some((x) => x.from < second.receivedAt);
+      if (restarted && sinceFirst >= history.leaseMs - 1_000) {
         excusedByRestart += 1;
       } else if (tookMs(first) > history.horizonMs) {
         excusedBySlowness += 1;
+      } else if (restarted) {
+        failures.push(`${id}: succeeded at the origin twice (attempts ${first.attempt} and ${second.attempt}); a restart cut off the first, but attempt ${next.attempt} began ${sinceFirst.toFixed(0)} ms after it, inside its lease`);
       } else {
         failures.push(`${id}: succeeded at the origin twice (attempts ${first.attempt} and ${second.attempt}) with no restart cutting off the first, which was answered within the wait horizon`);
       }
