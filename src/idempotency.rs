@@ -478,7 +478,7 @@ fn in_flight_retry_after(retry_at: Millis, lease_expires_at: Millis, now: Millis
 }
 
 /// The `Retry-After` of a repeat that meets a request whose answer is still awaited.
-pub const IN_FLIGHT_POLL_MS: Millis = 1_000;
+const IN_FLIGHT_POLL_MS: Millis = 1_000;
 
 /// Decides from the reply to a keyed delivery, at `now`: the origin's live answer, a replay, in
 /// flight (409 + Retry-After), reused key (422), no answer from the origin (504 on time-out,
