@@ -17,10 +17,14 @@ use crate::origin::Reason;
 use crate::providers::{is_header_id, Provider};
 use crate::stripe::envelope::is_event_id;
 
-/// True when `authorization` is `Bearer <token>` with the configured token. Compares SHA-256
-/// digests in constant time, so neither the token's content nor its length leaks by timing.
+/// True when `authorization` is `Bearer <token>` with the configured token (the scheme's name
+/// in any case, as HTTP reads it). Compares SHA-256 digests in constant time, so neither the
+/// token's content nor its length leaks by timing.
 pub fn authorized(authorization: Option<&str>, token: &str) -> bool {
-    let Some(given) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
+    let Some(given) = authorization
+        .and_then(|h| h.split_once(' '))
+        .and_then(|(scheme, given)| scheme.eq_ignore_ascii_case("bearer").then_some(given))
+    else {
         return false;
     };
     let given: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
@@ -471,6 +475,11 @@ mod tests {
         assert!(!authorized(None, token));
         assert!(!authorized(Some(token), token), "scheme required");
         assert!(!authorized(Some(&format!("bearer{token}")), token));
+        assert!(
+            authorized(Some(&format!("bearer {token}")), token),
+            "the scheme's name in any case"
+        );
+        assert!(authorized(Some(&format!("BEARER {token}")), token));
         assert!(!authorized(Some(&format!("Bearer {token}x")), token));
         assert!(!authorized(Some("Bearer "), token));
         assert!(!authorized(Some(&format!("Basic {token}")), token));

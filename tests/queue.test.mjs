@@ -125,8 +125,12 @@ describe('queue mode', () => {
     }
     const [run, rerun] = seen(slow);
     assert.ok(run.answeredAt <= rerun.receivedAt, 'the slow handler had finished before it was run again');
+    for (const id of [slow, gateway]) {
+      assert.equal(seen(id)[1].headers['x-webhook-dedup-takeover'], 'true', `${id}: the retry after a lost answer says the handler may have run`);
+    }
     const [failed, retried] = seen(definite);
     assert.ok(retried.receivedAt - failed.receivedAt < 5_000, 'a definite failure waits for the back-off only');
+    assert.equal(retried.headers['x-webhook-dedup-takeover'], 'false', 'after a definite failure, no takeover');
     const line = await worker.waitForLog((l) => l.key === slow && l.outcome === 'retry_scheduled');
     assert.match(line.detail, /^time-out; next attempt in [3-5] s$/);
   });

@@ -186,7 +186,11 @@ pub fn start_attempt<S: ClaimStore>(
     let takeover = match record.state {
         ClaimState::Queued => match next_attempt_at {
             Some(at) if at > now => return Ok(AttemptOutcome::NotDue { at }),
-            _ => false,
+            // After an attempt whose answer was lost (its lease was left running past its
+            // failure: its handler may have run), the next one is a takeover, as in sync mode.
+            _ => record
+                .released_at
+                .is_some_and(|at| record.lease_expires_at > at),
         },
         ClaimState::Processing if now < record.lease_expires_at => {
             return Ok(AttemptOutcome::NotDue {
@@ -814,7 +818,11 @@ mod tests {
         );
         assert_eq!(early.unwrap(), AttemptOutcome::NotDue { at: lease_end });
         let (fence, attempt, takeover) = start(&mut store, lease_end, 2);
-        assert_eq!((attempt, takeover), (2, false));
+        assert_eq!(
+            (attempt, takeover),
+            (2, true),
+            "its handler may have run: a takeover, as in sync mode"
+        );
 
         // A back-off longer than what is left of the lease is kept as it is.
         let slow = RetryPolicy {
