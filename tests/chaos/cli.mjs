@@ -77,7 +77,7 @@ if (values.write) {
     failures.length === 0 ? 'Result: **passed**.' : `Result: **failed** (${failures.length}):\n\n${failures.slice(0, 50).map((f) => `- ${f}`).join('\n')}`,
     '',
     queue
-      ? 'Each event is acknowledged once stored; its object delivers it, retrying failed attempts with back-off. An attempt cut off by a restart is taken over when its lease runs out; an answer slower than the attempt\'s time-out counts as a failed attempt and is retried once that attempt\'s lease has ended: like an answer lost to a broken connection or a restart, it is a case the contract lets run twice.'
+      ? 'Each event is acknowledged once stored; its object delivers it, retrying failed attempts with back-off. An attempt cut off by a restart is taken over when its lease runs out; an answer slower than the attempt\'s time-out counts as a failed attempt and is retried once that attempt\'s lease has ended, the retry marked as a takeover (so the takeovers below count both): like an answer lost to a broken connection or a restart, it is a case the contract lets run twice.'
       : 'A time-out does not release the claim: the claim authority keeps waiting for the answer and settles on it, so the answers learned late are processed once. The takeovers come from the restarts (and from answers slower than the wait horizon, when the run has them), whose claims are taken over when their lease runs out; those are the only cases the contract lets run twice.',
     `<!-- /${marker} -->`,
   ].join('\n');
