@@ -96,7 +96,6 @@ async function wranglerRuntime(kind, vars) {
 
 // ---- requests -------------------------------------------------------------------------------
 
-
 /**
  * A signed delivery of event `id` whose body is about `kib` KiB, from `provider` (the run's
  * BENCH_PROVIDER by default): Stripe's signed by the `stripe` package (with `secret`, the

@@ -194,8 +194,7 @@ pub fn decide(
     if age > tolerance_seconds as i64 {
         return Err(SignatureError::TimestampTooOld { age_seconds: age });
     }
-    let skew = MAX_FUTURE_SKEW_SECONDS.min(i64::try_from(tolerance_seconds).unwrap_or(i64::MAX));
-    if -age > skew {
+    if -age > MAX_FUTURE_SKEW_SECONDS.min(tolerance_seconds as i64) {
         return Err(SignatureError::TimestampInFuture {
             ahead_seconds: -age,
         });
