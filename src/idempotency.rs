@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::answer::{retry_after_seconds, StoreFailure, STORE_RETRY_AFTER_SECONDS};
-use crate::authority::{AuthorityReply, Delivery, Head};
+use crate::authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
 use crate::config::{self, ConfigProblem};
 use crate::log_line::Outcome;
@@ -28,23 +28,6 @@ pub const BODY_LOST_HEADER: &str = "idempotent-body-lost";
 pub const MAX_KEY_LEN: usize = 255;
 /// Prefix of every problem `type`.
 pub const PROBLEM_TYPE_PREFIX: &str = "urn:webhook-dedup:problem:";
-/// Response headers kept with a cached answer and replayed (lower case). Everything else,
-/// `set-cookie` above all, is dropped.
-pub const CACHED_HEADERS: &[&str] = &[
-    "content-type",
-    "content-language",
-    "content-location",
-    "location",
-    "etag",
-    "last-modified",
-    "cache-control",
-    "expires",
-    "link",
-    "vary",
-    "request-id",
-    "x-request-id",
-];
-
 /// Why an `Idempotency-Key` header was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyError {
@@ -218,54 +201,6 @@ pub fn fingerprint(
         content_type.as_bytes(),
         body,
     ]))
-}
-
-/// True when an origin answer is final and is kept for replay: 2xx, and 4xx except 401 and 403
-/// (refused before the request ran: credentials a retry may fix, as Stripe keeps no result for
-/// a request that never began executing) and 408, 409, 425 and 429 (which say "try again").
-/// Anything else releases the key for a retry.
-pub fn is_final(status: u16) -> bool {
-    (200..300).contains(&status)
-        || ((400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 409 | 425 | 429))
-}
-
-/// The safe headers of a response, lower-cased, in order.
-pub fn cached_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .filter(|(name, _)| CACHED_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-        .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
-        .collect()
-}
-
-/// What was kept of an answer's body for replay.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BodyKept {
-    /// The whole body, within the cache limit.
-    Whole(Vec<u8>),
-    /// Larger than the cache limit: not kept, but the first caller received it whole.
-    TooLarge,
-    /// Nobody received it whole and it is not kept (broke off, stalled, or a late answer too
-    /// large to keep).
-    Lost,
-}
-
-/// The answer to keep for a final origin response: its safe headers and what was kept of its
-/// body.
-pub fn to_cache(status: u16, headers: &[(String, String)], body: BodyKept) -> CachedResponse {
-    let headers = cached_headers(headers);
-    let (body, body_omitted, body_lost) = match body {
-        BodyKept::Whole(bytes) => (bytes, false, false),
-        BodyKept::TooLarge => (Vec::new(), true, false),
-        BodyKept::Lost => (Vec::new(), false, true),
-    };
-    CachedResponse {
-        status,
-        headers,
-        body,
-        body_omitted,
-        body_lost,
-    }
 }
 
 /// An `application/problem+json` answer (RFC 9457).

@@ -4,8 +4,11 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::authority::SettleStep;
-use crate::claim::ClaimState;
+use crate::authority::attempt::{End, LateWord, Summary};
+use crate::authority::queue::AttemptEnd;
+use crate::authority::{Door, SettleStep};
+use crate::claim::{ClaimState, Millis};
+use crate::origin::{OriginOutcome, Verdict};
 use crate::providers::Provider;
 
 /// How much a line matters.
@@ -56,6 +59,14 @@ pub enum Route {
 }
 
 impl Route {
+    /// The route of a forward through `door`.
+    pub fn of_door(door: Door) -> Route {
+        match door {
+            Door::Webhook => Route::Webhook,
+            Door::Api { .. } => Route::Idempotency,
+        }
+    }
+
     /// The route's word, as serialised (log lines, metrics).
     pub fn word(self) -> &'static str {
         match self {
@@ -109,6 +120,11 @@ pub enum Outcome {
     RetryScheduled,
     /// Queue mode: the last allowed attempt failed; the event is dead-lettered.
     DeadLettered,
+    /// A settle was refused: the claim is no longer this attempt's (its lease ran out and it
+    /// was taken over, or an operator released it).
+    FenceConflict,
+    /// A settle failed on every try before the lease ended.
+    SettleFailed,
     /// A record's retention ended and the alarm deleted it.
     Expired,
     /// A claim nobody finished was deleted at the end of its retention.
@@ -145,6 +161,8 @@ impl Outcome {
             Outcome::Delivered => "delivered",
             Outcome::RetryScheduled => "retry_scheduled",
             Outcome::DeadLettered => "dead_lettered",
+            Outcome::FenceConflict => "fence_conflict",
+            Outcome::SettleFailed => "settle_failed",
             Outcome::Expired => "expired",
             Outcome::ExpiredAbandonedClaim => "expired_abandoned_claim",
             Outcome::AlarmNotSet => "alarm_not_set",
@@ -243,6 +261,66 @@ impl LogLine {
     /// Raises the level to at least `level`.
     pub fn raise(&mut self, level: Level) {
         self.level = self.level.max(level);
+    }
+
+    /// The line for an attempt that ended without a caller to tell (a delivery settled after
+    /// its sender was answered, or a queued attempt) at `now`: a lost answer, a refused or
+    /// failed settle and a retry are warnings, a dead letter or a failed queue settle an error.
+    pub fn ended(summary: &Summary, now: Millis) -> LogLine {
+        let mut line = LogLine {
+            provider: summary.door.provider(&summary.key),
+            key: Some(summary.key.clone()),
+            attempt: Some(summary.attempt),
+            origin_status: match summary.outcome {
+                OriginOutcome::Answered { status } => Some(status),
+                _ => None,
+            },
+            origin_ms: Some(summary.origin_ms),
+            ..LogLine::new(Route::of_door(summary.door))
+        };
+        let reason = match summary.verdict {
+            Verdict::Failed(reason) | Verdict::Unknown(reason) => Some(reason.to_string()),
+            Verdict::Succeeded | Verdict::Pending => None,
+        };
+        match &summary.end {
+            End::Late(word, step) => {
+                line.outcome = match word {
+                    LateWord::LateAnswer => Outcome::LateAnswer,
+                    LateWord::AnswerSettled => Outcome::AnswerSettled,
+                    LateWord::AnswerLost => Outcome::AnswerLost,
+                };
+                line.settle = Some(*step);
+                if !step.is_clean() || *word == LateWord::AnswerLost {
+                    line.raise(Level::Warn);
+                }
+            }
+            End::Queue(end) => {
+                line.takeover = Some(summary.takeover);
+                line.detail = reason;
+                let (outcome, level) = match end {
+                    AttemptEnd::Delivered => (Outcome::Delivered, Level::Info),
+                    AttemptEnd::RetryAt(at) => {
+                        line.detail = Some(format!(
+                            "{}; next attempt in {} s",
+                            line.detail.as_deref().unwrap_or("time-out"),
+                            at.saturating_sub(now).div_ceil(1_000)
+                        ));
+                        (Outcome::RetryScheduled, Level::Warn)
+                    }
+                    AttemptEnd::DeadLettered => (Outcome::DeadLettered, Level::Error),
+                    AttemptEnd::FenceConflict => (Outcome::FenceConflict, Level::Warn),
+                };
+                line.outcome = outcome;
+                line.raise(level);
+            }
+            End::QueueSettleFailed(detail) => {
+                line.takeover = Some(summary.takeover);
+                line.outcome = Outcome::SettleFailed;
+                line.detail = Some(detail.clone());
+                line.raise(Level::Error);
+            }
+        }
+        line
     }
 
     /// The line as compact JSON.

@@ -32,7 +32,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// How the forward ended, as the runtime reported it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OriginOutcome {
     /// The origin's status line arrived.
@@ -54,7 +54,7 @@ pub enum OriginOutcome {
 
 /// A runtime error on a forward, classified. Raw error text is never stored or logged: it can
 /// quote the origin's URL, credentials included.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkError {
     /// "Network connection lost": reset or closed, possibly after the request was sent.
@@ -76,7 +76,7 @@ impl NetworkError {
 
 /// Why an attempt did not succeed: the classified reason kept in a record
 /// (`last_release_reason`), logged and shown by the admin API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// The origin answered this non-2xx status.
@@ -119,7 +119,7 @@ impl fmt::Display for Reason {
 }
 
 /// What an outcome means for the claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The handler succeeded (the front door decides which statuses count): finalize.

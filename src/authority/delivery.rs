@@ -9,14 +9,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::door::Door;
 use super::{AuthorityReply, WakeBy, Watched};
 use crate::claim::{
     self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimStore, Fence,
     FinalizeOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
 };
-use crate::log_line::Route;
 use crate::origin::{OriginOutcome, Verdict};
-use crate::providers::Provider;
 
 /// Where and how the object forwards the delivery, and how long it waits for the answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,76 +30,6 @@ pub struct Forward {
     pub timeout_ms: u64,
     /// How much longer the object keeps waiting for a late answer (`LATE_ANSWER_WAIT_SECONDS`).
     pub wait_ms: u64,
-}
-
-/// Which front door the delivery came through: what counts as success, and what is kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Door {
-    /// A webhook: a 2xx is success; the answer's body is not kept.
-    Webhook,
-    /// An Idempotency-Key request: every final answer is kept for replay (its body up to
-    /// `max_cached_body` bytes), and the answer streams back to the caller.
-    Api {
-        /// Largest answer body kept for replay.
-        max_cached_body: u64,
-    },
-}
-
-/// Headers the webhook doors add to each forward: the event (or delivery) id as the sender
-/// gave it, the sender, the attempt number, and whether it took over a claim whose lease ran
-/// out.
-pub const EVENT_ID_HEADER: &str = "x-webhook-dedup-event-id";
-/// See [`EVENT_ID_HEADER`].
-pub const ATTEMPT_HEADER: &str = "x-webhook-dedup-attempt";
-/// See [`EVENT_ID_HEADER`].
-pub const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
-/// See [`EVENT_ID_HEADER`]: the sender (`stripe`, `standard`, `github`, `shopify`).
-pub const PROVIDER_HEADER: &str = "x-webhook-dedup-provider";
-
-impl Door {
-    /// The headers this door adds to the forward of attempt `attempt` of `key` (`takeover`:
-    /// it took over an attempt whose lease ran out): for webhooks the event id, the provider,
-    /// the attempt number and the takeover flag; none for the Idempotency-Key door.
-    pub fn attempt_headers(self, key: &str, attempt: u32, takeover: bool) -> Vec<(String, String)> {
-        match self {
-            Door::Webhook => {
-                let (provider, id) = Provider::of_key(key);
-                vec![
-                    (EVENT_ID_HEADER.into(), id.into()),
-                    (PROVIDER_HEADER.into(), provider.name().into()),
-                    (ATTEMPT_HEADER.into(), attempt.to_string()),
-                    (TAKEOVER_HEADER.into(), takeover.to_string()),
-                ]
-            }
-            Door::Api { .. } => Vec::new(),
-        }
-    }
-
-    /// The sender of `key` through this door: its provider for a webhook, none for an
-    /// Idempotency-Key request.
-    pub fn provider(self, key: &str) -> Option<Provider> {
-        match self {
-            Door::Webhook => Some(Provider::of_key(key).0),
-            Door::Api { .. } => None,
-        }
-    }
-
-    /// True when an answered `status` settles the claim as done.
-    pub fn succeeded(self, status: u16) -> bool {
-        match self {
-            Door::Webhook => crate::origin::is_success(status),
-            Door::Api { .. } => crate::idempotency::is_final(status),
-        }
-    }
-
-    /// The route of this door's log lines.
-    pub fn route(self) -> Route {
-        match self {
-            Door::Webhook => Route::Webhook,
-            Door::Api { .. } => Route::Idempotency,
-        }
-    }
 }
 
 /// A delivery to run: the claim's terms and the forward. The body travels beside this message.
@@ -128,7 +57,7 @@ pub struct Deliver {
 }
 
 /// A claim won for a delivery: what the forward and the settle need.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Won {
     /// The claim's fence.
     pub fence: Fence,
@@ -207,7 +136,7 @@ pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (B
 }
 
 /// How the delivery stands when its sender is answered.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// Not forwarded; the claim outcome says why.
@@ -217,7 +146,7 @@ pub enum Delivery {
 }
 
 /// What happened to a forwarded delivery, as far as known when the sender is answered.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Report {
     /// Which attempt of the key this was.
     pub attempt: u32,
@@ -238,7 +167,7 @@ pub struct Report {
 }
 
 /// The status and headers of an origin answer passed back to the caller.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Head {
     /// The origin's status.
     pub status: u16,
@@ -247,7 +176,7 @@ pub struct Head {
 }
 
 /// What a settle did. Serialised as the log's `settle` word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SettleStep {
     /// The claim is done.
@@ -286,7 +215,7 @@ impl SettleStep {
 }
 
 /// How to settle a claim after its forward.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Settle {
     /// Finalize, keeping this response for replays (Idempotency-Key door).
     Finalize(Option<CachedResponse>),
@@ -538,19 +467,6 @@ mod tests {
             (SettleStep::Finalized, Some(100_090))
         );
         assert_eq!(Settle::for_verdict(Verdict::Pending, None), Settle::Hold);
-    }
-
-    #[test]
-    fn the_doors_decide_success() {
-        assert!(Door::Webhook.succeeded(200));
-        assert!(!Door::Webhook.succeeded(404));
-        let api = Door::Api { max_cached_body: 1 };
-        assert!(
-            api.succeeded(404),
-            "a final client error is kept for replay"
-        );
-        assert!(!api.succeeded(503));
-        assert!(!api.succeeded(429));
     }
 
     #[test]

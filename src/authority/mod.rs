@@ -21,12 +21,17 @@ use crate::claim::{
     RedeliverOutcome, ReleaseOutcome, StoreError,
 };
 
+pub mod alarm;
+pub mod attempt;
 mod delivery;
+mod door;
 pub mod queue;
 
+pub use attempt::Attempt;
 pub use delivery::{
-    begin, settle, Begin, Deliver, Delivery, Door, Forward, Head, Report, Settle, SettleStep, Won,
+    begin, settle, Begin, Deliver, Delivery, Forward, Head, Report, Settle, SettleStep, Won,
 };
+pub use door::{is_final, to_cache, BodyKept, Door};
 
 /// The reply header that carries the JSON reply when the body carries the origin's answer.
 pub const REPLY_HEADER: &str = "x-authority-reply";
@@ -173,7 +178,7 @@ impl AuthorityRequest {
 }
 
 /// The object's answer to one [`AuthorityRequest`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthorityReply {
     /// The answer to `Claim`.
@@ -250,7 +255,7 @@ pub fn after_stub_failure(retryable: bool, overloaded: bool, sends: u32) -> Stub
 }
 
 /// When the object's alarm must fire after a write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Wake {
     /// The time.
     pub at: Millis,

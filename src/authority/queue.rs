@@ -9,6 +9,7 @@ use crate::claim::{
     Millis, Nonce, RetryPolicy, StoreError,
 };
 use crate::origin::{Reason, Verdict};
+use crate::providers::{self, Provider};
 
 /// Headers to forward, in order.
 pub type Headers = Vec<(String, String)>;
@@ -34,6 +35,25 @@ pub fn read_payload(stored: &[u8]) -> Result<(Headers, &[u8]), StoreError> {
     Ok((headers, &stored[end..]))
 }
 
+/// What a queued attempt sends: the stored headers (signed anew where the sender's signature
+/// carries a time, with `secrets`' first, at `now_seconds`), the attempt headers, and the
+/// stored body. `None` when it cannot be sent: no stored event, an unreadable one, or a sender
+/// that is now disabled or has no secret (the attempt then fails as "request not sent").
+pub fn outgoing<'a>(
+    stored: Option<&'a [u8]>,
+    secrets: Option<&[&[u8]]>,
+    key: &str,
+    won: &super::Won,
+    now_seconds: i64,
+) -> Option<(Headers, &'a [u8])> {
+    let (mut headers, body) = read_payload(stored?).ok()?;
+    let first_secret = secrets?.first()?;
+    let (provider, id) = Provider::of_key(key);
+    providers::refresh_signature(provider, id, &mut headers, first_secret, now_seconds, body);
+    headers.extend(super::Door::Webhook.attempt_headers(key, won.attempt, won.takeover));
+    Some((headers, body))
+}
+
 /// Starts the attempt due at `now` for `key` (see [`claim::start_attempt`]), and the alarm the
 /// write needs (the lease's end, so an attempt that dies is taken over).
 pub fn start<S: ClaimStore>(
@@ -50,7 +70,7 @@ pub fn start<S: ClaimStore>(
 }
 
 /// How a queued attempt ended, as settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttemptEnd {
     /// Delivered: the record is done and the body dropped.
     Delivered,

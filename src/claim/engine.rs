@@ -11,7 +11,7 @@ use super::record::{CachedResponse, ClaimRecord, ClaimState, Millis};
 use super::store::{ClaimStore, StoreError};
 
 /// How long claims and records last; travels with each request so each front door has its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClaimPolicy {
     /// How long a claim is honoured before another delivery may take it over.
     pub lease_ms: u64,
@@ -20,7 +20,7 @@ pub struct ClaimPolicy {
 }
 
 /// The answer to a claim.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// The caller holds the claim until `lease_expires_at` and must finalize or release it with
@@ -60,7 +60,7 @@ pub enum ClaimOutcome {
 }
 
 /// The answer to a finalize.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinalizeOutcome {
     /// The key is done. `already` is true when this fence had finalized it before.
@@ -77,7 +77,7 @@ pub enum FinalizeOutcome {
 }
 
 /// The answer to a release.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReleaseOutcome {
     /// The claim is given back; the next delivery claims the key at once. `already` is true when
@@ -95,7 +95,7 @@ pub enum ReleaseOutcome {
 }
 
 /// The answer to a forget.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ForgetOutcome {
     /// The record is deleted: the next delivery of the key runs the work again.
@@ -114,7 +114,7 @@ pub enum ForgetOutcome {
 }
 
 /// A record deleted by [`expire`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Expired {
     /// The key whose record was deleted.
     pub key: String,

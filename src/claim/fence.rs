@@ -38,6 +38,13 @@ impl PartialEq for Fence {
 
 impl Eq for Fence {}
 
+impl std::hash::Hash for Fence {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.attempt.hash(state);
+        self.nonce.hash(state);
+    }
+}
+
 impl fmt::Display for Fence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.attempt, hex::encode(self.nonce))
@@ -46,7 +53,7 @@ impl fmt::Display for Fence {
 
 /// The 16 random bytes that make a claim's fence unguessable, chosen by the caller of a claim
 /// so that sending the same claim again (after a lost answer) is recognised as the same claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Nonce(pub [u8; 16]);
 
 impl Nonce {

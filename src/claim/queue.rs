@@ -17,7 +17,7 @@ use super::record::{ClaimRecord, ClaimState, Millis, QueueInfo};
 use super::store::{ClaimStore, StoreError};
 
 /// How failed attempts are retried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RetryPolicy {
     /// The first back-off (`RETRY_BASE_SECONDS`), doubled after each failed attempt.
     pub base_ms: u64,
@@ -44,7 +44,7 @@ impl RetryPolicy {
 }
 
 /// The answer to storing an event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnqueueOutcome {
     /// Stored; its first attempt is due now.
@@ -123,7 +123,7 @@ pub fn enqueue<S: ClaimStore>(
 }
 
 /// The answer to starting an attempt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptOutcome {
     /// The attempt holds the claim until `lease_expires_at`; forward the stored payload.
@@ -249,7 +249,7 @@ pub fn start_attempt<S: ClaimStore>(
 }
 
 /// The answer to a failed attempt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailedOutcome {
     /// Another attempt is due at `next_attempt_at`.
@@ -341,7 +341,7 @@ pub fn attempt_failed<S: ClaimStore>(
 }
 
 /// The answer to an operator's redelivery.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RedeliverOutcome {
     /// Queued again with a fresh budget, due now.

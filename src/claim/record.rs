@@ -8,7 +8,7 @@ use super::fence::Fence;
 pub type Millis = u64;
 
 /// Where a key stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClaimState {
     /// One attempt holds the claim until its lease runs out; repeats are told to come back.
@@ -29,7 +29,7 @@ pub enum ClaimState {
 /// Guarantees kept by the rules in [`super::engine`]: `fence` is the fence of the latest claim;
 /// a `Done` record is never turned back into anything else; `expires_at` is when the record
 /// may be deleted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClaimRecord {
     /// The key this record belongs to (a Stripe event id, or an Idempotency-Key scope).
     pub key: String,
@@ -72,7 +72,7 @@ pub struct ClaimRecord {
 }
 
 /// The delivery schedule of an event stored in queue mode.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct QueueInfo {
     /// When the event was stored and acknowledged.
     pub accepted_at: Millis,
@@ -88,7 +88,7 @@ pub struct QueueInfo {
 }
 
 /// A response kept to be replayed to repeats of an idempotent request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CachedResponse {
     /// The HTTP status.
     pub status: u16,

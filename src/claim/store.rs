@@ -6,7 +6,7 @@ use std::fmt;
 use super::record::ClaimRecord;
 
 /// A storage failure, reported as an outcome rather than a panic.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StoreError {
     /// Transient: the same request may succeed if sent again later (answered 503 + Retry-After).
     Retryable(String),
@@ -51,7 +51,7 @@ pub trait ClaimStore {
 ///
 /// It forgets everything when dropped. `fail_next` makes the next call fail, to test how
 /// callers handle store errors.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MemoryClaimStore {
     records: BTreeMap<String, ClaimRecord>,
     payloads: BTreeMap<String, Vec<u8>>,
@@ -74,6 +74,12 @@ impl MemoryClaimStore {
     pub fn fail_later(&mut self, calls: usize, error: StoreError) {
         self.fail_next = Some(error);
         self.calls_before_failure = calls;
+    }
+
+    /// The record of `key` as stored, read without counting as a call (a failure made to
+    /// happen stays for the next call): for tests that look at the store from outside.
+    pub fn peek(&self, key: &str) -> Option<&ClaimRecord> {
+        self.records.get(key)
     }
 
     fn check(&mut self) -> Result<(), StoreError> {

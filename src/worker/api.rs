@@ -15,7 +15,6 @@ use crate::claim::CachedResponse;
 use crate::config;
 use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
 use crate::log_line::{LogLine, Outcome, Route};
-use crate::origin::OriginOutcome;
 
 /// Serves one `/api/...` request and writes its log line.
 pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
@@ -157,16 +156,7 @@ async fn pass_through(
         headers: &headers,
         body: body.as_ref(),
     });
-    let result = match sent {
-        Ok(exchange) => match forward::within(exchange, timeout_ms).await {
-            Ok(result) => result,
-            Err(exchange) => {
-                exchange.abort();
-                Err(OriginOutcome::TimedOut)
-            }
-        },
-        Err(outcome) => Err(outcome),
-    };
+    let result = forward::answer_within(sent, timeout_ms).await;
     line.origin_ms = Some(clock::now_ms().saturating_sub(started));
     match result {
         Ok(response) => {

@@ -6,14 +6,14 @@ use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 use worker::{Env, Result, State};
 
-use super::attempt;
 use super::authority_wire;
 use super::clock;
 use super::delivery;
 use super::keeper::Keeper;
 use super::kv_store::KvClaimStore;
 use super::log;
-use crate::authority::{self, AuthorityReply, AuthorityRequest};
+use super::queue;
+use crate::authority::{self, alarm, AuthorityReply, AuthorityRequest};
 use crate::claim::{self, ClaimState, ClaimStore};
 
 /// The Rust core of the Durable Object that holds one key's claim record. The object itself is
@@ -87,13 +87,16 @@ impl ClaimAuthority {
         let body = body.to_vec();
         // Strict about the alarm: an event stored (or redelivered) for the alarm to deliver is
         // not acknowledged unless the alarm is set; the sender's retry sets it.
-        let reply = self
+        let reply = match self
             .keeper
-            .with_store_and_alarm(request.key(), request.op(), |store| {
+            .with_store_step(request.key(), request.op(), |store| {
                 authority::handle(store, &request, &body, now)
             })
             .await
-            .unwrap_or_else(AuthorityReply::from);
+        {
+            Ok((reply, step)) => alarm::reply_after(reply, step),
+            Err(error) => AuthorityReply::from(error),
+        };
         Ok(authority_wire::reply(&reply))
     }
 
@@ -140,7 +143,7 @@ impl ClaimAuthority {
         }
         // Queue mode: deliver what is due (at most one record per object, in practice).
         for key in &keys {
-            attempt::run_due(&self.keeper, key).await;
+            queue::run_due(&self.keeper, key).await;
         }
         // Re-arm for the earliest work or expiry left, or delete the whole storage.
         let mut store = KvClaimStore::open(self.keeper.storage())

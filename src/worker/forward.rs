@@ -81,9 +81,19 @@ impl Exchange {
         })
     }
 
-    /// Stops the exchange (and any body still being read).
+    /// What stops the exchange (and any body still being read), kept after its answer came.
+    pub fn aborter(&self) -> Aborter {
+        Aborter(self.controller.clone())
+    }
+}
+
+/// Stops an exchange, and any body of its answer still being read.
+pub struct Aborter(AbortController);
+
+impl Aborter {
+    /// Stops it.
     pub fn abort(&self) {
-        self.controller.abort();
+        self.0.abort();
     }
 }
 
@@ -101,16 +111,6 @@ impl Future for Exchange {
     }
 }
 
-/// How the exchange ended, from its result.
-pub fn outcome(result: &Result<web_sys::Response, OriginOutcome>) -> OriginOutcome {
-    match result {
-        Ok(response) => OriginOutcome::Answered {
-            status: response.status(),
-        },
-        Err(outcome) => outcome.clone(),
-    }
-}
-
 /// Waits for `future` at most `ms` milliseconds: `Ok` with its output, or `Err` with the future
 /// itself, still running, so the caller can keep waiting for it.
 pub async fn within<F: Future + Unpin>(future: F, ms: u64) -> Result<F::Output, F> {
@@ -118,6 +118,28 @@ pub async fn within<F: Future + Unpin>(future: F, ms: u64) -> Result<F::Output, 
         Either::Left((output, _)) => Ok(output),
         Either::Right(((), future)) => Err(future),
     }
+}
+
+/// The answer to `sent` within `ms` milliseconds: the response, or how the exchange ended
+/// without one (`TimedOut`, the exchange aborted, when none came in time).
+pub async fn answer_within(
+    sent: Result<Exchange, OriginOutcome>,
+    ms: u64,
+) -> Result<web_sys::Response, OriginOutcome> {
+    let exchange = sent?;
+    let aborter = exchange.aborter();
+    match within(exchange, ms).await {
+        Ok(result) => result,
+        Err(_) => {
+            aborter.abort();
+            Err(OriginOutcome::TimedOut)
+        }
+    }
+}
+
+/// Waits `ms` milliseconds.
+pub async fn sleep(ms: u64) {
+    Delay::from(Duration::from_millis(ms)).await;
 }
 
 /// The text of a thrown JS value, for classifying it; never stored or logged.

@@ -1,47 +1,24 @@
-//! The claim authority's storage and alarm, shared by the object and the deliveries it runs in
-//! the background (they outlive the request that started them).
+//! The claim authority's storage and alarm, shared by the object and the forwards it runs in
+//! the background (they outlive the request that started them). When to set the alarm is
+//! decided in [`crate::authority::alarm`]; this only calls `setAlarm`.
 
 use std::cell::Cell;
 
-use std::time::Duration;
-
-use worker::{Delay, Env, Result, ScheduledTime, Storage};
+use worker::{Env, Result, ScheduledTime, Storage};
 
 use super::clock;
 use super::env_config;
 use super::kv_store::{KvClaimStore, Usage};
 use super::log;
+use crate::authority::alarm::{AlarmStep, KnownAlarm};
 use crate::authority::{Wake, WakeBy};
 use crate::claim::{Millis, StoreError};
 
-/// What this instance knows of its alarm: nothing yet, none, or set for a time.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Alarm {
-    /// Not known (a new instance, or setting it failed).
-    Unknown,
-    /// No alarm (the object's storage was deleted).
-    None,
-    /// Set for this time.
-    At(Millis),
-}
-
-/// What making sure of the alarm after a write did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AlarmStep {
-    /// Nothing to do, or an expiry alarm that could not be set (the next write sets it).
-    Kept,
-    /// Set (a billed row write).
-    Set,
-    /// Due work (queue mode) whose alarm could not be set.
-    DueNotSet,
-}
-
-/// The object's storage and what it knows of its alarm, shared with the deliveries it runs in
-/// the background (they outlive the request that started them).
+/// The object's storage and what it knows of its alarm.
 pub struct Keeper {
     storage: Storage,
     env: Env,
-    alarm: Cell<Alarm>,
+    alarm: Cell<KnownAlarm>,
     log_usage: bool,
 }
 
@@ -53,7 +30,7 @@ impl Keeper {
         Keeper {
             storage,
             env,
-            alarm: Cell::new(Alarm::Unknown),
+            alarm: Cell::new(KnownAlarm::Unknown),
             log_usage,
         }
     }
@@ -63,44 +40,32 @@ impl Keeper {
         &self.storage
     }
 
+    /// The environment (for the metrics binding).
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
     /// Notes that the object's storage (and its alarm) is gone.
     pub fn forget_alarm(&self) {
-        self.alarm.set(Alarm::None);
+        self.alarm.set(KnownAlarm::None);
     }
-}
 
-impl Keeper {
-    /// Runs `rule` over the object's store. With `LOG_STORAGE_USAGE=true`, logs the rows it
-    /// read and wrote for `key` and `op` (each alarm set counted as a row written).
+    /// Runs `rule` over the object's store, then makes sure of the alarm its write needs.
+    /// With `LOG_STORAGE_USAGE=true`, logs the rows it read and wrote for `key` and `op` (each
+    /// alarm set counted as a row written).
     pub async fn with_store<T>(
         &self,
         key: &str,
         op: &'static str,
         rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
     ) -> std::result::Result<T, StoreError> {
-        self.run_rule(key, op, rule).await.map(|(result, _)| result)
+        self.with_store_step(key, op, rule)
+            .await
+            .map(|(result, _)| result)
     }
 
-    /// Like [`Keeper::with_store`], but a write that leaves work due (a stored or redelivered
-    /// event for the alarm to deliver) fails with a retryable error when its alarm cannot be
-    /// set: the write stands, the caller is not told it was accepted, and its retry (a repeat
-    /// re-asserts the alarm) sets it. Without this an acknowledged event could wait for an
-    /// alarm that never comes, since its sender would not send it again.
-    pub async fn with_store_and_alarm<T>(
-        &self,
-        key: &str,
-        op: &'static str,
-        rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
-    ) -> std::result::Result<T, StoreError> {
-        match self.run_rule(key, op, rule).await? {
-            (_, AlarmStep::DueNotSet) => Err(StoreError::Retryable(
-                "the alarm that delivers the event could not be set".into(),
-            )),
-            (result, _) => Ok(result),
-        }
-    }
-
-    async fn run_rule<T>(
+    /// Like [`Keeper::with_store`], and says what making sure of the alarm did.
+    pub async fn with_store_step<T>(
         &self,
         key: &str,
         op: &'static str,
@@ -124,86 +89,39 @@ impl Keeper {
         Ok((result, step))
     }
 
-    /// Runs `rule` (a fenced write, safe to repeat) at the current time, and again after a
-    /// retryable store failure, with a growing pause, while `until` (the claim's lease end)
-    /// lies ahead: a settle that a busy store refused once is not lost.
-    pub async fn with_store_retrying<T>(
-        &self,
-        key: &str,
-        op: &'static str,
-        until: Millis,
-        rule: impl Fn(&mut KvClaimStore, Millis) -> (std::result::Result<T, StoreError>, WakeBy),
-    ) -> std::result::Result<T, StoreError> {
-        let mut pause_ms = 100;
-        loop {
-            let now = clock::now_ms();
-            let result = self
-                .with_store(key, op, |store| rule(store, now))
-                .await
-                .and_then(|result| result);
-            match result {
-                Err(StoreError::Retryable(_)) if now.saturating_add(pause_ms) < until => {
-                    Delay::from(Duration::from_millis(pause_ms)).await;
-                    pause_ms = (pause_ms * 2).min(5_000);
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// The environment (for the metrics binding).
-    pub fn env(&self) -> &Env {
-        &self.env
-    }
-
-    /// Makes sure the alarm fires as a write needs, and says what that took.
-    ///
-    /// For an expiry (`due: false`) a known alarm still ahead is left as it is, whatever its
-    /// time: one later than the record's expiry deletes it a little late (a record past its
-    /// expiry already counts as absent), and one earlier finds it unexpired and re-arms itself
-    /// once. Either way no second `setAlarm`, a billed row write, on the delivery's path. For
-    /// due work (`due: true`, queue mode) the alarm must fire by then: a known alarm later than
-    /// that is moved. Unknown (a new instance), or a time already past (the alarm may have
-    /// given up): set it, with no await between the write and the alarm.
-    pub async fn ensure_alarm(&self, wake: Wake) -> AlarmStep {
-        if let Alarm::At(at) = self.alarm.get() {
-            if at > clock::now_ms() && (!wake.due || at <= wake.at) {
-                return AlarmStep::Kept;
-            }
-        }
-        if let Err(error) = self.set_alarm_at(wake.at).await {
-            // The write stands; the next write of this key (or the caller's retry) sets it.
+    /// Makes sure the alarm serves `wake` (see [`KnownAlarm::to_serve`]).
+    async fn ensure_alarm(&self, wake: Wake) -> AlarmStep {
+        let Some(at) = self.alarm.get().to_serve(wake, clock::now_ms()) else {
+            return AlarmStep::Kept;
+        };
+        let set = self.set_alarm_at(at).await;
+        if let Err(error) = &set {
+            // The write stands; the next request to the object sets it.
             log::alarm_failed(&error.to_string());
-            return if wake.due {
-                AlarmStep::DueNotSet
-            } else {
-                AlarmStep::Kept
-            };
         }
-        AlarmStep::Set
+        AlarmStep::of(wake, Some(set.is_ok()))
     }
 
-    /// Makes sure the alarm fires by `at`: an alarm this instance knows of that fires sooner
-    /// (and is still ahead) is kept, else it is set for `at`. Returns when it fires.
+    /// Makes sure the alarm fires by `at` (see [`KnownAlarm::to_fire_by`]). Returns when it
+    /// fires.
     pub async fn set_alarm_by(&self, at: Millis) -> Result<Millis> {
-        if let Alarm::At(known) = self.alarm.get() {
-            if known > clock::now_ms() && known <= at {
-                return Ok(known);
-            }
+        match self.alarm.get().to_fire_by(at, clock::now_ms()) {
+            None => match self.alarm.get() {
+                KnownAlarm::At(known) => Ok(known),
+                _ => Ok(at),
+            },
+            Some(at) => self.set_alarm_at(at).await.map(|()| at),
         }
-        self.set_alarm_at(at).await.map(|()| at)
     }
 
     /// Sets the alarm for the absolute time `at` (an `i64` would be read as an offset). Known
     /// as set from the call on (so a concurrent write does not set it again); unknown again if
     /// it failed, so that the next write sets it.
     pub async fn set_alarm_at(&self, at: Millis) -> Result<()> {
-        self.alarm.set(Alarm::At(at));
+        self.alarm.set(KnownAlarm::At(at));
         let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(at as f64));
         let set = self.storage.set_alarm(ScheduledTime::new(date)).await;
-        if set.is_err() {
-            self.alarm.set(Alarm::Unknown);
-        }
+        self.alarm.set(KnownAlarm::after_set(at, set.is_ok()));
         set
     }
 }

@@ -3,11 +3,11 @@
 
 use worker::Env;
 
+use super::clock;
 use super::metrics;
-use crate::authority::SettleStep;
+use crate::authority::attempt::Summary;
 use crate::claim::ClaimState;
 use crate::log_line::{Level, LogLine, Outcome, Route};
-use crate::origin::OriginOutcome;
 use crate::providers::Provider;
 
 /// Writes `line` as one JSON line.
@@ -61,46 +61,23 @@ pub fn alarm_retried(detail: &str) {
     });
 }
 
-/// What happened to a delivery after its sender had been answered.
-pub struct SettledLater<'a> {
-    /// The front door it came through.
-    pub route: Route,
-    /// Its sender, for a webhook.
-    pub provider: Option<Provider>,
-    /// Its key.
-    pub key: &'a str,
-    /// Which attempt.
-    pub attempt: u32,
-    /// `late_answer`, `answer_settled` or `answer_lost`.
-    pub outcome: Outcome,
-    /// How the forward ended.
-    pub origin: &'a OriginOutcome,
-    /// How long the origin took.
-    pub origin_ms: u64,
-    /// What the settle did.
-    pub step: SettleStep,
+/// Logs and counts how an attempt ended without a caller to tell (see [`LogLine::ended`]).
+pub fn ended(env: &Env, summary: &Summary) {
+    let line = LogLine::ended(summary, clock::now_ms());
+    write(&line);
+    metrics::count(env, &line);
 }
 
-/// Logs and counts how a delivery ended after its sender had been answered; a lost answer or a
-/// refused or failed settle is a warning.
-pub fn settled_later(env: &Env, later: SettledLater<'_>) {
+/// Logs and counts a queued event dead-lettered when its attempt came due with no attempt
+/// left in its budget (no forward was made).
+pub fn dead_before_attempt(env: &Env, key: &str, reason: String) {
     let line = LogLine {
-        level: if later.step.is_clean() && later.outcome != Outcome::AnswerLost {
-            Level::Info
-        } else {
-            Level::Warn
-        },
-        provider: later.provider,
-        key: Some(later.key.to_owned()),
-        outcome: later.outcome,
-        attempt: Some(later.attempt),
-        origin_status: match later.origin {
-            OriginOutcome::Answered { status } => Some(*status),
-            _ => None,
-        },
-        origin_ms: Some(later.origin_ms),
-        settle: Some(later.step),
-        ..LogLine::new(later.route)
+        level: Level::Error,
+        provider: Some(Provider::of_key(key).0),
+        key: Some(key.to_owned()),
+        outcome: Outcome::DeadLettered,
+        detail: Some(reason),
+        ..LogLine::new(Route::Webhook)
     };
     write(&line);
     metrics::count(env, &line);

@@ -3,7 +3,6 @@
 
 mod admin;
 mod api;
-mod attempt;
 mod authority_client;
 mod authority_wire;
 mod background;
@@ -12,6 +11,7 @@ mod claim_object;
 mod clock;
 mod delivery;
 mod door;
+mod drive;
 mod env_config;
 mod forward;
 mod inbound;
@@ -20,6 +20,7 @@ mod kv_store;
 mod log;
 mod metrics;
 mod native;
+mod queue;
 mod rate_limit;
 mod respond;
 mod test_routes;

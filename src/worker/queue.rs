@@ -1,0 +1,108 @@
+//! Queue mode: one attempt to deliver a stored event, run from the object's alarm (which needs
+//! no connected caller and may run for minutes). The rules are in [`crate::claim`] and
+//! [`crate::authority::queue`], the attempt's life in [`crate::authority::attempt`]; this
+//! loads the stored event and forwards it.
+
+use std::rc::Rc;
+
+use js_sys::Uint8Array;
+use wasm_bindgen::JsValue;
+
+use super::clock;
+use super::drive;
+use super::env_config;
+use super::forward::{Exchange, Outgoing};
+use super::keeper::Keeper;
+use super::log;
+use crate::authority::{queue, Attempt, Won};
+use crate::claim::{AttemptOutcome, ClaimStore, Nonce};
+use crate::origin::OriginOutcome;
+use crate::providers::Provider;
+
+/// Runs the attempt due for `key`, if one is: claims it under a lease (the alarm is moved to
+/// the lease's end first, so an attempt that dies is taken over), forwards the stored event
+/// with a fresh signature and waits at most `QUEUE_FORWARD_TIMEOUT_MS`, then settles:
+/// delivered, retry scheduled, or dead-lettered.
+pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
+    let Ok(config) = env_config::config(keeper.env()) else {
+        return; // misconfigured: /healthz says why; the event waits, stored
+    };
+    let Ok(nonce) = Nonce::random() else {
+        return;
+    };
+    let now = clock::now_ms();
+    let policy = config.webhook.claims;
+    let retry = config.queue.retry;
+    let started = keeper
+        .with_store(key, "attempt", |store| {
+            queue::start(store, key, now, policy, retry, nonce)
+        })
+        .await
+        .and_then(|started| started);
+    let won = match started {
+        Ok(AttemptOutcome::Start {
+            fence,
+            attempt,
+            takeover,
+            lease_expires_at,
+        }) => Won {
+            fence,
+            attempt,
+            takeover,
+            lease_expires_at,
+        },
+        Ok(AttemptOutcome::Dead { reason }) => {
+            return log::dead_before_attempt(keeper.env(), key, reason)
+        }
+        _ => return,
+    };
+    let stored = keeper
+        .with_store(key, "payload", |store| (store.load_payload(key), None))
+        .await
+        .and_then(|loaded| loaded)
+        .ok()
+        .flatten();
+    let secrets = config.sender(Provider::of_key(key).0).map(|(keys, _)| keys);
+    let now_seconds = (clock::now_ms() / 1_000) as i64;
+    let prepared = queue::outgoing(
+        stored.as_deref(),
+        secrets.as_deref(),
+        key,
+        &won,
+        now_seconds,
+    );
+    let origin_url = config
+        .sender(Provider::of_key(key).0)
+        .map(|(_, url)| url.to_string());
+    let sent = match (prepared, origin_url) {
+        (Some((headers, body)), Some(url)) => {
+            let body = JsValue::from(Uint8Array::from(body));
+            Exchange::start(&Outgoing {
+                url: &url,
+                method: "POST",
+                headers: &headers,
+                body: Some(&body),
+            })
+        }
+        _ => Err(OriginOutcome::NotSent),
+    };
+    let attempt = Attempt::queued(
+        key,
+        won,
+        now,
+        policy,
+        retry,
+        config.queue.forward_timeout_ms,
+        random_fraction(),
+    );
+    drive::run(keeper, attempt, sent, None).await;
+}
+
+/// A fraction in `[0, 1)` from the platform's secure random source (for back-off jitter).
+fn random_fraction() -> f64 {
+    let mut bytes = [0u8; 4];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / (f64::from(u32::MAX) + 1.0),
+        Err(_) => 0.5,
+    }
+}
