@@ -146,20 +146,42 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
     })
 }
 
+/// `ms` (milliseconds since the Unix epoch) as an RFC 3339 time in UTC with milliseconds,
+/// `2026-12-02T10:15:30.123Z`, shown beside every `*_at` field as `*_at_time`; `None` past the
+/// year 9999. Formats from `UNIX_EPOCH` plus a duration, never from the system clock, which
+/// `wasm32-unknown-unknown` does not have.
+pub fn rfc3339(ms: Millis) -> Option<String> {
+    let time = std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms))?;
+    // humantime cannot write a year past 9999 (its Display fails there).
+    (ms / 1_000 < 253_402_300_800).then(|| humantime::format_rfc3339_millis(time).to_string())
+}
+
+/// [`rfc3339`] of a time that may be unset.
+fn rfc3339_opt(ms: Option<Millis>) -> Option<String> {
+    ms.and_then(rfc3339)
+}
+
 /// A record as the admin API shows it: every field but the cached body (only its size), and
-/// the fence's attempt but never its random part.
+/// the fence's attempt but never its random part. Each `*_at` time (milliseconds since the Unix
+/// epoch) has a `*_at_time` beside it, the same instant in RFC 3339.
 pub fn record_view(record: &ClaimRecord) -> Value {
     json!({
         "key": record.key,
         "state": record.state,
         "attempts": record.attempts,
         "first_seen_at": record.first_seen_at,
+        "first_seen_at_time": rfc3339(record.first_seen_at),
         "claimed_at": record.claimed_at,
+        "claimed_at_time": rfc3339(record.claimed_at),
         "lease_expires_at": record.lease_expires_at,
+        "lease_expires_at_time": rfc3339(record.lease_expires_at),
         "takeover": record.takeover,
         "finished_at": record.finished_at,
+        "finished_at_time": rfc3339_opt(record.finished_at),
         "released_at": record.released_at,
+        "released_at_time": rfc3339_opt(record.released_at),
         "expires_at": record.expires_at,
+        "expires_at_time": rfc3339(record.expires_at),
         "last_release_reason": record.last_release_reason,
         "fingerprint": record.fingerprint,
         "cached_response": record.response.as_ref().map(|r| json!({
@@ -169,13 +191,17 @@ pub fn record_view(record: &ClaimRecord) -> Value {
             "body_lost": r.body_lost,
         })),
         "wait_ends_at": record.wait_ends_at,
+        "wait_ends_at_time": rfc3339_opt(record.wait_ends_at),
         "queue": record.queue.as_ref().map(|q| json!({
             "accepted_at": q.accepted_at,
+            "accepted_at_time": rfc3339(q.accepted_at),
             "next_attempt_at": q.next_attempt_at,
+            "next_attempt_at_time": rfc3339_opt(q.next_attempt_at),
             "last_error": record.last_release_reason,
             "body_held": q.body_held,
             "attempts_in_budget": record.attempts.saturating_sub(q.budget_first_attempt),
             "budget_started_at": q.budget_started_at,
+            "budget_started_at_time": rfc3339(q.budget_started_at),
         })),
     })
 }
@@ -355,6 +381,7 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
                 json!({
                     "error": "queued_delivery",
                     "lease_expires_at": record.lease_expires_at,
+                    "lease_expires_at_time": rfc3339(record.lease_expires_at),
                     "detail": "an attempt of queue mode: the event's object takes it over itself when its lease ends; redeliver serves a dead event",
                 }),
                 "admin_release_refused",
@@ -390,6 +417,7 @@ fn lease_live(lease_expires_at: Millis) -> AdminAnswer {
         json!({
             "error": "lease_live",
             "lease_expires_at": lease_expires_at,
+            "lease_expires_at_time": rfc3339(lease_expires_at),
             "detail": "the claim's lease is live: its attempt may still be running or waiting for its answer; add ?force=true to release it anyway",
         }),
         "admin_release_refused",
@@ -422,6 +450,7 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
                 json!({
                     "error": "processing",
                     "lease_expires_at": lease_expires_at,
+                    "lease_expires_at_time": rfc3339(*lease_expires_at),
                     "detail": "a claim is held (release it first), or an attempt whose answer was lost may still be running until its lease ends",
                 }),
                 "admin_forget_refused",
@@ -442,7 +471,7 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
         AuthorityReply::Redeliver(RedeliverOutcome::UnderLease { lease_expires_at }) => {
             AdminAnswer::new(
                 409,
-                json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "detail": "an attempt holds the event under a live lease, or its answer was lost and its handler may still be running until then" }),
+                json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "lease_expires_at_time": rfc3339(*lease_expires_at), "detail": "an attempt holds the event under a live lease, or its answer was lost and its handler may still be running until then" }),
                 "admin_redeliver_refused",
             )
         }
@@ -780,5 +809,77 @@ mod tests {
             .status,
             400
         );
+    }
+
+    #[test]
+    fn times_are_shown_in_rfc_3339_beside_the_milliseconds() {
+        assert_eq!(rfc3339(0).as_deref(), Some("1970-01-01T00:00:00.000Z"));
+        assert_eq!(
+            rfc3339(1_796_292_930_123).as_deref(),
+            Some("2026-12-03T10:15:30.123Z")
+        );
+        assert_eq!(
+            rfc3339(253_402_300_799_999).as_deref(),
+            Some("9999-12-31T23:59:59.999Z")
+        );
+        assert_eq!(rfc3339(253_402_300_800_000), None, "no year past 9999");
+        assert_eq!(rfc3339(u64::MAX), None);
+
+        let mut full = record(ClaimState::Done, 1_796_292_930_123);
+        full.finished_at = Some(1_796_292_931_000);
+        full.wait_ends_at = Some(1_796_292_955_123);
+        full.queue = Some(crate::claim::QueueInfo {
+            accepted_at: 1_796_292_930_000,
+            next_attempt_at: Some(1_796_292_960_000),
+            budget_first_attempt: 0,
+            budget_started_at: 1_796_292_930_000,
+            body_held: false,
+        });
+        let view = record_view(&full);
+        assert_eq!(view["lease_expires_at_time"], "2026-12-03T10:15:30.123Z");
+        assert_eq!(view["finished_at_time"], "2026-12-03T10:15:31.000Z");
+        assert_eq!(view["released_at_time"], Value::Null, "unset stays null");
+        assert_eq!(
+            view["queue"]["next_attempt_at_time"],
+            "2026-12-03T10:16:00.000Z"
+        );
+        // Every `*_at` field, wherever it is, has its `*_at_time` twin, the same instant.
+        fn check(value: &Value, seen: &mut usize) {
+            let Some(object) = value.as_object() else {
+                return;
+            };
+            for (name, field) in object {
+                if name.ends_with("_at") {
+                    *seen += 1;
+                    let twin = &object[&format!("{name}_time")];
+                    assert_eq!(
+                        *twin,
+                        json!(field.as_u64().and_then(rfc3339)),
+                        "{name}_time beside {name}"
+                    );
+                }
+                check(field, seen);
+            }
+        }
+        let mut seen = 0;
+        check(&view, &mut seen);
+        assert_eq!(seen, 10, "the record's and its queue's times");
+        for answer in [
+            lease_live(5_000),
+            after_change(&AuthorityReply::Forget(ForgetOutcome::StillProcessing {
+                lease_expires_at: 5_000,
+            })),
+            after_change(&AuthorityReply::Redeliver(RedeliverOutcome::UnderLease {
+                lease_expires_at: 5_000,
+            })),
+        ] {
+            let mut seen = 0;
+            check(&answer.body, &mut seen);
+            assert_eq!(seen, 1);
+            assert_eq!(
+                answer.body["lease_expires_at_time"],
+                "1970-01-01T00:00:05.000Z"
+            );
+        }
     }
 }

@@ -64,9 +64,14 @@ describe('admin API', () => {
     assert.equal(record.key, id);
     assert.equal(record.state, 'done');
     assert.equal(record.attempts, 1);
-    for (const field of ['claimed_at', 'lease_expires_at', 'finished_at', 'expires_at']) {
+    for (const field of ['first_seen_at', 'claimed_at', 'lease_expires_at', 'finished_at', 'expires_at']) {
       assert.equal(typeof record[field], 'number', field);
+      // Beside each time in milliseconds, the same instant in RFC 3339 (UTC, milliseconds).
+      const time = record[`${field}_time`];
+      assert.match(time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, `${field}_time`);
+      assert.equal(Date.parse(time), record[field], `${field}_time is ${field}`);
     }
+    assert.equal(record.released_at_time, null, 'an unset time stays null');
     assert.equal(record.last_release_reason, null);
     assert.equal(record.fence, undefined, 'the fence is never shown');
     assert.equal((await call(`${worker.url}/admin/events/${eventId('unknown')}`, { headers: auth() })).status, 404);
@@ -97,6 +102,8 @@ describe('admin API', () => {
     const kept = await call(`${worker.url}/admin/events/${id}`, { method: 'DELETE', headers: auth() });
     assert.equal(kept.status, 409, 'a held claim is not deleted');
     assert.deepEqual([kept.json.error, kept.json.lease_expires_at], ['processing', record.lease_expires_at]);
+    assert.equal(kept.json.lease_expires_at_time, record.lease_expires_at_time);
+    assert.equal(Date.parse(refused.json.lease_expires_at_time), refused.json.lease_expires_at);
     const release = await call(`${worker.url}/admin/events/${id}/release?force=true`, { method: 'POST', headers: auth() });
     assert.equal(release.status, 200);
     assert.equal(release.json.status, 'released');

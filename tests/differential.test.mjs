@@ -1,6 +1,6 @@
 // The worker's verdict on several hundred signed deliveries, each compared with the `stripe`
 // package's own: `stripe.webhooks.constructEvent` for snapshot events,
-// `stripe.parseEventNotification` for thin events. Every difference must be one the README
+// `stripe.parseEventNotification` for thin events. Every difference must be one docs/how-it-works.md
 // lists as intended ("Where the worker differs from Stripe's library"); anything else fails.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -14,7 +14,7 @@ const OLD = 'whsec_differential_old';
 const NEW = 'whsec_differential_new';
 const CASES = 400;
 
-/** The intended differences, as named in the README, and which way each one goes. */
+/** The intended differences, as named in docs/how-it-works.md, and which way each one goes. */
 const INTENDED = {
   'future timestamp': 'refused by the worker only',
   'repeated t': 'refused by the worker only',

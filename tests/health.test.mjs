@@ -1,9 +1,11 @@
 // The worker builds, starts under `wrangler dev` and answers /healthz; configuration problems
 // are reported there without revealing a secret.
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 
-import { call, startWorker } from './harness.mjs';
+import { ROOT, call, startWorker } from './harness.mjs';
 
 const SECRET = 'whsec_health_test_secret_value';
 
@@ -61,4 +63,24 @@ test('a lease too short for the time-out and the late-answer wait is a configura
   const testRoute = await call(`${worker.url}/_test/claims/evt_x`);
   assert.equal(testRoute.status, 500);
   assert.equal(testRoute.json.error, 'misconfigured');
+});
+
+test('the shipped wrangler.toml asks for ORIGIN_URL until it is filled in', async (t) => {
+  // The repository's wrangler.toml as a user deploys it (`ORIGIN_URL = ""` in [vars]), copied
+  // to a folder of its own so that no .dev.vars beside it fills the value in.
+  const dir = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-shipped-'));
+  const shipped = readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8');
+  assert.match(shipped, /^ORIGIN_URL = ""$/m, 'wrangler.toml leaves ORIGIN_URL to fill in');
+  assert.match(shipped, /^\[observability\]\nenabled = true$/m, 'Workers Logs are on');
+  const config = path.join(dir, 'wrangler.toml');
+  writeFileSync(config, shipped.replace(/^main = .*$/m, `main = ${JSON.stringify(path.join(ROOT, 'build', 'index.js'))}`));
+  const worker = await startWorker({ config, vars: { STRIPE_WEBHOOK_SECRET: SECRET } });
+  t.after(async () => {
+    await worker.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const health = await call(`${worker.url}/healthz`);
+  assert.equal(health.status, 503);
+  assert.deepEqual(health.json.problems.map((p) => p.key), ['ORIGIN_URL']);
+  assert.match(health.json.problems[0].problem, /set ORIGIN_URL/);
 });

@@ -458,3 +458,142 @@ fn a_sender_with_a_broken_section_still_counts_for_the_queue_checks() {
     assert!(problems.contains(&"GITHUB_ORIGIN_URL"), "{problems:?}");
     assert!(problems.contains(&"MAX_BODY_BYTES"), "{problems:?}");
 }
+
+#[test]
+fn an_unset_or_empty_origin_url_says_to_set_it() {
+    // wrangler.toml ships `ORIGIN_URL = ""` as the one value to fill in: until it is, /healthz
+    // answers 503 with this problem.
+    for origin in ["", "   "] {
+        let problems = load(&[("ORIGIN_URL", origin)]).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].key, "ORIGIN_URL");
+        assert!(
+            problems[0].problem.contains("set ORIGIN_URL"),
+            "{}",
+            problems[0].problem
+        );
+    }
+}
+
+/// Every key `Config::load` asks for, over configurations that reach every conditional read:
+/// the minimal one, and one with every door and every sender on, in queue mode.
+fn keys_the_code_reads() -> std::collections::BTreeSet<String> {
+    let configurations: [&[(&str, &str)]; 3] = [
+        &[
+            ("STRIPE_WEBHOOK_SECRET", "whsec_a"),
+            ("ORIGIN_URL", "http://127.0.0.1:9000/hook"),
+        ],
+        &[
+            ("STRIPE_WEBHOOK_SECRET", "whsec_a"),
+            ("ORIGIN_URL", "http://127.0.0.1:9000/hook"),
+            (
+                "STANDARD_WEBHOOK_SECRET",
+                "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+            ),
+            ("STANDARD_ORIGIN_URL", "http://127.0.0.1:9000/standard"),
+            ("GITHUB_WEBHOOK_SECRET", "g"),
+            ("GITHUB_ORIGIN_URL", "http://127.0.0.1:9000/github"),
+            ("SHOPIFY_WEBHOOK_SECRET", "s"),
+            ("SHOPIFY_ORIGIN_URL", "http://127.0.0.1:9000/shopify"),
+            ("DELIVERY_MODE", "queue"),
+            ("API_ORIGIN_URL", "http://127.0.0.1:9000"),
+            ("IDEMPOTENCY_KEY_REQUIRED", "true"),
+            ("IDEMPOTENCY_ALLOW_ANONYMOUS", "true"),
+            ("ADMIN_TOKEN", "an-admin-token-long-enough"),
+            ("ENABLE_TEST_ROUTES", "true"),
+            ("LOG_STORAGE_USAGE", "true"),
+            ("ALLOW_SHORT_RETENTION", "true"),
+        ],
+        // Nothing set: every read that does not depend on another key's value.
+        &[],
+    ];
+    let asked = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    for pairs in configurations {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        let _ = Config::load(|key| {
+            asked.borrow_mut().insert(key.to_owned());
+            map.get(key).map(|v| (*v).to_owned())
+        });
+    }
+    asked.into_inner()
+}
+
+/// The configuration reference: one table under `## Every key`, one row per key, its first
+/// cell the key's name in backticks and its last the section files that read it.
+const REFERENCE: &str = include_str!("../../docs/configuration.md");
+
+/// Each key row of the reference: the key's name and its row's last cell.
+fn keys_the_reference_lists() -> Vec<(String, String)> {
+    let table = REFERENCE
+        .split("\n## ")
+        .find(|section| section.starts_with("Every key"))
+        .expect("docs/configuration.md has no `## Every key` section");
+    table
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let name = cells[0].trim().trim_matches('`').to_owned();
+            let sections = cells.last().copied().unwrap_or_default().to_owned();
+            (name, sections)
+        })
+        .collect()
+}
+
+#[test]
+fn the_configuration_reference_lists_exactly_the_keys_the_code_reads() {
+    let read = keys_the_code_reads();
+    let listed = keys_the_reference_lists();
+    let listed_names: std::collections::BTreeSet<String> =
+        listed.iter().map(|(name, _)| name.clone()).collect();
+    let unlisted: Vec<&String> = read.difference(&listed_names).collect();
+    assert!(
+        unlisted.is_empty(),
+        "the code reads {unlisted:?}, which docs/configuration.md does not list: add a row to \
+         its `## Every key` table"
+    );
+    let unread: Vec<&String> = listed_names.difference(&read).collect();
+    assert!(
+        unread.is_empty(),
+        "docs/configuration.md lists {unread:?}, which the code never reads: remove the row, \
+         or read the key in src/config/"
+    );
+    assert_eq!(
+        listed.len(),
+        listed_names.len(),
+        "docs/configuration.md lists a key twice"
+    );
+    // Every key the code reads has its place in the order problems are reported in.
+    let ordered: std::collections::BTreeSet<String> =
+        super::keys::ORDER.iter().map(|k| (*k).to_owned()).collect();
+    assert_eq!(read, ordered, "src/config/mod.rs keys::ORDER");
+}
+
+#[test]
+fn the_reference_names_a_section_that_reads_each_key() {
+    let sources = [
+        ("src/config/delivery.rs", include_str!("delivery.rs")),
+        ("src/config/webhook.rs", include_str!("webhook.rs")),
+        ("src/config/senders.rs", include_str!("senders.rs")),
+        ("src/config/queue.rs", include_str!("queue.rs")),
+        ("src/config/api.rs", include_str!("api.rs")),
+        ("src/config/admin.rs", include_str!("admin.rs")),
+        ("src/config/mod.rs", include_str!("mod.rs")),
+    ];
+    for (name, sections) in keys_the_reference_lists() {
+        let named: Vec<&(&str, &str)> = sources
+            .iter()
+            .filter(|(path, _)| sections.contains(path))
+            .collect();
+        assert!(
+            !named.is_empty(),
+            "docs/configuration.md: the row of {name} names no section file of src/config/"
+        );
+        for (path, text) in named {
+            assert!(
+                text.contains(&name),
+                "docs/configuration.md says {path} reads {name}, but it never names it"
+            );
+        }
+    }
+}

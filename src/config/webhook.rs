@@ -103,7 +103,11 @@ impl WebhookConfig {
         };
         let origin_url = match r.raw(ORIGIN_URL) {
             None => {
-                r.problem(ORIGIN_URL, "missing: set the URL events are forwarded to");
+                r.problem(
+                    ORIGIN_URL,
+                    "missing: set ORIGIN_URL to your webhook handler's URL (wrangler.toml \
+                     [vars], or .dev.vars locally); events are forwarded there",
+                );
                 None
             }
             Some(_) => r.url(ORIGIN_URL),
