@@ -165,43 +165,46 @@ fn rfc3339_opt(ms: Option<Millis>) -> Option<String> {
 /// the fence's attempt but never its random part. Each `*_at` time (milliseconds since the Unix
 /// epoch) has a `*_at_time` beside it, the same instant in RFC 3339.
 pub fn record_view(record: &ClaimRecord) -> Value {
+    let lease = &record.lease;
+    let reason = record.last_failure.map(|reason| reason.to_string());
     json!({
         "key": record.key,
-        "state": record.state,
+        "provider": record.source.provider(),
+        "state": record.state(),
         "attempts": record.attempts,
         "first_seen_at": record.first_seen_at,
         "first_seen_at_time": rfc3339(record.first_seen_at),
-        "claimed_at": record.claimed_at,
-        "claimed_at_time": rfc3339(record.claimed_at),
-        "lease_expires_at": record.lease_expires_at,
-        "lease_expires_at_time": rfc3339(record.lease_expires_at),
-        "takeover": record.takeover,
-        "finished_at": record.finished_at,
-        "finished_at_time": rfc3339_opt(record.finished_at),
-        "released_at": record.released_at,
-        "released_at_time": rfc3339_opt(record.released_at),
+        "claimed_at": lease.claimed_at,
+        "claimed_at_time": rfc3339(lease.claimed_at),
+        "lease_expires_at": lease.until,
+        "lease_expires_at_time": rfc3339(lease.until),
+        "takeover": lease.takeover,
+        "finished_at": record.finished_at(),
+        "finished_at_time": rfc3339_opt(record.finished_at()),
+        "released_at": record.released_at(),
+        "released_at_time": rfc3339_opt(record.released_at()),
         "expires_at": record.expires_at,
         "expires_at_time": rfc3339(record.expires_at),
-        "last_release_reason": record.last_release_reason,
-        "fingerprint": record.fingerprint,
-        "cached_response": record.response.as_ref().map(|r| json!({
+        "last_release_reason": reason,
+        "fingerprint": record.source.fingerprint(),
+        "cached_response": record.response().map(|r| json!({
             "status": r.status,
             "body_bytes": r.body.len(),
             "body_omitted": r.body_omitted,
             "body_lost": r.body_lost,
         })),
-        "wait_ends_at": record.wait_ends_at,
-        "wait_ends_at_time": rfc3339_opt(record.wait_ends_at),
-        "queue": record.queue.as_ref().map(|q| json!({
+        "wait_ends_at": lease.wait_ends_at,
+        "wait_ends_at_time": rfc3339_opt(lease.wait_ends_at),
+        "queue": record.queue().map(|q| json!({
             "accepted_at": q.accepted_at,
             "accepted_at_time": rfc3339(q.accepted_at),
-            "next_attempt_at": q.next_attempt_at,
-            "next_attempt_at_time": rfc3339_opt(q.next_attempt_at),
-            "last_error": record.last_release_reason,
-            "body_held": q.body_held,
-            "attempts_in_budget": record.attempts.saturating_sub(q.budget_first_attempt),
-            "budget_started_at": q.budget_started_at,
-            "budget_started_at_time": rfc3339(q.budget_started_at),
+            "next_attempt_at": record.next_attempt_at(),
+            "next_attempt_at_time": rfc3339_opt(record.next_attempt_at()),
+            "last_error": reason,
+            "body_held": record.holds_body(),
+            "attempts_in_budget": record.attempts.saturating_sub(q.budget.first_attempt),
+            "budget_started_at": q.budget.started_at,
+            "budget_started_at_time": rfc3339(q.budget.started_at),
         })),
     })
 }
@@ -329,7 +332,7 @@ pub enum Next {
         /// The fence read, so a claim that changed meanwhile is left alone.
         fence: Fence,
         /// The reason kept in the record.
-        reason: String,
+        reason: Reason,
         /// Without force: the object refuses it while the lease is live by its own clock
         /// (this check, made with the worker's clock, answers most such calls first).
         only_after_lease: bool,
@@ -368,37 +371,37 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
             json!({ "record": record_view(record) }),
             "admin_inspect",
         )),
-        Action::Release if record.state != ClaimState::Processing => {
+        Action::Release if record.state() != ClaimState::Processing => {
             Next::Answer(AdminAnswer::new(
                 409,
-                json!({ "error": "not_processing", "state": record.state, "detail": "only a processing claim can be released" }),
+                json!({ "error": "not_processing", "state": record.state(), "detail": "only a processing claim can be released" }),
                 "admin_release_refused",
             ))
         }
-        Action::Release if record.queue.as_ref().is_some_and(|q| q.body_held) => {
+        Action::Release if record.holds_body() => {
             Next::Answer(AdminAnswer::new(
                 409,
                 json!({
                     "error": "queued_delivery",
-                    "lease_expires_at": record.lease_expires_at,
-                    "lease_expires_at_time": rfc3339(record.lease_expires_at),
+                    "lease_expires_at": record.lease.until,
+                    "lease_expires_at_time": rfc3339(record.lease.until),
                     "detail": "an attempt of queue mode: the event's object takes it over itself when its lease ends; redeliver serves a dead event",
                 }),
                 "admin_release_refused",
             ))
         }
         Action::Release if record.has_live_lease(now) && !force => {
-            Next::Answer(lease_live(record.lease_expires_at))
+            Next::Answer(lease_live(record.lease.until))
         }
         Action::Release => Next::Release {
-            fence: record.fence.clone(),
-            reason: Reason::Operator.to_string(),
+            fence: record.fence().clone(),
+            reason: Reason::Operator,
             only_after_lease: !force,
         },
         Action::Forget => Next::Forget {
-            fence: record.fence.clone(),
+            fence: record.fence().clone(),
         },
-        Action::Redeliver if !record.queue.as_ref().is_some_and(|q| q.body_held) => {
+        Action::Redeliver if !record.holds_body() => {
             Next::Answer(AdminAnswer::refused(
                 404,
                 "no_body",
@@ -496,6 +499,8 @@ pub fn policy_for(family: Family, events: ClaimPolicy, keys: Option<ClaimPolicy>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claim::{Budget, ClaimStage, Finished, Lease, QueueStage, QueueStep, Source, Stage};
+    use crate::providers::Provider;
 
     #[test]
     fn only_the_exact_bearer_token_is_accepted() {
@@ -515,23 +520,66 @@ mod tests {
     }
 
     fn record(state: ClaimState, lease_expires_at: Millis) -> ClaimRecord {
+        let stage = match state {
+            ClaimState::Processing => Stage::Claim(ClaimStage::Processing),
+            ClaimState::Done => Stage::Claim(ClaimStage::Done(Finished {
+                finished_at: 0,
+                response: None,
+            })),
+            ClaimState::Released => Stage::Claim(ClaimStage::Released {
+                released_at: 0,
+                unknown: false,
+            }),
+            ClaimState::Queued => {
+                return queued(
+                    QueueStep::Queued {
+                        next_attempt_at: 0,
+                        unknown: false,
+                    },
+                    lease_expires_at,
+                )
+            }
+            ClaimState::Dead => {
+                return queued(
+                    QueueStep::Dead {
+                        died_at: 0,
+                        unknown: false,
+                    },
+                    lease_expires_at,
+                )
+            }
+        };
         ClaimRecord {
             key: "evt_1".into(),
-            state,
-            fence: Fence::new(1, [7; 16]),
+            source: Source::Webhook(Provider::Stripe),
             attempts: 1,
             first_seen_at: 0,
-            claimed_at: 0,
-            lease_expires_at,
-            wait_ends_at: None,
-            takeover: false,
-            finished_at: None,
-            released_at: None,
             expires_at: 1_000_000,
-            last_release_reason: None,
-            fingerprint: None,
-            response: None,
-            queue: None,
+            lease: Lease {
+                fence: Fence::new(1, [7; 16]),
+                request: None,
+                claimed_at: 0,
+                until: lease_expires_at,
+                takeover: false,
+                wait_ends_at: None,
+            },
+            last_failure: None,
+            stage,
+        }
+    }
+
+    /// A record of queue mode at `step`.
+    fn queued(step: QueueStep, lease_expires_at: Millis) -> ClaimRecord {
+        ClaimRecord {
+            stage: Stage::Queue(QueueStage {
+                accepted_at: 0,
+                budget: Budget {
+                    first_attempt: 0,
+                    started_at: 0,
+                },
+                step,
+            }),
+            ..record(ClaimState::Processing, lease_expires_at)
         }
     }
 
@@ -569,7 +617,7 @@ mod tests {
         ));
         assert!(matches!(
             after_inspect(Action::Release, &processing(), 5_000, false),
-            Next::Release { reason, only_after_lease: true, .. } if reason == "released by an operator"
+            Next::Release { reason, only_after_lease: true, .. } if reason == Reason::Operator
         ));
         // The object, by its own clock, may still see the lease live: the same refusal.
         let refused = after_change(&AuthorityReply::LeaseLive {
@@ -584,14 +632,7 @@ mod tests {
             (409, Some("lease_live"), Some(5_000))
         );
         // An attempt of queue mode is never released, even forced: the queue takes it over.
-        let mut attempt = record(ClaimState::Processing, 5_000);
-        attempt.queue = Some(crate::claim::QueueInfo {
-            accepted_at: 0,
-            next_attempt_at: None,
-            budget_first_attempt: 0,
-            budget_started_at: 0,
-            body_held: true,
-        });
+        let attempt = queued(QueueStep::Attempting, 5_000);
         for (now, force) in [(4_999, true), (5_000, false)] {
             let (status, body) = answered(after_inspect(
                 Action::Release,
@@ -675,14 +716,7 @@ mod tests {
         );
         let (status, body) = answered(after_inspect(Action::Redeliver, &done, 0, false));
         assert_eq!((status, body["error"].as_str()), (404, Some("no_body")));
-        let mut dead = record(ClaimState::Dead, 5_000);
-        dead.queue = Some(crate::claim::QueueInfo {
-            accepted_at: 0,
-            next_attempt_at: None,
-            budget_first_attempt: 0,
-            budget_started_at: 0,
-            body_held: true,
-        });
+        let dead = record(ClaimState::Dead, 5_000);
         assert_eq!(
             after_inspect(Action::Redeliver, &read(dead.clone()), 9_000, false),
             Next::Redeliver
@@ -825,22 +859,37 @@ mod tests {
         assert_eq!(rfc3339(253_402_300_800_000), None, "no year past 9999");
         assert_eq!(rfc3339(u64::MAX), None);
 
-        let mut full = record(ClaimState::Done, 1_796_292_930_123);
-        full.finished_at = Some(1_796_292_931_000);
-        full.wait_ends_at = Some(1_796_292_955_123);
-        full.queue = Some(crate::claim::QueueInfo {
-            accepted_at: 1_796_292_930_000,
-            next_attempt_at: Some(1_796_292_960_000),
-            budget_first_attempt: 0,
-            budget_started_at: 1_796_292_930_000,
-            body_held: false,
-        });
-        let view = record_view(&full);
+        let mut done = record(ClaimState::Done, 1_796_292_930_123);
+        done.stage = Stage::Claim(ClaimStage::Done(Finished {
+            finished_at: 1_796_292_931_000,
+            response: None,
+        }));
+        done.lease.wait_ends_at = Some(1_796_292_955_123);
+        let view = record_view(&done);
         assert_eq!(view["lease_expires_at_time"], "2026-12-03T10:15:30.123Z");
         assert_eq!(view["finished_at_time"], "2026-12-03T10:15:31.000Z");
         assert_eq!(view["released_at_time"], Value::Null, "unset stays null");
+        let mut waiting = queued(
+            QueueStep::Queued {
+                next_attempt_at: 1_796_292_960_000,
+                unknown: false,
+            },
+            1_796_292_930_123,
+        );
+        waiting.stage = match waiting.stage {
+            Stage::Queue(queue) => Stage::Queue(QueueStage {
+                accepted_at: 1_796_292_930_000,
+                budget: Budget {
+                    first_attempt: 0,
+                    started_at: 1_796_292_930_000,
+                },
+                ..queue
+            }),
+            other => other,
+        };
+        let queue_view = record_view(&waiting);
         assert_eq!(
-            view["queue"]["next_attempt_at_time"],
+            queue_view["queue"]["next_attempt_at_time"],
             "2026-12-03T10:16:00.000Z"
         );
         // Every `*_at` field, wherever it is, has its `*_at_time` twin, the same instant.
@@ -863,7 +912,10 @@ mod tests {
         }
         let mut seen = 0;
         check(&view, &mut seen);
-        assert_eq!(seen, 10, "the record's and its queue's times");
+        assert_eq!(seen, 7, "the record's times");
+        let mut seen = 0;
+        check(&queue_view, &mut seen);
+        assert_eq!(seen, 10, "a queued record's times, its queue's included");
         for answer in [
             lease_live(5_000),
             after_change(&AuthorityReply::Forget(ForgetOutcome::StillProcessing {

@@ -268,7 +268,7 @@ impl LogLine {
     /// failed settle and a retry are warnings, a dead letter or a failed queue settle an error.
     pub fn ended(summary: &Summary, now: Millis) -> LogLine {
         let mut line = LogLine {
-            provider: summary.door.provider(&summary.key),
+            provider: summary.provider,
             key: Some(summary.key.clone()),
             attempt: Some(summary.attempt),
             origin_status: match summary.outcome {

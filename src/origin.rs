@@ -99,6 +99,11 @@ pub enum Reason {
     NotSent,
     /// An operator released the claim with the admin API.
     Operator,
+    /// Queue mode: an attempt's lease ran out with no answer (a crash or a restart), and no
+    /// attempt was left in its budget.
+    CutOff,
+    /// Queue mode: no attempt could start before `RETRY_MAX_AGE_HOURS` passed.
+    NoAttemptInTime,
 }
 
 impl fmt::Display for Reason {
@@ -114,7 +119,51 @@ impl fmt::Display for Reason {
             Reason::NetworkError => f.write_str("network error"),
             Reason::NotSent => f.write_str("request not sent"),
             Reason::Operator => f.write_str("released by an operator"),
+            Reason::CutOff => f.write_str("attempt cut off (its lease ran out)"),
+            Reason::NoAttemptInTime => {
+                f.write_str("no attempt could start within RETRY_MAX_AGE_HOURS")
+            }
         }
+    }
+}
+
+/// A reason's text that is not one this service writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownReason(pub String);
+
+impl fmt::Display for UnknownReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not a reason this service writes: {:?}", self.0)
+    }
+}
+
+impl std::str::FromStr for Reason {
+    type Err = UnknownReason;
+
+    /// Reads a reason back from its text (as records before schema 5 kept it).
+    fn from_str(text: &str) -> Result<Reason, UnknownReason> {
+        if let Some(status) = text.strip_prefix("origin answered ") {
+            return status
+                .parse()
+                .map(Reason::Answered)
+                .map_err(|_| UnknownReason(text.to_owned()));
+        }
+        [
+            Reason::ConnectionRefused,
+            Reason::Unreachable,
+            Reason::Tls,
+            Reason::Dns,
+            Reason::ResetAfterSend,
+            Reason::TimedOut,
+            Reason::NetworkError,
+            Reason::NotSent,
+            Reason::Operator,
+            Reason::CutOff,
+            Reason::NoAttemptInTime,
+        ]
+        .into_iter()
+        .find(|reason| reason.to_string() == text)
+        .ok_or_else(|| UnknownReason(text.to_owned()))
     }
 }
 
@@ -258,6 +307,28 @@ mod tests {
             Verdict::of(&OriginOutcome::Answered { status: 404 }, any_final),
             Verdict::Succeeded
         );
+    }
+
+    #[test]
+    fn every_reason_reads_back_from_its_text() {
+        for reason in [
+            Reason::Answered(503),
+            Reason::ConnectionRefused,
+            Reason::Unreachable,
+            Reason::Tls,
+            Reason::Dns,
+            Reason::ResetAfterSend,
+            Reason::TimedOut,
+            Reason::NetworkError,
+            Reason::NotSent,
+            Reason::Operator,
+            Reason::CutOff,
+            Reason::NoAttemptInTime,
+        ] {
+            assert_eq!(reason.to_string().parse::<Reason>(), Ok(reason));
+        }
+        assert!("origin answered x".parse::<Reason>().is_err());
+        assert!("something else".parse::<Reason>().is_err());
     }
 
     #[test]

@@ -113,9 +113,14 @@ describe('admin API', () => {
     const line = await worker.waitForLog((l) => l.route === 'admin' && l.key === id && l.outcome === 'admin_released');
     assert.ok(line, 'the release is logged');
 
+    // Its first run's outcome is unknown: it was released under way.
+    const early = await call(`${worker.url}/admin/events/${id}`, { method: 'DELETE', headers: auth() });
+    assert.equal(early.status, 409, 'not forgotten while the released attempt may still run');
+    assert.equal(early.json.error, 'processing');
     const next = await deliver(worker, payload, { secret: SECRET });
     assert.equal(next.status, 200);
     assert.equal(forwards(id).length, 2);
+    assert.equal(forwards(id)[1].headers['x-webhook-dedup-takeover'], 'true', 'the run after an operator\'s release is a takeover');
     const again = await call(`${worker.url}/admin/events/${id}/release`, { method: 'POST', headers: auth() });
     assert.equal(again.status, 409, 'a done record is not released');
   });

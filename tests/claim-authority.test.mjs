@@ -78,7 +78,7 @@ test('a lease that runs out is taken over, and the late holder is fenced off', a
 
   const lateFinalize = await post(`${url}/finalize`, { fence: first.fence });
   assert.equal(lateFinalize.json.outcome, 'not_owner');
-  const lateRelease = await post(`${url}/release`, { fence: first.fence, reason: 'late' });
+  const lateRelease = await post(`${url}/release`, { fence: first.fence, reason: 'origin answered 503' });
   assert.equal(lateRelease.json.outcome, 'not_owner');
   let record = (await get(url)).json.record;
   assert.equal(record.state, 'processing', 'the late attempt changed nothing');
@@ -90,7 +90,7 @@ test('a lease that runs out is taken over, and the late holder is fenced off', a
   const again = await post(`${url}/finalize`, { fence: second.fence });
   assert.equal(again.json.already, true);
   assert.equal((await post(`${url}/claim`)).json.outcome, 'duplicate_processed');
-  const releaseDone = await post(`${url}/release`, { fence: second.fence, reason: 'x' });
+  const releaseDone = await post(`${url}/release`, { fence: second.fence, reason: 'origin answered 500' });
   assert.equal(releaseDone.json.outcome, 'already_done');
   record = (await get(url)).json.record;
   assert.equal(record.state, 'done');

@@ -379,7 +379,7 @@ test('a crashed attempt is taken over when its lease runs out, and its fence is 
   });
   assert.equal(late.json.outcome, 'not_owner');
   const lateRelease = await call(`${worker.url}/_test/claims/${id}/release`, {
-    method: 'POST', headers: adminHeaders(worker), body: JSON.stringify({ fence: held.fence, reason: 'late' }),
+    method: 'POST', headers: adminHeaders(worker), body: JSON.stringify({ fence: held.fence, reason: 'origin answered 503' }),
   });
   assert.equal(lateRelease.json.outcome, 'not_owner');
   assert.equal((await record(worker, id)).state, 'done');

@@ -2,8 +2,57 @@
 //! what a failed one means for the reply. The object adapter keeps a [`KnownAlarm`] in memory
 //! (lost with the instance) and asks here before each `setAlarm`.
 
-use super::{AuthorityReply, Wake};
-use crate::claim::Millis;
+use super::{AuthorityReply, Wake, WakeBy};
+use crate::claim::{ClaimStore, Millis, StoreError};
+
+/// How long the object waits before trying again an attempt that was due but could not start.
+pub const BLOCKED_RETRY_MS: Millis = 60_000;
+
+/// When the alarm that ran at `ran_at` fires next, for work due at `at`: then, unless that was
+/// already due when the alarm ran, which means its attempt could not start (a configuration
+/// problem, a store error): then a minute after `now`, so the event waits, stored, and the
+/// object does not spin on an alarm that fires again at once.
+pub fn rearm_at(at: Millis, ran_at: Millis, now: Millis) -> Millis {
+    if at > ran_at {
+        at
+    } else {
+        now.saturating_add(BLOCKED_RETRY_MS)
+    }
+}
+
+/// The alarm `key`'s record needs now, if it has one (none: nothing left to do or keep).
+pub fn wake_for<S: ClaimStore>(store: &mut S, key: &str) -> Result<WakeBy, StoreError> {
+    Ok(store.load(key)?.map(|record| Wake::for_record(&record)))
+}
+
+/// What the alarm handler leaves behind once its sweep and attempts are over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rearm {
+    /// Set the alarm for this time: the earliest work or expiry left (see [`rearm_at`]).
+    At(Millis),
+    /// Nothing is left: delete the object's whole storage, alarm included.
+    DeleteAll,
+}
+
+/// The alarm the object needs after the alarm handler that ran at `ran_at` did its work, at
+/// `now`. A record that cannot be read is never taken for gone: the error is returned (the
+/// alarm then runs again, see [`retry_after_failed_rearm`]).
+pub fn rearm<S: ClaimStore>(
+    store: &mut S,
+    ran_at: Millis,
+    now: Millis,
+) -> Result<Rearm, StoreError> {
+    let mut next: Option<Millis> = None;
+    for key in store.keys()? {
+        if let Some(wake) = wake_for(store, &key)? {
+            next = Some(next.map_or(wake.at, |at| at.min(wake.at)));
+        }
+    }
+    Ok(match next {
+        Some(at) => Rearm::At(rearm_at(at, ran_at, now)),
+        None => Rearm::DeleteAll,
+    })
+}
 
 /// What the object's instance knows of its alarm.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -77,6 +126,14 @@ impl AlarmStep {
     }
 }
 
+/// When the alarm must fire after the alarm handler could not re-arm it for `wanted` (the
+/// earliest work or expiry left, when known) at `now`: within a minute, so that storage trouble
+/// does not spin the alarm, but never later than the work needs.
+pub fn retry_after_failed_rearm(wanted: Option<Millis>, now: Millis) -> Millis {
+    let within_a_minute = now.saturating_add(BLOCKED_RETRY_MS);
+    wanted.map_or(within_a_minute, |at| at.max(now).min(within_a_minute))
+}
+
 /// The reply to a request whose write left work due (an event stored or redelivered for the
 /// alarm to deliver) but whose alarm could not be set: the write stands, and the caller is not
 /// told it was accepted (its retry, or the next request to the object, sets the alarm).
@@ -124,6 +181,24 @@ mod tests {
         assert_eq!(KnownAlarm::At(1_001).to_serve(DUE, 0), Some(1_000));
         assert_eq!(KnownAlarm::At(2_000).to_fire_by(1_000, 0), Some(1_000));
         assert_eq!(KnownAlarm::At(800).to_fire_by(1_000, 0), None);
+    }
+
+    #[test]
+    fn a_due_attempt_that_could_not_start_is_tried_again_a_minute_later() {
+        assert_eq!(rearm_at(5_000, 1_000, 1_200), 5_000, "work ahead: as due");
+        assert_eq!(
+            rearm_at(1_000, 1_000, 1_200),
+            1_200 + BLOCKED_RETRY_MS,
+            "due when the alarm ran and still there: blocked, not spun on"
+        );
+    }
+
+    #[test]
+    fn a_failed_rearm_is_tried_again_by_when_the_work_needs_it() {
+        assert_eq!(retry_after_failed_rearm(None, 1_000), 61_000);
+        assert_eq!(retry_after_failed_rearm(Some(5_000), 1_000), 5_000);
+        assert_eq!(retry_after_failed_rearm(Some(500_000), 1_000), 61_000);
+        assert_eq!(retry_after_failed_rearm(Some(900), 1_000), 1_000, "due now");
     }
 
     #[test]

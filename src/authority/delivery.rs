@@ -13,9 +13,9 @@ use super::door::Door;
 use super::{AuthorityReply, WakeBy, Watched};
 use crate::claim::{
     self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimStore, Fence,
-    FinalizeOutcome, Millis, Nonce, ReleaseOutcome, StoreError,
+    FinalizeOutcome, Millis, Nonce, ReleaseOutcome, Source, StoreError,
 };
-use crate::origin::{OriginOutcome, Verdict};
+use crate::origin::{OriginOutcome, Reason, Verdict};
 
 /// Where and how the object forwards the delivery, and how long it waits for the answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,9 +41,8 @@ pub struct Deliver {
     pub policy: ClaimPolicy,
     /// Random bytes for the fence; the same nonce again is the same delivery.
     pub nonce: Nonce,
-    /// The request's fingerprint (Idempotency-Key front door only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
+    /// Who the key belongs to: the webhook sender, or the request's fingerprint.
+    pub source: Source,
     /// The forward.
     pub forward: Forward,
     /// The front door.
@@ -79,10 +78,15 @@ pub enum Begin {
     Reply(AuthorityReply),
 }
 
-/// Claims the key of `deliver` at `now`. A won claim is forwarded; anything else is answered
-/// at once. The same delivery sent again (same nonce, after a lost answer) is answered as in
+/// Claims the key of `deliver` at `now` (`salt`: fresh random bytes from the object for the
+/// fence). A won claim is forwarded; anything else is answered at once. The same delivery sent again (same nonce, after a lost answer) is answered as in
 /// flight: its first send already forwards it, and forwarding it twice could run it twice.
-pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (Begin, WakeBy) {
+pub fn begin<S: ClaimStore>(
+    store: &mut S,
+    deliver: &Deliver,
+    now: Millis,
+    salt: Nonce,
+) -> (Begin, WakeBy) {
     let mut watched = Watched::new(store);
     if deliver.known_only {
         if let Some(refusal) = super::refuse_unknown(&mut watched, &deliver.key, now) {
@@ -94,7 +98,8 @@ pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (B
         now,
         policy: deliver.policy,
         nonce: deliver.nonce,
-        fingerprint: deliver.fingerprint.as_deref(),
+        salt,
+        source: &deliver.source,
         answer_within_ms: Some(
             deliver
                 .forward
@@ -132,7 +137,7 @@ pub fn begin<S: ClaimStore>(store: &mut S, deliver: &Deliver, now: Millis) -> (B
         Ok(declined) => Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(declined))),
         Err(error) => Begin::Reply(error.into()),
     };
-    (begin, watched.wake)
+    (begin, watched.wake_needed())
 }
 
 /// How the delivery stands when its sender is answered.
@@ -219,8 +224,8 @@ impl SettleStep {
 pub enum Settle {
     /// Finalize, keeping this response for replays (Idempotency-Key door).
     Finalize(Option<CachedResponse>),
-    /// Release with this reason (as kept in the record).
-    Release(String),
+    /// Release for this reason (as kept in the record).
+    Release(Reason),
     /// Keep the claim until its lease ends; only the end of the wait for an answer is
     /// written, so that repeats are told to come back when the lease ends.
     Hold,
@@ -232,7 +237,7 @@ impl Settle {
     pub fn for_verdict(verdict: Verdict, response: Option<CachedResponse>) -> Settle {
         match verdict {
             Verdict::Succeeded => Settle::Finalize(response),
-            Verdict::Failed(reason) => Settle::Release(reason.to_string()),
+            Verdict::Failed(reason) => Settle::Release(reason),
             Verdict::Pending | Verdict::Unknown(_) => Settle::Hold,
         }
     }
@@ -263,7 +268,7 @@ pub fn settle<S: ClaimStore>(
             }
         }
         Settle::Release(reason) => {
-            match claim::release(&mut watched, key, fence, now, &reason, policy)? {
+            match claim::release(&mut watched, key, fence, now, reason, policy)? {
                 ReleaseOutcome::Released { .. } => SettleStep::Released,
                 ReleaseOutcome::AlreadyDone
                 | ReleaseOutcome::NotOwner
@@ -277,8 +282,8 @@ pub fn settle<S: ClaimStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    const SALT: crate::claim::Nonce = crate::claim::Nonce([77; 16]);
     use crate::claim::{ClaimState, MemoryClaimStore};
-    use crate::origin::Reason;
 
     const POLICY: ClaimPolicy = ClaimPolicy {
         lease_ms: 10_000,
@@ -291,7 +296,7 @@ mod tests {
             key: "evt_1".into(),
             policy: POLICY,
             nonce: Nonce([nonce; 16]),
-            fingerprint: None,
+            source: Source::Webhook(crate::providers::Provider::Stripe),
             forward: Forward {
                 url: "http://origin.test/".into(),
                 method: "POST".into(),
@@ -319,14 +324,14 @@ mod tests {
         let mut store = MemoryClaimStore::new();
         // No record: refused, nothing written, no alarm.
         assert_eq!(
-            begin(&mut store, &known_only(1), 0),
+            begin(&mut store, &known_only(1), 0, SALT),
             (Begin::Reply(AuthorityReply::NotKnown), None)
         );
         assert_eq!(store.load("evt_1").unwrap(), None);
         // A live claim: in flight, as for any repeat.
-        let first = won(begin(&mut store, &deliver(2), 0).0);
+        let first = won(begin(&mut store, &deliver(2), 0, SALT).0);
         assert!(matches!(
-            begin(&mut store, &known_only(3), 10).0,
+            begin(&mut store, &known_only(3), 10, SALT).0,
             Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
                 ClaimOutcome::DuplicateInflight { .. }
             )))
@@ -334,20 +339,20 @@ mod tests {
         // Released: claimed again, as the sender's retry would be (the record exists).
         let how = Settle::for_verdict(Verdict::Failed(Reason::Answered(500)), None);
         settle(&mut store, "evt_1", &first.fence, POLICY, how, 20).unwrap();
-        let second = won(begin(&mut store, &known_only(5), 30).0);
+        let second = won(begin(&mut store, &known_only(5), 30, SALT).0);
         assert_eq!(second.attempt, 2);
         // Done: a duplicate, acknowledged as ever.
         let how = Settle::for_verdict(Verdict::Succeeded, None);
         settle(&mut store, "evt_1", &second.fence, POLICY, how, 40).unwrap();
         assert!(matches!(
-            begin(&mut store, &known_only(6), 50).0,
+            begin(&mut store, &known_only(6), 50, SALT).0,
             Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
                 ClaimOutcome::DuplicateProcessed { .. }
             )))
         ));
         // Past its retention the record reads as absent: refused again.
         assert_eq!(
-            begin(&mut store, &known_only(4), 10_000 + 100_000).0,
+            begin(&mut store, &known_only(4), 10_000 + 100_000, SALT).0,
             Begin::Reply(AuthorityReply::NotKnown)
         );
     }
@@ -355,7 +360,7 @@ mod tests {
     #[test]
     fn a_won_claim_is_forwarded_and_records_its_answer_wait() {
         let mut store = MemoryClaimStore::new();
-        let (begin, wake_by) = begin(&mut store, &deliver(1), 100);
+        let (begin, wake_by) = begin(&mut store, &deliver(1), 100, SALT);
         let won = won(begin);
         assert_eq!(
             (won.attempt, won.takeover, won.lease_expires_at),
@@ -363,14 +368,14 @@ mod tests {
         );
         assert_eq!(wake_by.map(|wake| wake.at), Some(110_100));
         let record = store.load("evt_1").unwrap().unwrap();
-        assert_eq!(record.wait_ends_at, Some(4_100));
+        assert_eq!(record.lease.wait_ends_at, Some(4_100));
     }
 
     #[test]
     fn repeats_meet_the_live_claim_until_the_answer_wait_ends() {
         let mut store = MemoryClaimStore::new();
-        begin(&mut store, &deliver(1), 0);
-        let (reply, wake_by) = begin(&mut store, &deliver(2), 500);
+        begin(&mut store, &deliver(1), 0, SALT);
+        let (reply, wake_by) = begin(&mut store, &deliver(2), 500, SALT);
         assert_eq!(
             reply,
             Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
@@ -386,9 +391,9 @@ mod tests {
     #[test]
     fn the_same_delivery_sent_again_is_never_forwarded_twice() {
         let mut store = MemoryClaimStore::new();
-        won(begin(&mut store, &deliver(1), 0).0);
+        won(begin(&mut store, &deliver(1), 0, SALT).0);
         assert!(matches!(
-            begin(&mut store, &deliver(1), 10).0,
+            begin(&mut store, &deliver(1), 10, SALT).0,
             Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
                 ClaimOutcome::DuplicateInflight {
                     retry_at: 4_000,
@@ -401,17 +406,14 @@ mod tests {
     #[test]
     fn settles_follow_the_verdict_and_the_fence() {
         let mut store = MemoryClaimStore::new();
-        let first = won(begin(&mut store, &deliver(1), 0).0);
+        let first = won(begin(&mut store, &deliver(1), 0, SALT).0);
         let how = Settle::for_verdict(Verdict::Failed(Reason::Answered(500)), None);
         let (step, _) = settle(&mut store, "evt_1", &first.fence, POLICY, how, 50).unwrap();
         assert_eq!(step, SettleStep::Released);
         let record = store.load("evt_1").unwrap().unwrap();
-        assert_eq!(
-            record.last_release_reason.as_deref(),
-            Some("origin answered 500")
-        );
+        assert_eq!(record.last_failure, Some(Reason::Answered(500)));
 
-        let second = won(begin(&mut store, &deliver(2), 60).0);
+        let second = won(begin(&mut store, &deliver(2), 60, SALT).0);
         let (step, _) = settle(
             &mut store,
             "evt_1",
@@ -423,13 +425,13 @@ mod tests {
         .unwrap();
         assert_eq!(step, SettleStep::Held);
         assert_eq!(
-            store.load("evt_1").unwrap().unwrap().state,
+            store.load("evt_1").unwrap().unwrap().state(),
             ClaimState::Processing,
             "an unknown outcome keeps the claim"
         );
         assert!(
             matches!(
-                begin(&mut store, &deliver(3), 100).0,
+                begin(&mut store, &deliver(3), 100, SALT).0,
                 Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
                     ClaimOutcome::DuplicateInflight {
                         lease_expires_at: 10_060,

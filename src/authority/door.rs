@@ -32,34 +32,24 @@ pub const TAKEOVER_HEADER: &str = "x-webhook-dedup-takeover";
 /// See [`EVENT_ID_HEADER`]: the sender (`stripe`, `standard`, `github`, `shopify`).
 pub const PROVIDER_HEADER: &str = "x-webhook-dedup-provider";
 
+/// The headers a webhook forward of attempt `attempt` of `key` from `provider` carries beside
+/// the sender's own (`takeover`: it follows an attempt whose outcome is unknown): the event id
+/// as the sender gave it, the sender, the attempt number and the takeover flag.
+pub fn attempt_headers(
+    provider: Provider,
+    key: &str,
+    attempt: u32,
+    takeover: bool,
+) -> Vec<(String, String)> {
+    vec![
+        (EVENT_ID_HEADER.into(), provider.id_of(key).into()),
+        (PROVIDER_HEADER.into(), provider.name().into()),
+        (ATTEMPT_HEADER.into(), attempt.to_string()),
+        (TAKEOVER_HEADER.into(), takeover.to_string()),
+    ]
+}
+
 impl Door {
-    /// The headers this door adds to the forward of attempt `attempt` of `key` (`takeover`:
-    /// it follows an attempt whose outcome is unknown): for webhooks the event id, the
-    /// provider, the attempt number and the takeover flag; none for the Idempotency-Key door.
-    pub fn attempt_headers(self, key: &str, attempt: u32, takeover: bool) -> Vec<(String, String)> {
-        match self {
-            Door::Webhook => {
-                let (provider, id) = Provider::of_key(key);
-                vec![
-                    (EVENT_ID_HEADER.into(), id.into()),
-                    (PROVIDER_HEADER.into(), provider.name().into()),
-                    (ATTEMPT_HEADER.into(), attempt.to_string()),
-                    (TAKEOVER_HEADER.into(), takeover.to_string()),
-                ]
-            }
-            Door::Api { .. } => Vec::new(),
-        }
-    }
-
-    /// The sender of `key` through this door: its provider for a webhook, none for an
-    /// Idempotency-Key request.
-    pub fn provider(self, key: &str) -> Option<Provider> {
-        match self {
-            Door::Webhook => Some(Provider::of_key(key).0),
-            Door::Api { .. } => None,
-        }
-    }
-
     /// True when an answered `status` settles the claim as done.
     pub fn succeeded(self, status: u16) -> bool {
         match self {
@@ -201,7 +191,7 @@ mod tests {
 
     #[test]
     fn webhook_forwards_carry_the_event_and_attempt_headers() {
-        let headers = Door::Webhook.attempt_headers("github:abc", 3, true);
+        let headers = attempt_headers(Provider::Github, "github:abc", 3, true);
         assert_eq!(
             headers,
             vec![
@@ -211,8 +201,5 @@ mod tests {
                 (TAKEOVER_HEADER.to_owned(), "true".to_owned()),
             ]
         );
-        assert!(Door::Api { max_cached_body: 0 }
-            .attempt_headers("idem_x", 1, false)
-            .is_empty());
     }
 }

@@ -16,10 +16,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{
-    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimState,
-    ClaimStore, EnqueueOutcome, Fence, FinalizeOutcome, ForgetOutcome, Millis, Nonce,
-    RedeliverOutcome, ReleaseOutcome, StoreError,
+    self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimStore,
+    EnqueueOutcome, Fence, FinalizeOutcome, ForgetOutcome, Millis, Nonce, RedeliverOutcome,
+    ReleaseOutcome, Source, StoreError,
 };
+use crate::origin::Reason;
+use crate::providers::Provider;
 
 pub mod alarm;
 pub mod attempt;
@@ -31,7 +33,7 @@ pub use attempt::Attempt;
 pub use delivery::{
     begin, settle, Begin, Deliver, Delivery, Forward, Head, Report, Settle, SettleStep, Won,
 };
-pub use door::{is_final, to_cache, BodyKept, Door};
+pub use door::{attempt_headers, is_final, to_cache, BodyKept, Door};
 
 /// The reply header that carries the JSON reply when the body carries the origin's answer.
 pub const REPLY_HEADER: &str = "x-authority-reply";
@@ -66,9 +68,8 @@ pub enum AuthorityRequest {
         policy: ClaimPolicy,
         /// Random bytes for the fence; the same nonce again is the same claim request.
         nonce: Nonce,
-        /// The request's fingerprint (Idempotency-Key front door only).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fingerprint: Option<String>,
+        /// Who the key belongs to (a webhook sender, or a request's fingerprint).
+        source: Source,
     },
     /// Mark `key` done for the holder of `fence` (see [`claim::finalize`]).
     Finalize {
@@ -89,7 +90,7 @@ pub enum AuthorityRequest {
         /// The fence the claim was won with.
         fence: Fence,
         /// Why, kept in the record and logged.
-        reason: String,
+        reason: Reason,
         /// Lease and retention for this front door.
         policy: ClaimPolicy,
         /// An operator's release without force: refused with [`AuthorityReply::LeaseLive`],
@@ -118,6 +119,8 @@ pub enum AuthorityRequest {
     Enqueue {
         /// The key.
         key: String,
+        /// The sender.
+        provider: Provider,
         /// Lease and retention.
         policy: ClaimPolicy,
         /// The headers to forward with it (the signature is made anew at each attempt).
@@ -295,13 +298,16 @@ pub fn refuse_unknown<S: ClaimStore>(
     }
 }
 
-/// Runs one request against `store` at `now` (`body` is the bytes that came beside it).
-/// Returns the reply and, when a record was written, the alarm it needs.
+/// Runs one request against `store` at `now` (`body` is the bytes that came beside it;
+/// `salt` is fresh random bytes from the object, for the fence of any claim or stored event it
+/// makes). Returns the reply and the alarm the object must make sure of: the one a write needs,
+/// or, when nothing was written, the one a record read needs for work due.
 pub fn handle<S: ClaimStore>(
     store: &mut S,
     request: &AuthorityRequest,
     body: &[u8],
     now: Millis,
+    salt: Nonce,
 ) -> (AuthorityReply, WakeBy) {
     let mut store = Watched::new(store);
     let store = &mut store;
@@ -310,7 +316,7 @@ pub fn handle<S: ClaimStore>(
             key,
             policy,
             nonce,
-            fingerprint,
+            source,
         } => claim::claim(
             store,
             &ClaimRequest {
@@ -318,7 +324,8 @@ pub fn handle<S: ClaimStore>(
                 now,
                 policy: *policy,
                 nonce: *nonce,
-                fingerprint: fingerprint.as_deref(),
+                salt,
+                source,
                 answer_within_ms: None,
             },
         )
@@ -339,15 +346,15 @@ pub fn handle<S: ClaimStore>(
         } => {
             let live = match *only_after_lease {
                 true => claim::inspect(store, key, now).map(|record| {
-                    record.filter(|record| record.fence == *fence && record.has_live_lease(now))
+                    record.filter(|record| record.fence() == fence && record.has_live_lease(now))
                 }),
                 false => Ok(None),
             };
             match live {
                 Ok(Some(record)) => Ok(AuthorityReply::LeaseLive {
-                    lease_expires_at: record.lease_expires_at,
+                    lease_expires_at: record.lease.until,
                 }),
-                Ok(None) => claim::release(store, key, fence, now, reason, *policy)
+                Ok(None) => claim::release(store, key, fence, now, *reason, *policy)
                     .map(AuthorityReply::Release),
                 Err(error) => Err(error),
             }
@@ -362,6 +369,7 @@ pub fn handle<S: ClaimStore>(
         }
         AuthorityRequest::Enqueue {
             key,
+            provider,
             policy,
             headers,
             known_only,
@@ -370,19 +378,16 @@ pub fn handle<S: ClaimStore>(
             .flatten()
         {
             Some(refusal) => Ok(refusal),
-            None => claim::enqueue(store, key, now, *policy, &queue::payload(headers, body)).map(
-                |outcome| {
-                    // A repeat of an event still to deliver re-asserts its alarm (nothing is
-                    // written): if setting it failed before, the event is not left stranded.
-                    if let EnqueueOutcome::Duplicate {
-                        state: ClaimState::Queued | ClaimState::Processing,
-                    } = outcome
-                    {
-                        store.wake = store.read;
-                    }
-                    AuthorityReply::Enqueue(outcome)
-                },
-            ),
+            None => claim::enqueue(
+                store,
+                key,
+                *provider,
+                now,
+                *policy,
+                salt,
+                &queue::payload(headers, body),
+            )
+            .map(AuthorityReply::Enqueue),
         },
         AuthorityRequest::Redeliver { key, policy } => {
             claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver)
@@ -396,7 +401,7 @@ pub fn handle<S: ClaimStore>(
         )),
     };
     match result {
-        Ok(reply) => (reply, store.wake),
+        Ok(reply) => (reply, store.wake_needed()),
         Err(error) => (error.into(), None),
     }
 }
@@ -417,6 +422,15 @@ impl<'a, S> Watched<'a, S> {
             wake: None,
             read: None,
         }
+    }
+
+    /// The alarm the object must make sure of after the rule: the one its write needs, or,
+    /// when it wrote nothing, the one a record it read needs for work due (a stored event's
+    /// attempt, an attempt's lease end). So every request that reaches the object re-asserts
+    /// the alarm of a record that still has to act: an alarm whose setting failed before is
+    /// set by the next request, whatever it is.
+    fn wake_needed(&self) -> WakeBy {
+        self.wake.or(self.read.filter(|wake| wake.due))
     }
 }
 
@@ -457,6 +471,7 @@ impl<S: ClaimStore> ClaimStore for Watched<'_, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    const SALT: crate::claim::Nonce = crate::claim::Nonce([77; 16]);
     use crate::claim::MemoryClaimStore;
 
     const POLICY: ClaimPolicy = ClaimPolicy {
@@ -469,7 +484,7 @@ mod tests {
         let request = AuthorityRequest::Release {
             key: "evt_1".into(),
             fence: Fence::new(2, [9; 16]),
-            reason: "origin answered 500".into(),
+            reason: Reason::Answered(500),
             policy: POLICY,
             only_after_lease: false,
         };
@@ -504,10 +519,11 @@ mod tests {
                 key: "evt_1".into(),
                 policy: POLICY,
                 nonce: crate::claim::Nonce([1; 16]),
-                fingerprint: None,
+                source: Source::Webhook(Provider::Stripe),
             },
             b"",
             0,
+            SALT,
         );
         let AuthorityReply::Claim(ClaimOutcome::Claimed { fence, .. }) = claimed else {
             panic!("{claimed:?}")
@@ -515,24 +531,24 @@ mod tests {
         let release = |only_after_lease| AuthorityRequest::Release {
             key: "evt_1".into(),
             fence: fence.clone(),
-            reason: "released by an operator".into(),
+            reason: Reason::Operator,
             policy: POLICY,
             only_after_lease,
         };
         // The worker's clock may run ahead of the object's: the object decides.
         assert_eq!(
-            handle(&mut store, &release(true), b"", 999).0,
+            handle(&mut store, &release(true), b"", 999, SALT).0,
             AuthorityReply::LeaseLive {
                 lease_expires_at: 1_000
             }
         );
         assert_eq!(
-            store.load("evt_1").unwrap().unwrap().state,
+            store.load("evt_1").unwrap().unwrap().state(),
             crate::claim::ClaimState::Processing,
             "nothing written"
         );
         assert_eq!(
-            handle(&mut store, &release(true), b"", 1_000).0,
+            handle(&mut store, &release(true), b"", 1_000, SALT).0,
             AuthorityReply::Release(ReleaseOutcome::Released { already: false })
         );
     }
@@ -561,9 +577,9 @@ mod tests {
             key: "evt_1".into(),
             policy: POLICY,
             nonce: Nonce([n; 16]),
-            fingerprint: None,
+            source: Source::Webhook(Provider::Stripe),
         };
-        let (reply, wake_by) = handle(&mut store, &claim(1), &[], 100);
+        let (reply, wake_by) = handle(&mut store, &claim(1), &[], 100, SALT);
         assert!(matches!(
             reply,
             AuthorityReply::Claim(ClaimOutcome::Claimed { .. })
@@ -576,7 +592,7 @@ mod tests {
             }),
             "retention after the lease"
         );
-        let (reply, wake_by) = handle(&mut store, &claim(2), &[], 200);
+        let (reply, wake_by) = handle(&mut store, &claim(2), &[], 200, SALT);
         assert!(matches!(
             reply,
             AuthorityReply::Claim(ClaimOutcome::DuplicateInflight { .. })
@@ -608,6 +624,7 @@ mod tests {
             },
             &[],
             0,
+            SALT,
         );
         assert_eq!(
             reply,

@@ -42,15 +42,21 @@ pub fn read_payload(stored: &[u8]) -> Result<(Headers, &[u8]), StoreError> {
 pub fn outgoing<'a>(
     stored: Option<&'a [u8]>,
     secrets: Option<&[&[u8]]>,
+    provider: Provider,
     key: &str,
     won: &super::Won,
     now_seconds: i64,
 ) -> Option<(Headers, &'a [u8])> {
     let (mut headers, body) = read_payload(stored?).ok()?;
     let first_secret = secrets?.first()?;
-    let (provider, id) = Provider::of_key(key);
+    let id = provider.id_of(key);
     providers::refresh_signature(provider, id, &mut headers, first_secret, now_seconds, body);
-    headers.extend(super::Door::Webhook.attempt_headers(key, won.attempt, won.takeover));
+    headers.extend(super::attempt_headers(
+        provider,
+        key,
+        won.attempt,
+        won.takeover,
+    ));
     Some((headers, body))
 }
 
@@ -106,24 +112,21 @@ pub fn settle_attempt<S: ClaimStore>(
         Verdict::Unknown(reason) => Some((reason, true)),
         Verdict::Pending => Some((Reason::TimedOut, true)),
     };
-    let end = match failed {
-        None => {
-            claim::finalize(&mut watched, key, fence, now, policy, None).map(
-                |outcome| match outcome {
+    let end =
+        match failed {
+            None => claim::finalize(&mut watched, key, fence, now, policy, None).map(|outcome| {
+                match outcome {
                     FinalizeOutcome::Finalized { .. } => AttemptEnd::Delivered,
                     _ => AttemptEnd::FenceConflict,
-                },
-            )
-        }
-        Some((reason, answer_lost)) => {
-            let reason = reason.to_string();
-            claim::attempt_failed(
+                }
+            }),
+            Some((reason, answer_lost)) => claim::attempt_failed(
                 &mut watched,
                 key,
                 fence,
                 now,
                 Failure {
-                    reason: &reason,
+                    reason,
                     answer_lost,
                 },
                 policy,
@@ -134,37 +137,15 @@ pub fn settle_attempt<S: ClaimStore>(
                 FailedOutcome::Retry { next_attempt_at } => AttemptEnd::RetryAt(next_attempt_at),
                 FailedOutcome::Dead => AttemptEnd::DeadLettered,
                 FailedOutcome::NotOwner => AttemptEnd::FenceConflict,
-            })
-        }
-    };
+            }),
+        };
     (end, watched.wake)
-}
-
-/// How long the object waits before trying again an attempt that was due but could not start.
-pub const BLOCKED_RETRY_MS: Millis = 60_000;
-
-/// When the alarm that ran at `ran_at` fires next, for work due at `at`: then, unless that was
-/// already due when the alarm ran, which means its attempt could not start (a configuration
-/// problem, a store error): then a minute after `now`, so the event waits, stored, and the
-/// object does not spin on an alarm that fires again at once.
-pub fn rearm_at(at: Millis, ran_at: Millis, now: Millis) -> Millis {
-    if at > ran_at {
-        at
-    } else {
-        now.saturating_add(BLOCKED_RETRY_MS)
-    }
-}
-
-/// The alarm `key`'s record needs now, if it has one (none: nothing left to do or keep).
-pub fn wake_for<S: ClaimStore>(store: &mut S, key: &str) -> Result<WakeBy, StoreError> {
-    Ok(store
-        .load(key)?
-        .map(|record| super::Wake::for_record(&record)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    const SALT: crate::claim::Nonce = crate::claim::Nonce([77; 16]);
 
     use crate::authority::{AuthorityReply, AuthorityRequest};
     use crate::claim::{enqueue, ClaimState, EnqueueOutcome, MemoryClaimStore};
@@ -181,30 +162,21 @@ mod tests {
     };
 
     #[test]
-    fn a_due_attempt_that_could_not_start_is_tried_again_a_minute_later() {
-        assert_eq!(rearm_at(5_000, 1_000, 1_200), 5_000, "work ahead: as due");
-        assert_eq!(
-            rearm_at(1_000, 1_000, 1_200),
-            1_200 + BLOCKED_RETRY_MS,
-            "due when the alarm ran and still there: blocked, not spun on"
-        );
-    }
-
-    #[test]
     fn past_the_replay_limit_an_unknown_event_is_not_stored_and_a_known_one_is_a_duplicate() {
         let mut store = MemoryClaimStore::new();
         let request = |known_only| AuthorityRequest::Enqueue {
             key: "evt_q".into(),
+            provider: Provider::Stripe,
             policy: POLICY,
             headers: vec![],
             known_only,
         };
-        let (reply, wake) = super::super::handle(&mut store, &request(true), b"x", 0);
+        let (reply, wake) = super::super::handle(&mut store, &request(true), b"x", 0, SALT);
         assert_eq!((reply, wake), (AuthorityReply::NotKnown, None));
         assert_eq!(store.load("evt_q").unwrap(), None);
         assert_eq!(store.load_payload("evt_q").unwrap(), None, "no body stored");
-        super::super::handle(&mut store, &request(false), b"x", 1);
-        let (reply, _) = super::super::handle(&mut store, &request(true), b"x", 2);
+        super::super::handle(&mut store, &request(false), b"x", 1, SALT);
+        let (reply, _) = super::super::handle(&mut store, &request(true), b"x", 2, SALT);
         assert!(matches!(
             reply,
             AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
@@ -212,7 +184,7 @@ mod tests {
         // A store that cannot be read makes nothing new: the failure is the reply.
         let mut store = MemoryClaimStore::new();
         store.fail_next(StoreError::Retryable("busy".into()));
-        let (reply, wake) = super::super::handle(&mut store, &request(true), b"x", 0);
+        let (reply, wake) = super::super::handle(&mut store, &request(true), b"x", 0, SALT);
         assert!(matches!(
             reply,
             AuthorityReply::StoreFailed {
@@ -229,13 +201,14 @@ mod tests {
         let mut store = MemoryClaimStore::new();
         let enqueue_request = AuthorityRequest::Enqueue {
             key: "evt_q".into(),
+            provider: Provider::Stripe,
             policy: POLICY,
             headers: vec![],
             known_only: false,
         };
-        let (_, first) = super::super::handle(&mut store, &enqueue_request, b"x", 0);
+        let (_, first) = super::super::handle(&mut store, &enqueue_request, b"x", 0, SALT);
         assert_eq!(first.map(|w| (w.at, w.due)), Some((0, true)));
-        let (reply, again) = super::super::handle(&mut store, &enqueue_request, b"x", 7);
+        let (reply, again) = super::super::handle(&mut store, &enqueue_request, b"x", 7, SALT);
         assert!(matches!(
             reply,
             AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
@@ -250,7 +223,16 @@ mod tests {
     #[test]
     fn an_attempt_asks_for_its_lease_end_then_settles_on_its_verdict() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, "evt_q", 0, POLICY, b"x").unwrap();
+        enqueue(
+            &mut store,
+            "evt_q",
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"x",
+        )
+        .unwrap();
         let (started, wake) = start(&mut store, "evt_q", 5, POLICY, RETRY, Nonce([1; 16]));
         let Ok(AttemptOutcome::Start { fence, .. }) = started else {
             panic!("{started:?}")
@@ -279,13 +261,8 @@ mod tests {
         );
         assert_eq!(wake.map(|w| (w.at, w.due)), Some((10_005, true)));
         assert_eq!(
-            store
-                .load("evt_q")
-                .unwrap()
-                .unwrap()
-                .last_release_reason
-                .as_deref(),
-            Some("time-out"),
+            store.load("evt_q").unwrap().unwrap().last_failure,
+            Some(Reason::TimedOut),
             "a time-out is a failed attempt in queue mode"
         );
         let (started, _) = start(&mut store, "evt_q", 10_005, POLICY, RETRY, Nonce([2; 16]));
@@ -305,7 +282,7 @@ mod tests {
         assert_eq!(end, Ok(AttemptEnd::DeadLettered));
         assert_eq!(wake.map(|w| w.due), Some(false), "only the expiry is left");
         assert_eq!(
-            store.load("evt_q").unwrap().unwrap().state,
+            store.load("evt_q").unwrap().unwrap().state(),
             ClaimState::Dead
         );
     }
@@ -345,7 +322,16 @@ mod tests {
                 ref other => Verdict::of(other, crate::origin::is_success),
             };
             let mut store = MemoryClaimStore::new();
-            enqueue(&mut store, "evt_q", 0, POLICY, b"x").unwrap();
+            enqueue(
+                &mut store,
+                "evt_q",
+                Provider::Stripe,
+                0,
+                POLICY,
+                Nonce([9; 16]),
+                b"x",
+            )
+            .unwrap();
             let (started, _) = start(&mut store, "evt_q", 0, POLICY, RETRY, Nonce([1; 16]));
             let Ok(AttemptOutcome::Start { fence, .. }) = started else {
                 panic!("{started:?}")

@@ -5,16 +5,20 @@
 //! | 1 | the first release | the record without `fingerprint` and `response` |
 //! | 2 | the Idempotency-Key release | the record with `fingerprint` and `response` (Idempotency-Key front door) |
 //! | 3 | the late-answer release | adds `wait_ends_at` (how long the holder waits for a late answer) |
-//! | 4 | this build | adds the states `queued` and `dead`, and `queue` (queue mode's schedule) |
+//! | 4 | the queue-mode release | adds the states `queued` and `dead`, and `queue` (queue mode's schedule) |
+//! | 5 | this build | typed: `source` (the sender, or the request's fingerprint), `lease`, `last_failure` as a typed reason, and `stage`, whose variants carry only their own data |
+//!
+//! Records of schemas 1 to 4 are read through [`super::legacy`], which upgrades them; the
+//! next write stores them in schema 5.
 
 use serde::{Deserialize, Serialize};
 
-use super::fence::Fence;
-use super::record::{ClaimRecord, ClaimState, Millis};
+use super::legacy::{RecordV1, RecordV4};
+use super::record::ClaimRecord;
 use super::store::StoreError;
 
 /// The schema version this build writes. Every earlier version stays readable.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Serialize)]
 struct Envelope<'a> {
@@ -33,46 +37,6 @@ struct Stored<R> {
     #[allow(dead_code)]
     schema: u32,
     record: R,
-}
-
-/// Schema 1: a webhook claim record, before fingerprints and cached responses.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RecordV1 {
-    key: String,
-    state: ClaimState,
-    fence: Fence,
-    attempts: u32,
-    first_seen_at: Millis,
-    claimed_at: Millis,
-    lease_expires_at: Millis,
-    finished_at: Option<Millis>,
-    released_at: Option<Millis>,
-    expires_at: Millis,
-    last_release_reason: Option<String>,
-}
-
-impl From<RecordV1> for ClaimRecord {
-    fn from(v1: RecordV1) -> Self {
-        ClaimRecord {
-            key: v1.key,
-            state: v1.state,
-            fence: v1.fence,
-            attempts: v1.attempts,
-            first_seen_at: v1.first_seen_at,
-            claimed_at: v1.claimed_at,
-            lease_expires_at: v1.lease_expires_at,
-            wait_ends_at: None,
-            takeover: false,
-            finished_at: v1.finished_at,
-            released_at: v1.released_at,
-            expires_at: v1.expires_at,
-            last_release_reason: v1.last_release_reason,
-            fingerprint: None,
-            response: None,
-            queue: None,
-        }
-    }
 }
 
 /// The stored text of `record`, in the current schema.
@@ -96,10 +60,15 @@ pub fn decode_record(text: &str) -> Result<ClaimRecord, StoreError> {
     };
     match tag.schema {
         1 => serde_json::from_str::<Stored<RecordV1>>(text)
-            .map(|stored| stored.record.into())
-            .map_err(corrupt),
+            .map_err(corrupt)?
+            .record
+            .upgrade(),
         // Schemas 2 and 3 lack only fields that default (`wait_ends_at`, `queue`).
-        2..=4 => serde_json::from_str::<Stored<ClaimRecord>>(text)
+        2..=4 => serde_json::from_str::<Stored<RecordV4>>(text)
+            .map_err(corrupt)?
+            .record
+            .upgrade(),
+        SCHEMA_VERSION => serde_json::from_str::<Stored<ClaimRecord>>(text)
             .map(|stored| stored.record)
             .map_err(corrupt),
         other => Err(StoreError::Fatal(format!(
@@ -111,25 +80,34 @@ pub fn decode_record(text: &str) -> Result<ClaimRecord, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::CachedResponse;
+    use crate::claim::{
+        CachedResponse, ClaimStage, ClaimState, Finished, QueueStep, Source, Stage,
+    };
+    use crate::origin::Reason;
+    use crate::providers::Provider;
 
     /// A record exactly as schema 1 stored it (taken from a local runtime's storage).
     const V1_DONE: &str = r#"{"schema":1,"record":{"key":"evt_1","state":"done","fence":"2.f515155574e710e156f296ffd961f38e","attempts":2,"first_seen_at":1796044969694,"claimed_at":1796044970000,"lease_expires_at":1796045870000,"finished_at":1796044971000,"released_at":null,"expires_at":1798636971000,"last_release_reason":"origin answered 500"}}"#;
 
+    /// Schema 4 records of queue mode, as that release wrote them.
+    const V4_QUEUED_AFTER_LOST_ANSWER: &str = r#"{"schema":4,"record":{"key":"github:d1","state":"queued","fence":"1.00000000000000000000000000000001","attempts":1,"first_seen_at":1000,"claimed_at":1000,"lease_expires_at":11000,"wait_ends_at":null,"takeover":false,"finished_at":null,"released_at":6000,"expires_at":99000,"last_release_reason":"time-out","fingerprint":null,"response":null,"queue":{"accepted_at":1000,"next_attempt_at":11000,"budget_first_attempt":0,"budget_started_at":1000,"body_held":true}}}"#;
+    const V4_DEAD_CUT_OFF: &str = r#"{"schema":4,"record":{"key":"evt_q","state":"dead","fence":"2.00000000000000000000000000000002","attempts":2,"first_seen_at":1000,"claimed_at":5000,"lease_expires_at":15000,"wait_ends_at":null,"takeover":true,"finished_at":null,"released_at":16000,"expires_at":99000,"last_release_reason":"attempt cut off (its lease ran out)","fingerprint":null,"response":null,"queue":{"accepted_at":1000,"next_attempt_at":null,"budget_first_attempt":0,"budget_started_at":1000,"body_held":true}}}"#;
+    const V4_ATTEMPTING: &str = r#"{"schema":4,"record":{"key":"shopify:orders/create:7","state":"processing","fence":"1.00000000000000000000000000000003","attempts":1,"first_seen_at":1000,"claimed_at":1000,"lease_expires_at":11000,"wait_ends_at":null,"takeover":false,"finished_at":null,"released_at":null,"expires_at":99000,"last_release_reason":null,"fingerprint":null,"response":null,"queue":{"accepted_at":1000,"next_attempt_at":null,"budget_first_attempt":0,"budget_started_at":1000,"body_held":true}}}"#;
+    const V3_API_DONE: &str = r#"{"schema":3,"record":{"key":"idem_ab","state":"done","fence":"1.00000000000000000000000000000004","attempts":1,"first_seen_at":1000,"claimed_at":1000,"lease_expires_at":11000,"wait_ends_at":7000,"takeover":false,"finished_at":2000,"released_at":null,"expires_at":99000,"last_release_reason":null,"fingerprint":"f1","response":{"status":201,"headers":[["content-type","application/json"]],"body":"e30=","body_omitted":false}}}"#;
+
     #[test]
     fn reads_a_schema_1_record() {
         let record = decode_record(V1_DONE).unwrap();
-        assert_eq!(record.state, ClaimState::Done);
+        assert_eq!(record.state(), ClaimState::Done);
         assert_eq!(record.attempts, 2);
         assert_eq!(
-            record.fence.to_string(),
+            record.lease.fence.to_string(),
             "2.f515155574e710e156f296ffd961f38e"
         );
-        assert_eq!(
-            record.last_release_reason.as_deref(),
-            Some("origin answered 500")
-        );
-        assert_eq!((record.fingerprint, record.response), (None, None));
+        assert_eq!(record.last_failure, Some(Reason::Answered(500)));
+        assert_eq!(record.source, Source::Webhook(Provider::Stripe));
+        assert_eq!(record.finished_at(), Some(1_796_044_971_000));
+        assert_eq!(record.response(), None);
     }
 
     #[test]
@@ -141,29 +119,80 @@ mod tests {
                 r#""last_release_reason":"origin answered 500","takeover":false,"fingerprint":null,"response":null}"#,
             );
         let record = decode_record(&v2).unwrap();
-        assert_eq!(record.state, ClaimState::Done);
-        assert_eq!(record.wait_ends_at, None);
+        assert_eq!(record.state(), ClaimState::Done);
+        assert_eq!(record.lease.wait_ends_at, None);
     }
 
     #[test]
-    fn writes_schema_4_and_reads_it_back() {
-        let mut record = decode_record(V1_DONE).unwrap();
-        record.fingerprint = Some("ab".repeat(32));
-        record.response = Some(CachedResponse {
-            status: 201,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: vec![0, 159, 146, 150, b'{'],
-            body_omitted: false,
-            body_lost: false,
-        });
-        record.wait_ends_at = Some(1_796_044_999_000);
+    fn reads_an_idempotency_record_of_schema_3_with_its_answer() {
+        let record = decode_record(V3_API_DONE).unwrap();
+        assert_eq!(
+            record.source,
+            Source::Api {
+                fingerprint: "f1".into()
+            }
+        );
+        assert_eq!(record.lease.wait_ends_at, Some(7_000));
+        let response = record.response().unwrap();
+        assert_eq!(
+            (response.status, response.body.as_slice()),
+            (201, &b"{}"[..])
+        );
+    }
+
+    #[test]
+    fn reads_queue_records_of_schema_4_and_keeps_their_unknown_outcomes() {
+        let lost = decode_record(V4_QUEUED_AFTER_LOST_ANSWER).unwrap();
+        assert_eq!(lost.source, Source::Webhook(Provider::Github));
+        assert_eq!(lost.state(), ClaimState::Queued);
+        assert_eq!(lost.next_attempt_at(), Some(11_000));
+        assert!(
+            lost.outcome_unknown(),
+            "its lease outlived its failure: its answer was lost"
+        );
+        assert_eq!(lost.last_failure, Some(Reason::TimedOut));
+        let dead = decode_record(V4_DEAD_CUT_OFF).unwrap();
+        assert_eq!(dead.state(), ClaimState::Dead);
+        assert!(dead.outcome_unknown(), "cut off: its handler may have run");
+        assert!(dead.holds_body());
+        let attempting = decode_record(V4_ATTEMPTING).unwrap();
+        assert_eq!(attempting.source, Source::Webhook(Provider::Shopify));
+        assert!(matches!(
+            attempting.queue().unwrap().step,
+            QueueStep::Attempting
+        ));
+        assert!(attempting.holds_undelivered_event());
+    }
+
+    #[test]
+    fn writes_schema_5_and_reads_it_back() {
+        let mut record = decode_record(V3_API_DONE).unwrap();
+        record.stage = Stage::Claim(ClaimStage::Done(Finished {
+            finished_at: 2_000,
+            response: Some(CachedResponse {
+                status: 201,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: vec![0, 159, 146, 150, b'{'],
+                body_omitted: false,
+                body_lost: false,
+            }),
+        }));
         let text = encode_record(&record);
-        assert!(text.starts_with(r#"{"schema":4,"#), "{text}");
+        assert!(text.starts_with(r#"{"schema":5,"#), "{text}");
         assert!(
             text.contains(r#""body":"AJ+Slns=""#),
             "binary body as base64: {text}"
         );
         assert_eq!(decode_record(&text).unwrap(), record);
+        for old in [
+            V1_DONE,
+            V4_QUEUED_AFTER_LOST_ANSWER,
+            V4_DEAD_CUT_OFF,
+            V4_ATTEMPTING,
+        ] {
+            let upgraded = decode_record(old).unwrap();
+            assert_eq!(decode_record(&encode_record(&upgraded)).unwrap(), upgraded);
+        }
     }
 
     #[test]
@@ -175,8 +204,12 @@ mod tests {
             r#"{"schema":99,"record":{}}"#,
             r#"{"schema":1,"record":{"key":"k"}}"#,
             r#"{"schema":2,"record":{"key":"k"}}"#,
+            r#"{"schema":5,"record":{"key":"k"}}"#,
             &V1_DONE.replace(r#""attempts":2"#, r#""attempts":2,"extra":1"#),
             &V1_DONE.replace("done", "finished"),
+            &V1_DONE.replace("origin answered 500", "something never written"),
+            &V1_DONE.replace(r#""state":"done""#, r#""state":"queued""#),
+            &V4_DEAD_CUT_OFF.replace(r#""state":"dead""#, r#""state":"released""#),
         ] {
             assert!(
                 matches!(decode_record(bad), Err(StoreError::Fatal(_))),

@@ -7,8 +7,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::fence::{Fence, Nonce};
-use super::record::{CachedResponse, ClaimRecord, ClaimState, Millis};
+use super::record::{
+    CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis, QueueStage,
+    QueueStep, Source, Stage,
+};
 use super::store::{ClaimStore, StoreError};
+use crate::origin::Reason;
 
 /// How long claims and records last; travels with each request so each front door has its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -162,10 +166,12 @@ pub struct ClaimRequest<'a> {
     pub now: Millis,
     /// Lease and retention.
     pub policy: ClaimPolicy,
-    /// The caller's random bytes for the fence; the same nonce again is the same request.
+    /// The request's random id: the same nonce again is the same request.
     pub nonce: Nonce,
-    /// The request's fingerprint (Idempotency-Key front door only).
-    pub fingerprint: Option<&'a str>,
+    /// Fresh random bytes from the claim authority for the fence of a new claim.
+    pub salt: Nonce,
+    /// Who the key belongs to: a webhook sender, or an Idempotency-Key request's fingerprint.
+    pub source: &'a Source,
     /// How long, from `now`, the winner will wait for its handler's answer (forward time-out
     /// plus the late-answer wait); `None` when the caller does not say.
     pub answer_within_ms: Option<u64>,
@@ -174,17 +180,21 @@ pub struct ClaimRequest<'a> {
 /// Tries to claim `request.key` at `request.now`.
 ///
 /// Exactly one caller wins while a claim is live: no record, a released record, or a claim whose
-/// lease ran out → `Claimed` with a new fence made from the nonce; a done record →
-/// `DuplicateProcessed`; a live claim → `DuplicateInflight`, with the time to come back (the end
-/// of the holder's wait for its answer while that lasts, else the end of its lease). Writes
+/// lease ran out → `Claimed` with a new fence made from the nonce (a takeover when the lease
+/// ran out, or when the released attempt's outcome is unknown); a done record →
+/// `DuplicateProcessed`; a live claim → `DuplicateInflight`, with the time to come back (the
+/// end of the holder's wait for its answer while that lasts, else the end of its lease). An
+/// event stored by queue mode is acknowledged as a duplicate: the queue delivers it. Writes
 /// only when it claims.
 ///
 /// A claim sent again with the same nonce while its claim stands (a retry after a lost answer)
 /// gets the same `Claimed` back, marked `repeated`, so retrying a claim never strands it and
-/// the caller can tell that the work may already be under way.
+/// the caller can tell that the work may already be under way. The fence's random part is the
+/// authority's own `salt`, never the request's nonce: the same request sent again after its
+/// record was forgotten makes a claim whose fence no earlier attempt holds.
 ///
 /// The fingerprint binds the key to one request: while a record exists, a claim with another
-/// fingerprint is `FingerprintMismatch` (the webhook front door passes none).
+/// fingerprint is `FingerprintMismatch` (webhook claims carry none).
 pub fn claim<S: ClaimStore>(
     store: &mut S,
     request: &ClaimRequest<'_>,
@@ -194,93 +204,53 @@ pub fn claim<S: ClaimStore>(
         now,
         policy,
         nonce,
-        fingerprint,
-        answer_within_ms,
+        salt,
+        source,
+        ..
     } = *request;
     let current = load_current(store, key, now)?;
     if current
         .as_ref()
-        .is_some_and(|record| record.fingerprint.as_deref() != fingerprint)
+        .is_some_and(|record| record.source.fingerprint() != source.fingerprint())
     {
         return Ok(ClaimOutcome::FingerprintMismatch);
     }
-    let lease_expires_at = now.saturating_add(policy.lease_ms);
-    // A claim's record lives until retention after its lease ends: an abandoned claim is kept
-    // that long, and a claim finalized within its lease expires earlier than this, so the
-    // alarm set now for this time deletes it without being set again.
-    let expires_at = lease_expires_at.saturating_add(policy.retention_ms);
-    let (attempt, first_seen_at, takeover, last_release_reason) = match current {
-        None => (1, now, false, None),
-        Some(record) => match record.state {
-            ClaimState::Done => {
-                return Ok(ClaimOutcome::DuplicateProcessed {
-                    finished_at: record.finished_at.unwrap_or(record.claimed_at),
-                    response: record.response,
-                })
-            }
-            // Stored by queue mode, which delivers it (or dead-letters it) on its own.
-            ClaimState::Queued | ClaimState::Dead => {
-                return Ok(ClaimOutcome::DuplicateProcessed {
-                    finished_at: record.first_seen_at,
-                    response: None,
-                })
-            }
-            // An attempt of queue mode (before a switch back to sync mode): the queue delivers
-            // it, and takes it over itself if the attempt died.
-            ClaimState::Processing if record.queue.as_ref().is_some_and(|q| q.body_held) => {
-                return Ok(ClaimOutcome::DuplicateProcessed {
-                    finished_at: record.first_seen_at,
-                    response: None,
-                })
-            }
-            ClaimState::Processing if record.fence == Fence::new(record.attempts, nonce.0) => {
-                // The same request again (its answer was lost): the same claim, nothing written.
-                return Ok(ClaimOutcome::Claimed {
-                    fence: record.fence,
-                    attempt: record.attempts,
-                    takeover: record.takeover,
-                    lease_expires_at: record.lease_expires_at,
-                    repeated: true,
-                });
-            }
-            ClaimState::Processing if record.has_live_lease(now) => {
-                return Ok(ClaimOutcome::DuplicateInflight {
-                    lease_expires_at: record.lease_expires_at,
-                    retry_at: record.retry_at(now),
-                })
-            }
-            ClaimState::Processing => (
-                record.attempts.saturating_add(1),
+    let (attempts, first_seen_at, takeover, last_failure) = match current {
+        None => (0, now, false, None),
+        Some(record) => match decline(&record, nonce, now) {
+            Some(declined) => return Ok(declined),
+            None => (
+                record.attempts,
                 record.first_seen_at,
-                true,
-                record.last_release_reason,
-            ),
-            ClaimState::Released => (
-                record.attempts.saturating_add(1),
-                record.first_seen_at,
-                false,
-                record.last_release_reason,
+                record.state() == ClaimState::Processing || record.outcome_unknown(),
+                record.last_failure,
             ),
         },
     };
-    let fence = Fence::new(attempt, nonce.0);
+    let attempt = attempts.saturating_add(1);
+    let lease_expires_at = now.saturating_add(policy.lease_ms);
+    let fence = Fence::new(attempt, salt.0);
     store.save(&ClaimRecord {
         key: key.to_owned(),
-        state: ClaimState::Processing,
-        fence: fence.clone(),
+        source: source.clone(),
         attempts: attempt,
         first_seen_at,
-        claimed_at: now,
-        lease_expires_at,
-        wait_ends_at: answer_within_ms.map(|ms| now.saturating_add(ms).min(lease_expires_at)),
-        takeover,
-        finished_at: None,
-        released_at: None,
-        expires_at,
-        last_release_reason,
-        fingerprint: fingerprint.map(str::to_owned),
-        response: None,
-        queue: None,
+        // A claim's record lives until retention after its lease ends: an abandoned claim is
+        // kept that long, and a claim finalized within its lease expires earlier than this, so
+        // the alarm set now for this time deletes it without being set again.
+        expires_at: lease_expires_at.saturating_add(policy.retention_ms),
+        lease: Lease {
+            fence: fence.clone(),
+            request: Some(nonce),
+            claimed_at: now,
+            until: lease_expires_at,
+            takeover,
+            wait_ends_at: request
+                .answer_within_ms
+                .map(|ms| now.saturating_add(ms).min(lease_expires_at)),
+        },
+        last_failure,
+        stage: Stage::Claim(ClaimStage::Processing),
     })?;
     Ok(ClaimOutcome::Claimed {
         fence,
@@ -291,10 +261,46 @@ pub fn claim<S: ClaimStore>(
     })
 }
 
+/// The answer to a claim that meets `record` with `nonce` at `now`, when it does not claim.
+fn decline(record: &ClaimRecord, nonce: Nonce, now: Millis) -> Option<ClaimOutcome> {
+    match &record.stage {
+        Stage::Claim(ClaimStage::Done(finished)) => Some(ClaimOutcome::DuplicateProcessed {
+            finished_at: finished.finished_at,
+            response: finished.response.clone(),
+        }),
+        // Stored by queue mode, which delivers it (or dead-letters it) on its own, taking over
+        // an attempt that died itself.
+        Stage::Queue(queue) => Some(ClaimOutcome::DuplicateProcessed {
+            finished_at: match queue.step {
+                QueueStep::Delivered { finished_at } => finished_at,
+                _ => record.first_seen_at,
+            },
+            response: None,
+        }),
+        // The same request again (its answer was lost): the same claim, nothing written.
+        Stage::Claim(ClaimStage::Processing) if record.lease.request == Some(nonce) => {
+            Some(ClaimOutcome::Claimed {
+                fence: record.lease.fence.clone(),
+                attempt: record.attempts,
+                takeover: record.lease.takeover,
+                lease_expires_at: record.lease.until,
+                repeated: true,
+            })
+        }
+        Stage::Claim(ClaimStage::Processing) if record.has_live_lease(now) => {
+            Some(ClaimOutcome::DuplicateInflight {
+                lease_expires_at: record.lease.until,
+                retry_at: record.retry_at(now),
+            })
+        }
+        Stage::Claim(ClaimStage::Processing | ClaimStage::Released { .. }) => None,
+    }
+}
+
 /// Marks `key` done for the holder of `fence`, keeping `response` to replay to repeats; the
-/// record is then kept for `policy.retention_ms`.
+/// record is then kept for `policy.retention_ms`. A queued delivery's stored body is dropped.
 ///
-/// Only the current claim's fence turns `Processing` into `Done`, also after its lease ran out
+/// Only the current claim's fence turns `processing` into `done`, also after its lease ran out
 /// as long as nobody took the claim over. The same fence again → the same success (the first
 /// response stays). Any other fence, or a claim its holder released → `NotOwner`, nothing
 /// written.
@@ -309,67 +315,77 @@ pub fn finalize<S: ClaimStore>(
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(FinalizeOutcome::NotFound);
     };
-    if record.fence != *fence {
+    if record.lease.fence != *fence {
         return Ok(FinalizeOutcome::NotOwner);
     }
-    match record.state {
-        ClaimState::Done => Ok(FinalizeOutcome::Finalized {
-            finished_at: record.finished_at.unwrap_or(record.claimed_at),
+    if let Some(finished_at) = record.finished_at() {
+        return Ok(FinalizeOutcome::Finalized {
+            finished_at,
             already: true,
-        }),
-        ClaimState::Released | ClaimState::Queued | ClaimState::Dead => {
-            Ok(FinalizeOutcome::NotOwner)
-        }
-        ClaimState::Processing => {
-            record.state = ClaimState::Done;
-            record.finished_at = Some(now);
-            record.response = response;
-            record.expires_at = now.saturating_add(policy.retention_ms);
-            // Delivered: the stored body is not needed any more. The record is saved first, so
-            // that a save refused by the store leaves the body there for the attempt's retry.
-            let drop_body = record.queue.as_ref().is_some_and(|queue| queue.body_held);
-            if let Some(queue) = record.queue.as_mut() {
-                queue.body_held = false;
-            }
-            store.save(&record)?;
-            if drop_body {
-                store.delete_payload(key)?;
-            }
-            Ok(FinalizeOutcome::Finalized {
-                finished_at: now,
-                already: false,
-            })
-        }
+        });
     }
+    let delivered = match &mut record.stage {
+        Stage::Claim(stage @ ClaimStage::Processing) => {
+            *stage = ClaimStage::Done(Finished {
+                finished_at: now,
+                response,
+            });
+            false
+        }
+        Stage::Queue(QueueStage { step, .. }) if *step == QueueStep::Attempting => {
+            *step = QueueStep::Delivered { finished_at: now };
+            true
+        }
+        _ => return Ok(FinalizeOutcome::NotOwner),
+    };
+    record.expires_at = now.saturating_add(policy.retention_ms);
+    // The record is saved first, so that a save refused by the store leaves the body there for
+    // the attempt's retry.
+    store.save(&record)?;
+    if delivered {
+        store.delete_payload(key)?;
+    }
+    Ok(FinalizeOutcome::Finalized {
+        finished_at: now,
+        already: false,
+    })
 }
 
 /// Gives back the claim on `key` held with `fence`, so the next delivery runs the work again.
 ///
-/// Only the current claim's fence releases it; the record keeps its history (attempts, `reason`)
-/// in state `Released` for `policy.retention_ms`. A done record is never released
-/// (`AlreadyDone`); the same fence again → the same success; any other fence → `NotOwner`.
+/// Only the current claim's fence releases it; the record keeps its history (attempts,
+/// `reason`) in state `released` for `policy.retention_ms`. An operator's release
+/// ([`Reason::Operator`]) leaves the attempt's outcome unknown, so the next claim is a
+/// takeover. A done record is never released (`AlreadyDone`); the same fence again → the same
+/// success; any other fence, or a queued delivery → `NotOwner`.
 pub fn release<S: ClaimStore>(
     store: &mut S,
     key: &str,
     fence: &Fence,
     now: Millis,
-    reason: &str,
+    reason: Reason,
     policy: ClaimPolicy,
 ) -> Result<ReleaseOutcome, StoreError> {
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(ReleaseOutcome::NotFound);
     };
-    if record.fence != *fence {
+    if record.lease.fence != *fence {
         return Ok(ReleaseOutcome::NotOwner);
     }
-    match record.state {
-        ClaimState::Done => Ok(ReleaseOutcome::AlreadyDone),
-        ClaimState::Released => Ok(ReleaseOutcome::Released { already: true }),
-        ClaimState::Queued | ClaimState::Dead => Ok(ReleaseOutcome::NotOwner),
-        ClaimState::Processing => {
-            record.state = ClaimState::Released;
-            record.released_at = Some(now);
-            record.last_release_reason = Some(reason.to_owned());
+    match record.stage {
+        Stage::Claim(ClaimStage::Done(_))
+        | Stage::Queue(QueueStage {
+            step: QueueStep::Delivered { .. },
+            ..
+        }) => Ok(ReleaseOutcome::AlreadyDone),
+        Stage::Claim(ClaimStage::Released { .. }) => Ok(ReleaseOutcome::Released { already: true }),
+        Stage::Queue(_) => Ok(ReleaseOutcome::NotOwner),
+        Stage::Claim(ClaimStage::Processing) => {
+            record.stage = Stage::Claim(ClaimStage::Released {
+                released_at: now,
+                unknown: reason == Reason::Operator,
+            });
+            record.last_failure = Some(reason);
             record.expires_at = now.saturating_add(policy.retention_ms);
             store.save(&record)?;
             Ok(ReleaseOutcome::Released { already: false })
@@ -380,9 +396,9 @@ pub fn release<S: ClaimStore>(
 /// Records that the holder of `fence` on `key` stopped waiting for its answer at `now` (the
 /// outcome is unknown and nothing more will be learned), so a repeat is told to come back at
 /// the end of the lease, when the claim can be taken over, rather than at the end of a wait
-/// that is over. The claim itself is kept: it stays `Processing` until its lease ends.
+/// that is over. The claim itself is kept: it stays `processing` until its lease ends.
 ///
-/// Writes only when the holder's claim is still `Processing` and its wait lay ahead; any other
+/// Writes only when the holder's claim is still `processing` and its wait lay ahead; any other
 /// fence or state → nothing written. Returns true when it wrote.
 pub fn stop_waiting<S: ClaimStore>(
     store: &mut S,
@@ -393,11 +409,12 @@ pub fn stop_waiting<S: ClaimStore>(
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(false);
     };
-    let waits = record.wait_ends_at.is_some_and(|at| at > now);
-    if record.fence != *fence || record.state != ClaimState::Processing || !waits {
+    let waits = record.lease.wait_ends_at.is_some_and(|at| at > now);
+    let processing = record.stage == Stage::Claim(ClaimStage::Processing);
+    if record.lease.fence != *fence || !processing || !waits {
         return Ok(false);
     }
-    record.wait_ends_at = Some(now);
+    record.lease.wait_ends_at = Some(now);
     store.save(&record)?;
     Ok(true)
 }
@@ -416,12 +433,12 @@ pub fn forget<S: ClaimStore>(
     let Some(record) = load_current(store, key, now)? else {
         return Ok(ForgetOutcome::NotFound);
     };
-    if record.fence != *fence {
+    if record.lease.fence != *fence {
         return Ok(ForgetOutcome::NotOwner);
     }
-    if record.state == ClaimState::Processing || record.attempt_may_still_run(now) {
+    if record.state() == ClaimState::Processing || record.attempt_may_still_run(now) {
         return Ok(ForgetOutcome::StillProcessing {
-            lease_expires_at: record.lease_expires_at,
+            lease_expires_at: record.lease.until,
         });
     }
     delete_record(store, &record)?;
@@ -438,14 +455,14 @@ pub fn inspect<S: ClaimStore>(
     load_current(store, key, now)
 }
 
-/// Deletes `record` and the payload it holds, if any.
+/// Deletes `record` and the body it holds, if any.
 fn delete_record<S: ClaimStore>(store: &mut S, record: &ClaimRecord) -> Result<(), StoreError> {
     // The record first: a body left behind by a failed second delete is never read (only a
-    // record's `body_held` leads to it), and the object's last sweep deletes all its storage.
-    // A queue record's body too, even one marked as dropped: a finalize saves the record
-    // before it deletes the body, and that delete may have failed.
+    // queued record leads to it), and the object's last sweep deletes all its storage. A
+    // delivered event's body too: a finalize saves the record before it deletes the body, and
+    // that delete may have failed.
     store.delete(&record.key)?;
-    if record.queue.is_some() {
+    if record.queue().is_some() {
         store.delete_payload(&record.key)?;
     }
     Ok(())
@@ -463,7 +480,7 @@ pub fn expire<S: ClaimStore>(store: &mut S, now: Millis) -> Result<Sweep, StoreE
             delete_record(store, &record)?;
             sweep.expired.push(Expired {
                 key,
-                state: record.state,
+                state: record.state(),
             });
         } else {
             sweep.next_expiry = Some(

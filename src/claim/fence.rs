@@ -28,6 +28,11 @@ impl Fence {
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
+
+    /// Its random part.
+    pub fn nonce(&self) -> Nonce {
+        Nonce(self.nonce)
+    }
 }
 
 impl PartialEq for Fence {

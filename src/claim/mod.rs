@@ -7,6 +7,7 @@
 mod codec;
 mod engine;
 mod fence;
+mod legacy;
 mod queue;
 mod record;
 mod store;
@@ -21,7 +22,10 @@ pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, start_attempt, AttemptOutcome, EnqueueOutcome,
     FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
-pub use record::{CachedResponse, ClaimRecord, ClaimState, Millis, QueueInfo};
+pub use record::{
+    Budget, CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,
+    QueueStage, QueueStep, Source, Stage,
+};
 pub use store::{ClaimStore, MemoryClaimStore, StoreError};
 
 #[cfg(test)]

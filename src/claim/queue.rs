@@ -4,17 +4,25 @@
 //!
 //! | state | meaning | next |
 //! | --- | --- | --- |
-//! | `queued` | stored, waiting for its attempt at `queue.next_attempt_at` | `processing` when the attempt starts |
+//! | `queued` | stored, waiting for its attempt at `next_attempt_at` | `processing` when the attempt starts |
 //! | `processing` | an attempt holds the claim under a lease | `done` (2xx), `queued` (failed, another attempt allowed: after the back-off, and not before the lease ends when the answer was lost), `dead` (failed, none allowed); after a crash, a new attempt once the lease ends |
 //! | `done` | delivered; the body is dropped, the record kept for the retention | deleted at the end of the retention |
 //! | `dead` | every allowed attempt failed; the body is kept | `queued` on an operator's redelivery; deleted at the end of the retention |
+//!
+//! An attempt that follows one whose outcome is unknown (its answer was lost, or its lease ran
+//! out with no answer) is a takeover: its handler may have run.
 
 use serde::{Deserialize, Serialize};
 
 use super::engine::{load_current, ClaimPolicy};
 use super::fence::{Fence, Nonce};
-use super::record::{ClaimRecord, ClaimState, Millis, QueueInfo};
+use super::record::{
+    Budget, ClaimRecord, ClaimStage, ClaimState, Lease, Millis, QueueStage, QueueStep, Source,
+    Stage,
+};
 use super::store::{ClaimStore, StoreError};
+use crate::origin::Reason;
+use crate::providers::Provider;
 
 /// How failed attempts are retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,60 +71,74 @@ pub enum EnqueueOutcome {
     },
 }
 
-/// Stores the event `key` with `payload` (its body and headers) at `now`, due at once, unless
-/// the key is already known. A record past its retention counts as absent. A record left by a
-/// forward made while its sender waited (before a switch to queue mode) is replaced when that
-/// forward was released or its lease ran out, and answered in flight while its lease is live.
+/// Stores the event `key` from `provider` with `payload` (its body and headers) at `now`, due
+/// at once, with a fence of its own made from `salt` (fresh random bytes from the claim
+/// authority), unless the key is already known. A
+/// record past its retention counts as absent. A record left by a forward made while its
+/// sender waited (before a switch to queue mode) is replaced when that forward was released or
+/// its lease ran out (its outcome unknown: the first attempt is then a takeover), and answered
+/// in flight while its lease is live.
 pub fn enqueue<S: ClaimStore>(
     store: &mut S,
     key: &str,
+    provider: Provider,
     now: Millis,
     policy: ClaimPolicy,
+    salt: Nonce,
     payload: &[u8],
 ) -> Result<EnqueueOutcome, StoreError> {
     let previous = load_current(store, key, now)?;
-    if let Some(record) = &previous {
-        match record.state {
-            // A released claim of a forward made while its sender waited is no delivery: store.
-            ClaimState::Released => {}
+    let unknown = match &previous {
+        None => false,
+        Some(record) => match record.stage {
+            // A released claim of a forward made while its sender waited is no delivery.
+            Stage::Claim(ClaimStage::Released { unknown, .. }) => unknown,
             // Such a forward under a live lease may still fail and be released: the sender
-            // must come back. Once its lease ran out with no outcome learned (a crash): store,
-            // as after a release.
-            ClaimState::Processing if record.queue.is_none() => {
-                if record.has_live_lease(now) {
-                    return Ok(EnqueueOutcome::InFlight {
-                        retry_at: record.retry_at(now),
-                    });
-                }
+            // must come back. Once its lease ran out with no outcome learned (a crash, a lost
+            // answer): stored, its first attempt a takeover.
+            Stage::Claim(ClaimStage::Processing) if record.has_live_lease(now) => {
+                return Ok(EnqueueOutcome::InFlight {
+                    retry_at: record.retry_at(now),
+                })
             }
-            state => return Ok(EnqueueOutcome::Duplicate { state }),
-        }
-    }
+            Stage::Claim(ClaimStage::Processing) => true,
+            _ => {
+                return Ok(EnqueueOutcome::Duplicate {
+                    state: record.state(),
+                })
+            }
+        },
+    };
     // Attempt numbers keep increasing over a forward made before, as they do in sync mode.
     let attempts = previous.as_ref().map_or(0, |record| record.attempts);
     store.save_payload(key, payload)?;
     store.save(&ClaimRecord {
         key: key.to_owned(),
-        state: ClaimState::Queued,
-        fence: Fence::new(attempts, [0; 16]),
+        source: Source::Webhook(provider),
         attempts,
         first_seen_at: previous.as_ref().map_or(now, |record| record.first_seen_at),
-        claimed_at: now,
-        lease_expires_at: now,
-        wait_ends_at: None,
-        takeover: false,
-        finished_at: None,
-        released_at: None,
         expires_at: now.saturating_add(policy.retention_ms),
-        last_release_reason: None,
-        fingerprint: None,
-        response: None,
-        queue: Some(QueueInfo {
+        lease: Lease {
+            fence: Fence::new(attempts, salt.0),
+            request: None,
+            claimed_at: now,
+            until: previous
+                .as_ref()
+                .map_or(now, |record| record.lease.until.min(now)),
+            takeover: false,
+            wait_ends_at: None,
+        },
+        last_failure: previous.and_then(|record| record.last_failure),
+        stage: Stage::Queue(QueueStage {
             accepted_at: now,
-            next_attempt_at: Some(now),
-            budget_first_attempt: attempts,
-            budget_started_at: now,
-            body_held: true,
+            budget: Budget {
+                first_attempt: attempts,
+                started_at: now,
+            },
+            step: QueueStep::Queued {
+                next_attempt_at: now,
+                unknown,
+            },
         }),
     })?;
     Ok(EnqueueOutcome::Queued)
@@ -132,10 +154,13 @@ pub enum AttemptOutcome {
         fence: Fence,
         /// The attempt's number (they keep increasing across redeliveries).
         attempt: u32,
-        /// True when an earlier attempt's lease ran out unfinished (a crash).
+        /// True when it follows an attempt whose outcome is unknown (its answer was lost, or
+        /// its lease ran out unfinished).
         takeover: bool,
         /// When this attempt's lease runs out.
         lease_expires_at: Millis,
+        /// The event's sender.
+        provider: Provider,
     },
     /// Nothing to deliver now; come back at `at` (the next attempt, or a live lease's end).
     NotDue {
@@ -149,21 +174,17 @@ pub enum AttemptOutcome {
     /// `reason`, the body kept.
     Dead {
         /// Why the last attempt failed, as recorded.
-        reason: String,
+        reason: Reason,
+        /// The event's sender.
+        provider: Provider,
     },
 }
 
-/// Why a taken-over attempt failed: its lease ran out with no answer (a crash or a restart).
-pub const LOST_ATTEMPT_REASON: &str = "attempt cut off (its lease ran out)";
-
-/// Why an event no attempt could be started for is dead-lettered.
-pub const NO_ATTEMPT_IN_TIME_REASON: &str = "no attempt could start within RETRY_MAX_AGE_HOURS";
-
-/// Starts the attempt due at `now`: a `queued` record whose time has come, or a queue-mode
-/// `processing` record whose lease ran out (its attempt died). Never while an attempt's lease
-/// is live, so attempts of one event never overlap, and never beyond the `retry` budget (no
-/// more than `max_attempts`, none later than `max_age_ms` after the budget began): the event
-/// is dead-lettered instead.
+/// Starts the attempt due at `now`: a `queued` record whose time has come, or an attempt whose
+/// lease ran out (it died: the new one is a takeover). Never while an attempt's lease is live,
+/// so attempts of one event never overlap, and never beyond the `retry` budget (no more than
+/// `max_attempts`, none later than `max_age_ms` after the budget began): the event is
+/// dead-lettered instead.
 pub fn start_attempt<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -175,67 +196,64 @@ pub fn start_attempt<S: ClaimStore>(
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(AttemptOutcome::Idle);
     };
-    let Some(next_attempt_at) = record
-        .queue
-        .as_ref()
-        .filter(|queue| queue.body_held)
-        .map(|queue| queue.next_attempt_at)
-    else {
+    let (Stage::Queue(queue), Some(provider)) = (&record.stage, record.source.provider()) else {
         return Ok(AttemptOutcome::Idle);
     };
-    let takeover = match record.state {
-        ClaimState::Queued => match next_attempt_at {
-            Some(at) if at > now => return Ok(AttemptOutcome::NotDue { at }),
-            // After an attempt whose answer was lost (its lease was left running past its
-            // failure: its handler may have run), the next one is a takeover, as in sync mode.
-            _ => record
-                .released_at
-                .is_some_and(|at| record.lease_expires_at > at),
-        },
-        ClaimState::Processing if now < record.lease_expires_at => {
+    let (takeover, cut_off) = match queue.step {
+        QueueStep::Queued {
+            next_attempt_at, ..
+        } if next_attempt_at > now => {
             return Ok(AttemptOutcome::NotDue {
-                at: record.lease_expires_at,
+                at: next_attempt_at,
             })
         }
-        ClaimState::Processing => true,
-        ClaimState::Done | ClaimState::Dead | ClaimState::Released => {
-            return Ok(AttemptOutcome::Idle)
+        QueueStep::Queued { unknown, .. } => (unknown, false),
+        QueueStep::Attempting if now < record.lease.until => {
+            return Ok(AttemptOutcome::NotDue {
+                at: record.lease.until,
+            })
         }
+        QueueStep::Attempting => (true, true),
+        QueueStep::Delivered { .. } | QueueStep::Dead { .. } => return Ok(AttemptOutcome::Idle),
     };
-    if let Some(queue) = record.queue.as_ref() {
-        let made = record.attempts.saturating_sub(queue.budget_first_attempt);
-        let too_late = now > queue.budget_started_at.saturating_add(retry.max_age_ms);
-        if made >= retry.max_attempts || too_late {
-            let reason = match (takeover, record.last_release_reason.clone()) {
-                (true, _) => LOST_ATTEMPT_REASON.to_owned(),
-                (false, Some(last)) => last,
-                (false, None) => NO_ATTEMPT_IN_TIME_REASON.to_owned(),
-            };
-            record.state = ClaimState::Dead;
-            if let Some(queue) = record.queue.as_mut() {
-                queue.next_attempt_at = None;
-            }
-            record.last_release_reason = Some(reason.clone());
-            record.released_at = Some(now);
-            record.expires_at = record
-                .expires_at
-                .max(now.saturating_add(policy.retention_ms));
-            store.save(&record)?;
-            return Ok(AttemptOutcome::Dead { reason });
-        }
+    let made = record.attempts.saturating_sub(queue.budget.first_attempt);
+    let too_late = now > queue.budget.started_at.saturating_add(retry.max_age_ms);
+    if made >= retry.max_attempts || too_late {
+        let reason = match (cut_off, record.last_failure) {
+            (true, _) => Reason::CutOff,
+            (false, Some(last)) => last,
+            (false, None) => Reason::NoAttemptInTime,
+        };
+        record.stage = Stage::Queue(QueueStage {
+            step: QueueStep::Dead {
+                died_at: now,
+                unknown: takeover,
+            },
+            ..queue.clone()
+        });
+        record.last_failure = Some(reason);
+        record.expires_at = record
+            .expires_at
+            .max(now.saturating_add(policy.retention_ms));
+        store.save(&record)?;
+        return Ok(AttemptOutcome::Dead { reason, provider });
     }
     let attempt = record.attempts.saturating_add(1);
     let fence = Fence::new(attempt, nonce.0);
     let lease_expires_at = now.saturating_add(policy.lease_ms);
-    if let Some(queue) = record.queue.as_mut() {
-        queue.next_attempt_at = None;
-    }
-    record.state = ClaimState::Processing;
-    record.fence = fence.clone();
+    record.stage = Stage::Queue(QueueStage {
+        step: QueueStep::Attempting,
+        ..queue.clone()
+    });
     record.attempts = attempt;
-    record.claimed_at = now;
-    record.lease_expires_at = lease_expires_at;
-    record.takeover = takeover;
+    record.lease = Lease {
+        fence: fence.clone(),
+        request: None,
+        claimed_at: now,
+        until: lease_expires_at,
+        takeover,
+        wait_ends_at: None,
+    };
     record.expires_at = record
         .expires_at
         .max(lease_expires_at.saturating_add(policy.retention_ms));
@@ -245,6 +263,7 @@ pub fn start_attempt<S: ClaimStore>(
         attempt,
         takeover,
         lease_expires_at,
+        provider,
     })
 }
 
@@ -266,12 +285,12 @@ pub enum FailedOutcome {
 
 /// How an attempt failed, as its settle needs to know it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Failure<'a> {
-    /// The classified reason, kept as the record's last error.
-    pub reason: &'a str,
+pub struct Failure {
+    /// The classified reason, kept as the record's last failure.
+    pub reason: Reason,
     /// True when the attempt's answer was lost (a time-out, a reset after sending, a gateway
     /// that gave up): the handler may still be running, so the next attempt also waits for
-    /// this attempt's lease to end, as a crashed attempt's takeover does.
+    /// this attempt's lease to end, as a crashed attempt's takeover does, and is a takeover.
     pub answer_lost: bool,
 }
 
@@ -295,37 +314,38 @@ pub fn attempt_failed<S: ClaimStore>(
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(FailedOutcome::NotOwner);
     };
-    if record.fence != *fence || record.state != ClaimState::Processing {
+    let queue = match &record.stage {
+        Stage::Queue(queue) if queue.step == QueueStep::Attempting => queue.clone(),
+        _ => return Ok(FailedOutcome::NotOwner),
+    };
+    if record.lease.fence != *fence {
         return Ok(FailedOutcome::NotOwner);
     }
-    let attempts = record.attempts;
-    let lease_end = record.lease_expires_at;
-    let Some(queue) = record.queue.as_mut() else {
-        return Ok(FailedOutcome::NotOwner);
-    };
-    let failed = attempts.saturating_sub(queue.budget_first_attempt);
+    let failed = record.attempts.saturating_sub(queue.budget.first_attempt);
     let after_backoff = now.saturating_add(retry.backoff_ms(failed, jitter));
     let next = if failure.answer_lost {
-        after_backoff.max(lease_end)
+        after_backoff.max(record.lease.until)
     } else {
         // The attempt is over: its lease ends now (a redelivery need not wait for it).
-        record.lease_expires_at = lease_end.min(now);
+        record.lease.until = record.lease.until.min(now);
         after_backoff
     };
     let dead = failed >= retry.max_attempts
-        || next > queue.budget_started_at.saturating_add(retry.max_age_ms);
-    queue.next_attempt_at = (!dead).then_some(next);
-    let outcome = if dead {
-        record.state = ClaimState::Dead;
-        FailedOutcome::Dead
+        || next > queue.budget.started_at.saturating_add(retry.max_age_ms);
+    let unknown = failure.answer_lost;
+    let step = if dead {
+        QueueStep::Dead {
+            died_at: now,
+            unknown,
+        }
     } else {
-        record.state = ClaimState::Queued;
-        FailedOutcome::Retry {
+        QueueStep::Queued {
             next_attempt_at: next,
+            unknown,
         }
     };
-    record.last_release_reason = Some(failure.reason.to_owned());
-    record.released_at = Some(now);
+    record.stage = Stage::Queue(QueueStage { step, ..queue });
+    record.last_failure = Some(failure.reason);
     // Never expire before the next attempt has had its lease: an acknowledged event is kept
     // until it is delivered or dead, whatever the back-off and the retention.
     let kept_from = if dead {
@@ -337,7 +357,13 @@ pub fn attempt_failed<S: ClaimStore>(
         .expires_at
         .max(kept_from.saturating_add(policy.retention_ms));
     store.save(&record)?;
-    Ok(outcome)
+    Ok(if dead {
+        FailedOutcome::Dead
+    } else {
+        FailedOutcome::Retry {
+            next_attempt_at: next,
+        }
+    })
 }
 
 /// The answer to an operator's redelivery.
@@ -359,9 +385,8 @@ pub enum RedeliverOutcome {
 /// Puts a `dead` (or waiting `queued`) event back in the queue, due now, with a fresh attempt
 /// budget from `now`; attempt numbers keep increasing. Refused while the last attempt's
 /// handler may still be running (a live lease, or a lost answer within its lease), so a
-/// redelivery never runs it alongside itself. An attempt cut off without an answer (still
-/// `processing` after its lease) stays `processing`, so that the attempt started next is a
-/// takeover, as the alarm's own would be: its handler may have run.
+/// redelivery never runs it alongside itself. When the last attempt's outcome is unknown (its
+/// answer was lost, or it was cut off without one), the next attempt is a takeover.
 pub fn redeliver<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -373,19 +398,26 @@ pub fn redeliver<S: ClaimStore>(
     };
     if record.attempt_may_still_run(now) {
         return Ok(RedeliverOutcome::UnderLease {
-            lease_expires_at: record.lease_expires_at,
+            lease_expires_at: record.lease.until,
         });
     }
-    let attempts = record.attempts;
-    let Some(queue) = record.queue.as_mut().filter(|queue| queue.body_held) else {
+    let unknown = match record.queue().map(|queue| &queue.step) {
+        Some(QueueStep::Queued { unknown, .. } | QueueStep::Dead { unknown, .. }) => *unknown,
+        // An attempt cut off without an answer (its lease ran out): its handler may have run.
+        Some(QueueStep::Attempting) => true,
+        Some(QueueStep::Delivered { .. }) | None => return Ok(RedeliverOutcome::NoBody),
+    };
+    let Stage::Queue(queue) = &mut record.stage else {
         return Ok(RedeliverOutcome::NoBody);
     };
-    queue.next_attempt_at = Some(now);
-    queue.budget_first_attempt = attempts;
-    queue.budget_started_at = now;
-    if record.state != ClaimState::Processing {
-        record.state = ClaimState::Queued;
-    }
+    queue.budget = Budget {
+        first_attempt: record.attempts,
+        started_at: now,
+    };
+    queue.step = QueueStep::Queued {
+        next_attempt_at: now,
+        unknown,
+    };
     record.expires_at = record
         .expires_at
         .max(now.saturating_add(policy.retention_ms));
@@ -393,12 +425,14 @@ pub fn redeliver<S: ClaimStore>(
     Ok(RedeliverOutcome::Queued)
 }
 
-/// When the object must wake for `record`: its next attempt, the end of a queue attempt's lease
-/// (to take over a crashed attempt), or its expiry, whichever comes first.
+/// When the object must wake for `record`: its next attempt, the end of an attempt's lease (to
+/// take over an attempt that died), or its expiry, whichever comes first.
 pub fn next_wake(record: &ClaimRecord) -> Millis {
-    let due = match (&record.queue, record.state) {
-        (Some(queue), ClaimState::Queued) => queue.next_attempt_at,
-        (Some(queue), ClaimState::Processing) if queue.body_held => Some(record.lease_expires_at),
+    let due = match record.queue().map(|queue| &queue.step) {
+        Some(QueueStep::Queued {
+            next_attempt_at, ..
+        }) => Some(*next_attempt_at),
+        Some(QueueStep::Attempting) => Some(record.lease.until),
         _ => None,
     };
     due.map_or(record.expires_at, |at| at.min(record.expires_at))
@@ -408,6 +442,7 @@ pub fn next_wake(record: &ClaimRecord) -> Millis {
 mod tests {
     use super::*;
     use crate::claim::{finalize, forget, FinalizeOutcome, ForgetOutcome, MemoryClaimStore};
+    use crate::origin::Reason;
 
     const KEY: &str = "evt_queued";
     const POLICY: ClaimPolicy = ClaimPolicy {
@@ -434,17 +469,17 @@ mod tests {
     }
 
     /// An attempt that definitely failed (its answer arrived).
-    fn definite(reason: &str) -> Failure<'_> {
+    fn definite(reason: &str) -> Failure {
         Failure {
-            reason,
+            reason: reason.parse().expect("a reason this service writes"),
             answer_lost: false,
         }
     }
 
     /// An attempt whose answer was lost: its handler may still be running.
-    fn lost(reason: &str) -> Failure<'_> {
+    fn lost(reason: &str) -> Failure {
         Failure {
-            reason,
+            reason: reason.parse().expect("a reason this service writes"),
             answer_lost: true,
         }
     }
@@ -467,12 +502,30 @@ mod tests {
     fn an_event_is_stored_once_and_its_repeats_store_nothing() {
         let mut store = MemoryClaimStore::new();
         assert_eq!(
-            enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap(),
+            enqueue(
+                &mut store,
+                KEY,
+                Provider::Stripe,
+                0,
+                POLICY,
+                Nonce([9; 16]),
+                b"body"
+            )
+            .unwrap(),
             EnqueueOutcome::Queued
         );
         let stored = store.load(KEY).unwrap();
         assert_eq!(
-            enqueue(&mut store, KEY, 5, POLICY, b"other").unwrap(),
+            enqueue(
+                &mut store,
+                KEY,
+                Provider::Stripe,
+                5,
+                POLICY,
+                Nonce([9; 16]),
+                b"other"
+            )
+            .unwrap(),
             EnqueueOutcome::Duplicate {
                 state: ClaimState::Queued
             }
@@ -488,7 +541,16 @@ mod tests {
     #[test]
     fn a_delivered_event_drops_its_body() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, attempt, takeover) = start(&mut store, 1, 1);
         assert_eq!((attempt, takeover), (1, false));
         assert_eq!(
@@ -502,10 +564,19 @@ mod tests {
         ));
         assert_eq!(store.load_payload(KEY).unwrap(), None);
         let record = store.load(KEY).unwrap().unwrap();
-        assert_eq!(record.state, ClaimState::Done);
-        assert!(!record.queue.unwrap().body_held);
+        assert_eq!(record.state(), ClaimState::Done);
+        assert!(!record.holds_body());
         assert_eq!(
-            enqueue(&mut store, KEY, 4, POLICY, b"body").unwrap(),
+            enqueue(
+                &mut store,
+                KEY,
+                Provider::Stripe,
+                4,
+                POLICY,
+                Nonce([9; 16]),
+                b"body"
+            )
+            .unwrap(),
             EnqueueOutcome::Duplicate {
                 state: ClaimState::Done
             }
@@ -519,7 +590,16 @@ mod tests {
     #[test]
     fn failures_retry_with_backoff_then_dead_letter_and_redelivery_starts_a_fresh_budget() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
         let failed = |store: &mut MemoryClaimStore, fence: &Fence, now| {
             attempt_failed(
@@ -560,9 +640,9 @@ mod tests {
         let (fence, _, _) = start(&mut store, 3_200, 3);
         assert_eq!(failed(&mut store, &fence, 3_300), FailedOutcome::Dead);
         let dead = store.load(KEY).unwrap().unwrap();
-        assert_eq!(dead.state, ClaimState::Dead);
+        assert_eq!(dead.state(), ClaimState::Dead);
         assert_eq!(
-            dead.last_release_reason.as_deref(),
+            dead.last_failure.map(|r| r.to_string()).as_deref(),
             Some("origin answered 500")
         );
         assert!(
@@ -595,13 +675,22 @@ mod tests {
     #[test]
     fn a_finalize_whose_save_fails_keeps_the_body_for_the_retry() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
         // The load succeeds, the save is refused.
         store.fail_later(1, StoreError::Retryable("busy".into()));
         assert!(crate::claim::finalize(&mut store, KEY, &fence, 10, POLICY, None).is_err());
         let record = store.load(KEY).unwrap().unwrap();
-        assert_eq!(record.state, ClaimState::Processing);
+        assert_eq!(record.state(), ClaimState::Processing);
         assert_eq!(
             store.load_payload(KEY).unwrap().as_deref(),
             Some(&b"body"[..])
@@ -617,12 +706,21 @@ mod tests {
     #[test]
     fn a_body_left_by_a_failed_delete_goes_with_its_record() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
         // Load and save succeed, the body's delete is refused: the record is done.
         store.fail_later(2, StoreError::Retryable("busy".into()));
         assert!(crate::claim::finalize(&mut store, KEY, &fence, 10, POLICY, None).is_err());
-        assert_eq!(store.load(KEY).unwrap().unwrap().state, ClaimState::Done);
+        assert_eq!(store.load(KEY).unwrap().unwrap().state(), ClaimState::Done);
         assert!(store.load_payload(KEY).unwrap().is_some());
         let expires_at = store.load(KEY).unwrap().unwrap().expires_at;
         crate::claim::expire(&mut store, expires_at).unwrap();
@@ -637,7 +735,16 @@ mod tests {
     #[test]
     fn an_undelivered_event_never_expires_while_its_attempts_cannot_start() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let stored = store.load(KEY).unwrap().unwrap();
         let long_after = stored.expires_at + 10 * POLICY.retention_ms;
         let sweep = crate::claim::expire(&mut store, long_after).unwrap();
@@ -671,7 +778,16 @@ mod tests {
     fn no_attempt_starts_beyond_the_budget_not_even_a_takeover() {
         // Past the age limit before any attempt could start: dead-lettered, body kept.
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         assert_eq!(
             start_attempt(
                 &mut store,
@@ -683,11 +799,12 @@ mod tests {
             )
             .unwrap(),
             AttemptOutcome::Dead {
-                reason: NO_ATTEMPT_IN_TIME_REASON.into()
+                reason: Reason::NoAttemptInTime,
+                provider: Provider::Stripe,
             }
         );
         let dead = store.load(KEY).unwrap().unwrap();
-        assert_eq!(dead.state, ClaimState::Dead);
+        assert_eq!(dead.state(), ClaimState::Dead);
         assert!(
             store.load_payload(KEY).unwrap().is_some(),
             "the body is kept"
@@ -700,7 +817,16 @@ mod tests {
             ..RETRY
         };
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
         let FailedOutcome::Retry { next_attempt_at } = attempt_failed(
             &mut store,
@@ -717,11 +843,12 @@ mod tests {
         };
         let (_, attempt, _) = start(&mut store, next_attempt_at, 2);
         assert_eq!(attempt, 2);
-        let lease_end = store.load(KEY).unwrap().unwrap().lease_expires_at;
+        let lease_end = store.load(KEY).unwrap().unwrap().lease.until;
         assert_eq!(
             start_attempt(&mut store, KEY, lease_end, POLICY, two, Nonce([3; 16])).unwrap(),
             AttemptOutcome::Dead {
-                reason: LOST_ATTEMPT_REASON.into()
+                reason: Reason::CutOff,
+                provider: Provider::Stripe,
             }
         );
         assert_eq!(
@@ -731,9 +858,18 @@ mod tests {
         );
         // With an attempt left, the same crash is taken over.
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (_, _, _) = start(&mut store, 0, 1);
-        let lease_end = store.load(KEY).unwrap().unwrap().lease_expires_at;
+        let lease_end = store.load(KEY).unwrap().unwrap().lease.until;
         let (_, attempt, takeover) = start(&mut store, lease_end, 2);
         assert_eq!((attempt, takeover), (2, true));
     }
@@ -741,7 +877,16 @@ mod tests {
     /// A store holding an event whose first attempt started at 0 (lease to 10 s), and its fence.
     fn first_attempt() -> (MemoryClaimStore, Fence) {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 0, 1);
         (store, fence)
     }
@@ -768,7 +913,11 @@ mod tests {
             RedeliverOutcome::Queued
         );
         let waiting = store.load(KEY).unwrap().unwrap();
-        assert_eq!(waiting.state, ClaimState::Processing);
+        assert_eq!(waiting.state(), ClaimState::Queued);
+        assert!(
+            waiting.outcome_unknown(),
+            "cut off: its handler may have run"
+        );
         assert!(
             next_wake(&waiting) <= lease_end + 1,
             "the alarm runs it now"
@@ -790,8 +939,11 @@ mod tests {
             }
         );
         let waiting = store.load(KEY).unwrap().unwrap();
-        assert_eq!(waiting.state, ClaimState::Queued);
-        assert_eq!(waiting.last_release_reason.as_deref(), Some("time-out"));
+        assert_eq!(waiting.state(), ClaimState::Queued);
+        assert_eq!(
+            waiting.last_failure.map(|r| r.to_string()).as_deref(),
+            Some("time-out")
+        );
         assert_eq!(next_wake(&waiting), lease_end);
         assert!(waiting.attempt_may_still_run(lease_end - 1));
         assert_eq!(
@@ -802,7 +954,7 @@ mod tests {
             "an operator's redelivery does not run it alongside itself either"
         );
         assert_eq!(
-            forget(&mut store, KEY, &waiting.fence, 3_001).unwrap(),
+            forget(&mut store, KEY, &waiting.lease.fence, 3_001).unwrap(),
             ForgetOutcome::StillProcessing {
                 lease_expires_at: lease_end
             },
@@ -858,7 +1010,7 @@ mod tests {
             }
         );
         let ended = other.load(KEY).unwrap().unwrap();
-        assert_eq!(ended.lease_expires_at, 3_000);
+        assert_eq!(ended.lease.until, 3_000);
         assert!(!ended.attempt_may_still_run(3_000));
         assert_eq!(
             redeliver(&mut other, KEY, 3_001, POLICY).unwrap(),
@@ -883,13 +1035,13 @@ mod tests {
         ));
         let dead = aged.load(KEY).unwrap().unwrap();
         assert_eq!(
-            forget(&mut aged, KEY, &dead.fence, 3_001).unwrap(),
+            forget(&mut aged, KEY, &dead.lease.fence, 3_001).unwrap(),
             ForgetOutcome::StillProcessing {
                 lease_expires_at: lease_end
             }
         );
         assert_eq!(
-            forget(&mut aged, KEY, &dead.fence, lease_end).unwrap(),
+            forget(&mut aged, KEY, &dead.lease.fence, lease_end).unwrap(),
             ForgetOutcome::Forgotten
         );
     }
@@ -897,7 +1049,16 @@ mod tests {
     #[test]
     fn the_age_limit_dead_letters_before_the_attempt_limit() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 99_500, 1);
         let short = RetryPolicy {
             max_attempts: 100,
@@ -923,7 +1084,16 @@ mod tests {
     #[test]
     fn a_crashed_attempt_is_taken_over_after_its_lease_and_its_fence_is_dead() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (old, _, _) = start(&mut store, 0, 1);
         let processing = store.load(KEY).unwrap().unwrap();
         assert_eq!(next_wake(&processing), 10_000, "wake at the lease's end");
@@ -956,15 +1126,33 @@ mod tests {
     #[test]
     fn a_forgotten_or_expired_event_takes_its_body_with_it() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
-        let fence = store.load(KEY).unwrap().unwrap().fence;
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
+        let fence = store.load(KEY).unwrap().unwrap().lease.fence;
         assert_eq!(
             forget(&mut store, KEY, &fence, 1).unwrap(),
             ForgetOutcome::Forgotten
         );
         assert_eq!(store.load_payload(KEY).unwrap(), None);
         // A dead letter keeps its body until its retention ends, then both go.
-        enqueue(&mut store, KEY, 2, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            2,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let (fence, _, _) = start(&mut store, 2, 1);
         let once = RetryPolicy {
             max_attempts: 1,
@@ -993,8 +1181,17 @@ mod tests {
     #[test]
     fn a_forget_cut_short_never_leaves_a_record_without_its_body() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
-        let fence = store.load(KEY).unwrap().unwrap().fence;
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
+        let fence = store.load(KEY).unwrap().unwrap().lease.fence;
         // The load and the record's delete succeed; the body's delete fails.
         store.fail_later(2, StoreError::Retryable("disk".into()));
         assert!(forget(&mut store, KEY, &fence, 1).is_err());
@@ -1004,7 +1201,16 @@ mod tests {
             "no record is left to deliver a body that is gone"
         );
         // The orphaned body is never read: a new event under the key stores its own.
-        enqueue(&mut store, KEY, 2, POLICY, b"new body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            2,
+            POLICY,
+            Nonce([9; 16]),
+            b"new body",
+        )
+        .unwrap();
         assert_eq!(
             store.load_payload(KEY).unwrap().as_deref(),
             Some(&b"new body"[..])
@@ -1014,7 +1220,16 @@ mod tests {
     #[test]
     fn a_sync_delivery_meeting_a_queued_event_is_acknowledged() {
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, POLICY, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let outcome = crate::claim::claim(
             &mut store,
             &crate::claim::ClaimRequest {
@@ -1022,7 +1237,8 @@ mod tests {
                 now: 1,
                 policy: POLICY,
                 nonce: Nonce([9; 16]),
-                fingerprint: None,
+                salt: Nonce([9; 16]),
+                source: &Source::Webhook(Provider::Stripe),
                 answer_within_ms: None,
             },
         )
@@ -1042,7 +1258,7 @@ mod tests {
         }
         let record = store.load(KEY).unwrap().unwrap();
         assert_eq!(record.attempts, attempt, "nothing written");
-        assert!(record.queue.is_some_and(|q| q.body_held));
+        assert!(record.holds_body());
     }
 
     fn sync_claim(now: Millis) -> crate::claim::ClaimRequest<'static> {
@@ -1051,9 +1267,89 @@ mod tests {
             now,
             policy: POLICY,
             nonce: Nonce([9; 16]),
-            fingerprint: None,
+            salt: Nonce([9; 16]),
+            source: &Source::Webhook(Provider::Stripe),
             answer_within_ms: Some(2_000),
         }
+    }
+
+    #[test]
+    fn an_attempt_cut_off_and_dead_lettered_is_redelivered_as_a_takeover() {
+        // The budget's last attempt is cut off (no answer before its lease ended): dead-lettered
+        // when it comes due, then redelivered by an operator. Its handler may have run.
+        let one = RetryPolicy {
+            max_attempts: 1,
+            ..RETRY
+        };
+        let mut store = MemoryClaimStore::new();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
+        start_attempt(&mut store, KEY, 0, POLICY, one, Nonce([1; 16])).unwrap();
+        let lease_end = POLICY.lease_ms;
+        assert!(matches!(
+            start_attempt(&mut store, KEY, lease_end, POLICY, one, Nonce([2; 16])).unwrap(),
+            AttemptOutcome::Dead {
+                reason: Reason::CutOff,
+                ..
+            }
+        ));
+        assert_eq!(
+            redeliver(&mut store, KEY, lease_end + 1, POLICY).unwrap(),
+            RedeliverOutcome::Queued
+        );
+        let AttemptOutcome::Start { takeover, .. } =
+            start_attempt(&mut store, KEY, lease_end + 1, POLICY, one, Nonce([3; 16])).unwrap()
+        else {
+            panic!("the redelivered attempt starts");
+        };
+        assert!(takeover, "it follows an attempt whose outcome is unknown");
+    }
+
+    #[test]
+    fn every_stored_event_has_a_fence_of_its_own() {
+        // An operator reads a stored event, forgets it; the sender sends it again and it is
+        // stored anew. A second forget with the first read must not delete the new event.
+        let mut store = MemoryClaimStore::new();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            POLICY,
+            Nonce([1; 16]),
+            b"body",
+        )
+        .unwrap();
+        let read = store.load(KEY).unwrap().unwrap().lease.fence;
+        assert_eq!(
+            forget(&mut store, KEY, &read, 1).unwrap(),
+            ForgetOutcome::Forgotten
+        );
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            2,
+            POLICY,
+            Nonce([2; 16]),
+            b"body",
+        )
+        .unwrap();
+        assert_eq!(
+            forget(&mut store, KEY, &read, 3).unwrap(),
+            ForgetOutcome::NotOwner,
+            "the fence read belonged to the record forgotten before"
+        );
+        assert!(store.load(KEY).unwrap().is_some());
+        assert!(store.load_payload(KEY).unwrap().is_some());
     }
 
     #[test]
@@ -1063,23 +1359,45 @@ mod tests {
         let mut store = MemoryClaimStore::new();
         crate::claim::claim(&mut store, &sync_claim(0)).unwrap();
         assert_eq!(
-            enqueue(&mut store, KEY, 1_000, POLICY, b"body").unwrap(),
+            enqueue(
+                &mut store,
+                KEY,
+                Provider::Stripe,
+                1_000,
+                POLICY,
+                Nonce([9; 16]),
+                b"body"
+            )
+            .unwrap(),
             EnqueueOutcome::InFlight { retry_at: 2_000 }
         );
         assert_eq!(store.load_payload(KEY).unwrap(), None, "nothing stored");
         // Its lease ran out with no outcome (a crash): stored, attempt numbers continuing.
         let late = POLICY.lease_ms + 1;
         assert_eq!(
-            enqueue(&mut store, KEY, late, POLICY, b"body").unwrap(),
+            enqueue(
+                &mut store,
+                KEY,
+                Provider::Stripe,
+                late,
+                POLICY,
+                Nonce([9; 16]),
+                b"body"
+            )
+            .unwrap(),
             EnqueueOutcome::Queued
         );
         let record = store.load(KEY).unwrap().unwrap();
         assert_eq!(
-            (record.state, record.attempts, record.first_seen_at),
+            (record.state(), record.attempts, record.first_seen_at),
             (ClaimState::Queued, 1, 0)
         );
-        let (fence, attempt, _) = start(&mut store, late, 2);
+        let (fence, attempt, takeover) = start(&mut store, late, 2);
         assert_eq!(attempt, 2);
+        assert!(
+            takeover,
+            "the forward's outcome was never learned: its handler may have run"
+        );
         // The budget counts the attempts of queue mode only.
         assert_eq!(
             attempt_failed(
@@ -1087,7 +1405,7 @@ mod tests {
                 KEY,
                 &fence,
                 late + 1,
-                definite("x"),
+                definite("origin answered 503"),
                 POLICY,
                 RETRY,
                 0.0
@@ -1114,17 +1432,34 @@ mod tests {
             max_age_ms: 100_000_000,
         };
         let mut store = MemoryClaimStore::new();
-        enqueue(&mut store, KEY, 0, short, b"body").unwrap();
+        enqueue(
+            &mut store,
+            KEY,
+            Provider::Stripe,
+            0,
+            short,
+            Nonce([9; 16]),
+            b"body",
+        )
+        .unwrap();
         let Ok(AttemptOutcome::Start { fence, .. }) =
             start_attempt(&mut store, KEY, 0, short, RETRY, Nonce([1; 16]))
         else {
             panic!("no attempt")
         };
-        let next =
-            match attempt_failed(&mut store, KEY, &fence, 10, definite("x"), short, slow, 0.0) {
-                Ok(FailedOutcome::Retry { next_attempt_at }) => next_attempt_at,
-                other => panic!("{other:?}"),
-            };
+        let next = match attempt_failed(
+            &mut store,
+            KEY,
+            &fence,
+            10,
+            definite("origin answered 503"),
+            short,
+            slow,
+            0.0,
+        ) {
+            Ok(FailedOutcome::Retry { next_attempt_at }) => next_attempt_at,
+            other => panic!("{other:?}"),
+        };
         assert_eq!(next, 10 + 45_000);
         let record = store.load(KEY).unwrap().unwrap();
         assert!(record.expires_at >= next + short.lease_ms + short.retention_ms);

@@ -1,8 +1,10 @@
 //! Host tests of the claim rules: every transition, then random histories against a model.
 
-use proptest::prelude::*;
-
 use super::*;
+use crate::origin::Reason;
+use crate::providers::Provider;
+
+const STRIPE: Source = Source::Webhook(Provider::Stripe);
 
 const KEY: &str = "evt_test_1";
 const POLICY: ClaimPolicy = ClaimPolicy {
@@ -23,6 +25,12 @@ fn claim<S: ClaimStore>(
     nonce: [u8; 16],
     fingerprint: Option<&str>,
 ) -> Result<ClaimOutcome, StoreError> {
+    let source = match fingerprint {
+        Some(fingerprint) => Source::Api {
+            fingerprint: fingerprint.to_owned(),
+        },
+        None => Source::Webhook(Provider::Stripe),
+    };
     super::claim(
         store,
         &ClaimRequest {
@@ -30,7 +38,8 @@ fn claim<S: ClaimStore>(
             now,
             policy,
             nonce: Nonce(nonce),
-            fingerprint,
+            salt: Nonce(nonce),
+            source: &source,
             answer_within_ms: None,
         },
     )
@@ -55,9 +64,9 @@ fn first_claim_wins_with_attempt_one() {
         claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     assert_eq!((fence.attempt(), attempt, takeover), (1, 1, false));
     let record = store.load(KEY).unwrap().unwrap();
-    assert_eq!(record.state, ClaimState::Processing);
+    assert_eq!(record.state(), ClaimState::Processing);
     assert_eq!(record.first_seen_at, 10);
-    assert_eq!(record.lease_expires_at, 1_010);
+    assert_eq!(record.lease.until, 1_010);
     assert_eq!(record.expires_at, 101_010, "retention after the lease ends");
 }
 
@@ -151,7 +160,15 @@ fn expired_lease_is_taken_over_with_a_new_fence() {
         FinalizeOutcome::NotOwner
     );
     assert_eq!(
-        release(&mut store, KEY, &first, 1_020, "late", POLICY).unwrap(),
+        release(
+            &mut store,
+            KEY,
+            &first,
+            1_020,
+            Reason::Answered(503),
+            POLICY
+        )
+        .unwrap(),
         ReleaseOutcome::NotOwner
     );
     assert_eq!(store.load(KEY).unwrap(), before);
@@ -177,7 +194,7 @@ fn finalize_makes_repeats_duplicates_and_is_idempotent() {
     );
     let record = store.load(KEY).unwrap().unwrap();
     assert_eq!(
-        (record.state, record.expires_at),
+        (record.state(), record.expires_at),
         (ClaimState::Done, 100_050)
     );
     // Long after the lease, a repeat is still a duplicate, never a new claim.
@@ -205,17 +222,17 @@ fn release_lets_the_next_delivery_claim_and_keeps_history() {
     let mut store = MemoryClaimStore::new();
     let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     assert_eq!(
-        release(&mut store, KEY, &fence, 20, "origin answered 500", POLICY).unwrap(),
+        release(&mut store, KEY, &fence, 20, Reason::Answered(500), POLICY).unwrap(),
         ReleaseOutcome::Released { already: false }
     );
     assert_eq!(
-        release(&mut store, KEY, &fence, 21, "again", POLICY).unwrap(),
+        release(&mut store, KEY, &fence, 21, Reason::Answered(503), POLICY).unwrap(),
         ReleaseOutcome::Released { already: true }
     );
     let record = store.load(KEY).unwrap().unwrap();
-    assert_eq!(record.state, ClaimState::Released);
+    assert_eq!(record.state(), ClaimState::Released);
     assert_eq!(
-        record.last_release_reason.as_deref(),
+        record.last_failure.map(|r| r.to_string()).as_deref(),
         Some("origin answered 500")
     );
     // A released holder cannot finalize any more.
@@ -231,7 +248,7 @@ fn release_lets_the_next_delivery_claim_and_keeps_history() {
     let record = store.load(KEY).unwrap().unwrap();
     assert_eq!(record.first_seen_at, 10);
     assert_eq!(
-        record.last_release_reason.as_deref(),
+        record.last_failure.map(|r| r.to_string()).as_deref(),
         Some("origin answered 500")
     );
 }
@@ -242,10 +259,10 @@ fn release_never_removes_a_done_record() {
     let (fence, _, _) = claimed(claim(&mut store, KEY, 10, POLICY, nonce(1), None).unwrap());
     finalize(&mut store, KEY, &fence, 20, POLICY, None).unwrap();
     assert_eq!(
-        release(&mut store, KEY, &fence, 30, "late", POLICY).unwrap(),
+        release(&mut store, KEY, &fence, 30, Reason::Answered(503), POLICY).unwrap(),
         ReleaseOutcome::AlreadyDone
     );
-    assert_eq!(store.load(KEY).unwrap().unwrap().state, ClaimState::Done);
+    assert_eq!(store.load(KEY).unwrap().unwrap().state(), ClaimState::Done);
 }
 
 #[test]
@@ -257,7 +274,7 @@ fn missing_record_is_not_found() {
         FinalizeOutcome::NotFound
     );
     assert_eq!(
-        release(&mut store, KEY, &fence, 0, "x", POLICY).unwrap(),
+        release(&mut store, KEY, &fence, 0, Reason::Answered(503), POLICY).unwrap(),
         ReleaseOutcome::NotFound
     );
     assert!(store.keys().unwrap().is_empty(), "nothing is written");
@@ -361,152 +378,6 @@ impl ClaimStore for WrongKey {
     }
 }
 
-// ---- Random histories against a model -------------------------------------------------------
-
-/// The model: what the key's record should be, in the simplest terms.
-#[derive(Clone, Debug, PartialEq)]
-enum Model {
-    Absent,
-    Processing { fence: Fence, lease_end: Millis },
-    Released { fence: Fence },
-    Done { fence: Fence },
-}
-
-#[derive(Clone, Debug)]
-enum Op {
-    Claim { caller: usize },
-    Finalize { caller: usize, stale: bool },
-    Release { caller: usize, stale: bool },
-    Advance { ms: u64 },
-    Expire,
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        3 => (0..4usize).prop_map(|caller| Op::Claim { caller }),
-        2 => (0..4usize, any::<bool>()).prop_map(|(caller, stale)| Op::Finalize { caller, stale }),
-        2 => (0..4usize, any::<bool>()).prop_map(|(caller, stale)| Op::Release { caller, stale }),
-        2 => (0..1_500u64).prop_map(|ms| Op::Advance { ms }),
-        1 => Just(Op::Expire),
-    ]
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
-
-    #[test]
-    fn random_histories_keep_the_invariants(ops in proptest::collection::vec(op(), 1..60)) {
-        let policy = ClaimPolicy { lease_ms: 1_000, retention_ms: 1_000_000 };
-        let mut store = MemoryClaimStore::new();
-        let mut model = Model::Absent;
-        let mut now: Millis = 0;
-        let mut nonce_counter: u8 = 0;
-        // Every fence each caller ever won, newest last.
-        let mut held: Vec<Vec<Fence>> = vec![Vec::new(); 4];
-        let mut done_seen = false;
-
-        for op in ops {
-            let before = store.load(KEY).unwrap();
-            match op {
-                Op::Advance { ms } => now += ms,
-                Op::Expire => {
-                    let sweep = expire(&mut store, now).unwrap();
-                    prop_assert!(sweep.expired.is_empty(), "retention is far beyond the run");
-                }
-                Op::Claim { caller } => {
-                    nonce_counter = nonce_counter.wrapping_add(1);
-                    let outcome = claim(&mut store, KEY, now, policy, [nonce_counter; 16], None).unwrap();
-                    match (&model, outcome) {
-                        (Model::Done { .. }, ClaimOutcome::DuplicateProcessed { .. }) => {}
-                        (Model::Processing { lease_end, .. }, ClaimOutcome::DuplicateInflight { lease_expires_at, .. })
-                            if now < *lease_end => prop_assert_eq!(*lease_end, lease_expires_at),
-                        (Model::Processing { lease_end, .. }, ClaimOutcome::Claimed { fence, takeover, .. })
-                            if now >= *lease_end => {
-                            prop_assert!(takeover);
-                            model = Model::Processing { fence: fence.clone(), lease_end: now + policy.lease_ms };
-                            held[caller].push(fence);
-                        }
-                        (Model::Absent | Model::Released { .. }, ClaimOutcome::Claimed { fence, takeover, .. }) => {
-                            prop_assert!(!takeover);
-                            model = Model::Processing { fence: fence.clone(), lease_end: now + policy.lease_ms };
-                            held[caller].push(fence);
-                        }
-                        (model, outcome) => prop_assert!(false, "model {:?} but claim gave {:?}", model, outcome),
-                    }
-                }
-                Op::Finalize { caller, stale } => {
-                    let Some(fence) = pick(&held[caller], stale) else { continue };
-                    let outcome = finalize(&mut store, KEY, &fence, now, policy, None).unwrap();
-                    match (&model, &outcome) {
-                        (Model::Processing { fence: current, .. }, FinalizeOutcome::Finalized { already: false, .. })
-                            if *current == fence => model = Model::Done { fence },
-                        (Model::Done { fence: current }, FinalizeOutcome::Finalized { already: true, .. })
-                            if *current == fence => {}
-                        (Model::Processing { fence: current, .. } | Model::Done { fence: current } | Model::Released { fence: current }, FinalizeOutcome::NotOwner)
-                            if *current != fence || matches!(model, Model::Released { .. }) => {
-                            prop_assert_eq!(store.load(KEY).unwrap(), before, "a refused finalize changed the record");
-                        }
-                        (model, outcome) => prop_assert!(false, "model {:?} but finalize gave {:?}", model, outcome),
-                    }
-                }
-                Op::Release { caller, stale } => {
-                    let Some(fence) = pick(&held[caller], stale) else { continue };
-                    let outcome = release(&mut store, KEY, &fence, now, "test", policy).unwrap();
-                    match (&model, &outcome) {
-                        (Model::Processing { fence: current, .. }, ReleaseOutcome::Released { already: false })
-                            if *current == fence => model = Model::Released { fence },
-                        (Model::Released { fence: current }, ReleaseOutcome::Released { already: true })
-                            if *current == fence => {}
-                        (Model::Done { fence: current }, ReleaseOutcome::AlreadyDone) if *current == fence => {
-                            prop_assert_eq!(store.load(KEY).unwrap(), before);
-                        }
-                        (Model::Processing { fence: current, .. } | Model::Done { fence: current } | Model::Released { fence: current }, ReleaseOutcome::NotOwner)
-                            if *current != fence => {
-                            prop_assert_eq!(store.load(KEY).unwrap(), before, "a stale release changed the record");
-                        }
-                        (model, outcome) => prop_assert!(false, "model {:?} but release gave {:?}", model, outcome),
-                    }
-                }
-            }
-            // Invariants over the stored record after every step.
-            let record = store.load(KEY).unwrap();
-            match (&model, &record) {
-                (Model::Absent, None) => {}
-                (Model::Processing { fence, lease_end }, Some(r)) => {
-                    prop_assert_eq!(r.state, ClaimState::Processing);
-                    prop_assert_eq!(&r.fence, fence);
-                    prop_assert_eq!(r.lease_expires_at, *lease_end);
-                }
-                (Model::Released { fence }, Some(r)) => {
-                    prop_assert_eq!(r.state, ClaimState::Released);
-                    prop_assert_eq!(&r.fence, fence);
-                }
-                (Model::Done { fence }, Some(r)) => {
-                    prop_assert_eq!(r.state, ClaimState::Done);
-                    prop_assert_eq!(&r.fence, fence);
-                }
-                (model, record) => prop_assert!(false, "model {:?} but store holds {:?}", model, record),
-            }
-            if done_seen {
-                prop_assert!(matches!(model, Model::Done { .. }), "done reverted");
-            }
-            done_seen |= matches!(model, Model::Done { .. });
-            if let Some(r) = &record {
-                prop_assert_eq!(r.attempts as usize, held.iter().map(Vec::len).sum::<usize>());
-            }
-        }
-    }
-}
-
-/// The caller's newest fence, or (when `stale`) an older one if it has any.
-fn pick(fences: &[Fence], stale: bool) -> Option<Fence> {
-    match (fences.len(), stale) {
-        (0, _) => None,
-        (n, true) if n > 1 => Some(fences[0].clone()),
-        (n, _) => Some(fences[n - 1].clone()),
-    }
-}
-
 #[test]
 fn a_key_stays_bound_to_its_fingerprint() {
     let mut store = MemoryClaimStore::new();
@@ -516,7 +387,7 @@ fn a_key_stays_bound_to_its_fingerprint() {
         ClaimOutcome::FingerprintMismatch,
         "while in flight"
     );
-    release(&mut store, KEY, &fence, 2, "origin answered 503", POLICY).unwrap();
+    release(&mut store, KEY, &fence, 2, Reason::Answered(503), POLICY).unwrap();
     assert_eq!(
         claim(&mut store, KEY, 3, POLICY, nonce(3), Some("fp-b")).unwrap(),
         ClaimOutcome::FingerprintMismatch,
@@ -594,12 +465,16 @@ fn a_live_claim_sends_repeats_back_at_the_end_of_its_answer_wait() {
             now: 0,
             policy,
             nonce: Nonce(nonce(1)),
-            fingerprint: None,
+            salt: Nonce(nonce(1)),
+            source: &STRIPE,
             answer_within_ms: Some(4_000),
         },
     )
     .unwrap();
-    assert_eq!(store.load(KEY).unwrap().unwrap().wait_ends_at, Some(4_000));
+    assert_eq!(
+        store.load(KEY).unwrap().unwrap().lease.wait_ends_at,
+        Some(4_000)
+    );
     let mut retry_at = |now| match claim(&mut store, KEY, now, policy, nonce(2), None).unwrap() {
         ClaimOutcome::DuplicateInflight { retry_at, .. } => retry_at,
         other => panic!("{other:?}"),
@@ -630,7 +505,8 @@ fn a_holder_that_stops_waiting_sends_repeats_to_the_end_of_its_lease() {
             now: 0,
             policy,
             nonce: Nonce(nonce(1)),
-            fingerprint: None,
+            salt: Nonce(nonce(1)),
+            source: &STRIPE,
             answer_within_ms: Some(4_000),
         },
     )
@@ -640,11 +516,14 @@ fn a_holder_that_stops_waiting_sends_repeats_to_the_end_of_its_lease() {
         !stop_waiting(&mut store, KEY, &Fence::new(1, nonce(9)), 500).unwrap(),
         "another fence writes nothing"
     );
-    assert_eq!(store.load(KEY).unwrap().unwrap().wait_ends_at, Some(4_000));
+    assert_eq!(
+        store.load(KEY).unwrap().unwrap().lease.wait_ends_at,
+        Some(4_000)
+    );
     assert!(stop_waiting(&mut store, KEY, &fence, 1_000).unwrap());
     let record = store.load(KEY).unwrap().unwrap();
     assert_eq!(
-        (record.state, record.wait_ends_at),
+        (record.state(), record.lease.wait_ends_at),
         (ClaimState::Processing, Some(1_000)),
         "the claim is kept"
     );
@@ -657,7 +536,7 @@ fn a_holder_that_stops_waiting_sends_repeats_to_the_end_of_its_lease() {
         other => panic!("{other:?}"),
     }
     let mut record = store.load(KEY).unwrap().unwrap();
-    record.wait_ends_at = Some(4_000);
+    record.lease.wait_ends_at = Some(4_000);
     store.save(&record).unwrap();
     finalize(&mut store, KEY, &fence, 3_000, policy, None).unwrap();
     assert!(
@@ -676,10 +555,101 @@ fn the_answer_wait_never_outlasts_the_lease() {
             now: 100,
             policy: POLICY,
             nonce: Nonce(nonce(1)),
-            fingerprint: None,
+            salt: Nonce(nonce(1)),
+            source: &STRIPE,
             answer_within_ms: Some(60_000),
         },
     )
     .unwrap();
-    assert_eq!(store.load(KEY).unwrap().unwrap().wait_ends_at, Some(1_100));
+    assert_eq!(
+        store.load(KEY).unwrap().unwrap().lease.wait_ends_at,
+        Some(1_100)
+    );
+}
+
+#[test]
+fn after_an_operator_s_release_the_next_claim_is_a_takeover() {
+    // An operator releases a claim whose handler may have run (its answer never came): the
+    // next delivery runs it again, marked as a takeover so the handler checks its own records.
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap());
+    assert_eq!(
+        release(&mut store, KEY, &fence, 10, Reason::Operator, POLICY).unwrap(),
+        ReleaseOutcome::Released { already: false }
+    );
+    let (_, attempt, takeover) =
+        claimed(claim(&mut store, KEY, 20, POLICY, nonce(2), None).unwrap());
+    assert_eq!((attempt, takeover), (2, true));
+    // A release on a definite failure is not a takeover.
+    let (fence, _, _) = claimed(claim(&mut store, "evt_other", 0, POLICY, nonce(3), None).unwrap());
+    release(
+        &mut store,
+        "evt_other",
+        &fence,
+        10,
+        Reason::Answered(500),
+        POLICY,
+    )
+    .unwrap();
+    let (_, _, takeover) =
+        claimed(claim(&mut store, "evt_other", 20, POLICY, nonce(4), None).unwrap());
+    assert!(!takeover);
+}
+
+#[test]
+fn a_claim_an_operator_released_is_not_forgotten_while_its_attempt_may_still_run() {
+    // Forced out under a live lease, the attempt may still settle with its fence until the
+    // lease ends: deleting the record then would let a new claim meet that settle.
+    let mut store = MemoryClaimStore::new();
+    let (fence, _, _) = claimed(claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap());
+    release(&mut store, KEY, &fence, 10, Reason::Operator, POLICY).unwrap();
+    assert_eq!(
+        forget(&mut store, KEY, &fence, 20).unwrap(),
+        ForgetOutcome::StillProcessing {
+            lease_expires_at: 1_000
+        }
+    );
+    assert_eq!(
+        forget(&mut store, KEY, &fence, 1_000).unwrap(),
+        ForgetOutcome::Forgotten
+    );
+}
+
+#[test]
+fn the_same_request_after_a_forget_gets_a_fence_no_earlier_attempt_holds() {
+    // A delivery sent again with the same nonce after an operator forgot its record: a new
+    // claim, whose fence comes from the authority's salt, so the first attempt (still holding
+    // its fence) can settle nothing of it.
+    let mut store = MemoryClaimStore::new();
+    let request = |now, salt| ClaimRequest {
+        key: KEY,
+        now,
+        policy: POLICY,
+        nonce: Nonce(nonce(1)),
+        salt: Nonce(salt),
+        source: &STRIPE,
+        answer_within_ms: None,
+    };
+    let (first, _, _) = claimed(super::claim(&mut store, &request(0, [10; 16])).unwrap());
+    finalize(&mut store, KEY, &first, 1, POLICY, None).unwrap();
+    assert_eq!(
+        forget(&mut store, KEY, &first, 2).unwrap(),
+        ForgetOutcome::Forgotten
+    );
+    let (second, attempt, _) = claimed(super::claim(&mut store, &request(3, [11; 16])).unwrap());
+    assert_eq!(attempt, 1, "a new record");
+    assert_ne!(second, first);
+    assert_eq!(
+        release(&mut store, KEY, &first, 4, Reason::Answered(500), POLICY).unwrap(),
+        ReleaseOutcome::NotOwner
+    );
+    assert_eq!(
+        forget(&mut store, KEY, &first, 5).unwrap(),
+        ForgetOutcome::NotOwner
+    );
+    // While its claim stands, the same request again is still the same claim.
+    assert!(matches!(
+        super::claim(&mut store, &request(6, [12; 16])).unwrap(),
+        ClaimOutcome::Claimed { repeated: true, fence, .. } if fence == second
+    ));
 }

@@ -7,7 +7,7 @@ use super::keys::{
 };
 use super::reader::Reader;
 use super::{settle_margin_ms, DeliveryConfig};
-use crate::claim::RetryPolicy;
+use crate::claim::{ClaimPolicy, RetryPolicy};
 use crate::providers::Provider;
 
 /// Default first back-off of a failed queued delivery.
@@ -78,6 +78,19 @@ fn read_mode<F: Fn(&str) -> Option<String>>(
 }
 
 impl QueueConfig {
+    /// The terms a queued attempt runs under: `claims`, with a lease never shorter than this
+    /// attempt's time-out plus the settle margin, whatever `LEASE_SECONDS` says now. Events
+    /// stored before every sender was switched to sync mode (when the configuration check no
+    /// longer compares the two) are still attempted with a lease that outlasts their wait, so
+    /// a takeover never starts while an attempt's handler may still be answering.
+    pub fn attempt_policy(&self, claims: ClaimPolicy) -> ClaimPolicy {
+        let needed = self.forward_timeout_ms + settle_margin_ms(claims.lease_ms);
+        ClaimPolicy {
+            lease_ms: claims.lease_ms.max(needed),
+            ..claims
+        }
+    }
+
     /// The mode `provider`'s deliveries use.
     pub fn mode(&self, provider: Provider) -> DeliveryMode {
         let index = Provider::ALL.iter().position(|p| *p == provider);

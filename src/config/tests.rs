@@ -597,3 +597,27 @@ fn the_reference_names_a_section_that_reads_each_key() {
         }
     }
 }
+
+#[test]
+fn a_queued_attempt_s_lease_always_outlasts_its_time_out() {
+    // Every sender switched to sync and the lease shortened below the queue's time-out: the
+    // configuration is valid (no sender queues), but events stored before still get a lease
+    // that covers their attempt's wait and its settle margin.
+    let config = load(&[
+        ("DELIVERY_MODE", "sync"),
+        ("LEASE_SECONDS", "4"),
+        ("FORWARD_TIMEOUT_MS", "1000"),
+        ("LATE_ANSWER_WAIT_SECONDS", "2"),
+        ("QUEUE_FORWARD_TIMEOUT_MS", "5000"),
+    ])
+    .unwrap();
+    let policy = config.queue.attempt_policy(config.webhook.claims);
+    assert_eq!(policy.lease_ms, 5_000 + 1_000);
+    assert_eq!(policy.retention_ms, config.webhook.claims.retention_ms);
+    // A lease already long enough is kept as it is.
+    let config = load(&[]).unwrap();
+    assert_eq!(
+        config.queue.attempt_policy(config.webhook.claims),
+        config.webhook.claims
+    );
+}

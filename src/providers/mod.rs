@@ -66,6 +66,18 @@ impl Provider {
         }
     }
 
+    /// The delivery id in this provider's record key (see [`Provider::key`]): the key without
+    /// the `{provider}:` prefix (a Stripe key is the id itself).
+    pub fn id_of(self, key: &str) -> &str {
+        match self {
+            Provider::Stripe => key,
+            other => key
+                .strip_prefix(other.name())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .unwrap_or(key),
+        }
+    }
+
     /// The provider and delivery id a record key (see [`Provider::key`]) stands for. A key
     /// without a provider's prefix is Stripe's: Stripe event ids never hold a `:`.
     pub fn of_key(key: &str) -> (Provider, &str) {

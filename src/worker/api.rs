@@ -11,7 +11,7 @@ use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
 use super::inbound::Inbound;
 use super::rate_limit;
 use crate::authority::{Deliver, Door, Forward, Head};
-use crate::claim::CachedResponse;
+use crate::claim::{CachedResponse, Source};
 use crate::config;
 use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
 use crate::log_line::{LogLine, Outcome, Route};
@@ -96,7 +96,7 @@ async fn handle(
         key: scope,
         policy: api.claims,
         nonce,
-        fingerprint: Some(fingerprint),
+        source: Source::Api { fingerprint },
         forward,
         door: Door::Api {
             max_cached_body: api.max_response_bytes,

@@ -13,8 +13,9 @@ use super::keeper::Keeper;
 use super::kv_store::KvClaimStore;
 use super::log;
 use super::queue;
+use crate::authority::alarm::Rearm;
 use crate::authority::{self, alarm, AuthorityReply, AuthorityRequest};
-use crate::claim::{self, ClaimState, ClaimStore};
+use crate::claim::{self, ClaimState, ClaimStore, Millis, Nonce, StoreError};
 
 /// The Rust core of the Durable Object that holds one key's claim record. The object itself is
 /// the `ClaimAuthority` class of `src/entry.mjs`, a `DurableObject` that hands each RPC `call`
@@ -85,12 +86,21 @@ impl ClaimAuthority {
         }
         let now = clock::now_ms();
         let body = body.to_vec();
+        let salt = match Nonce::random() {
+            Ok(salt) => salt,
+            Err(error) => {
+                return Ok(authority_wire::reply(&AuthorityReply::StoreFailed {
+                    retryable: true,
+                    detail: format!("no random bytes: {error}"),
+                }))
+            }
+        };
         // Strict about the alarm: an event stored (or redelivered) for the alarm to deliver is
         // not acknowledged unless the alarm is set; the sender's retry sets it.
         let reply = match self
             .keeper
             .with_store_step(request.key(), request.op(), |store| {
-                authority::handle(store, &request, &body, now)
+                authority::handle(store, &request, &body, now, salt)
             })
             .await
         {
@@ -100,17 +110,30 @@ impl ClaimAuthority {
         Ok(authority_wire::reply(&reply))
     }
 
-    /// Sweeps expired records, runs due queue attempts and re-arms. When that fails (storage
-    /// trouble, an unreadable record), the alarm makes sure it fires again within a minute (an
-    /// earlier alarm already set, say for a retry this run scheduled, is kept) instead of
-    /// throwing: the runtime retries a throwing alarm only a few times, about two minutes in
-    /// all, and then drops it, which would leave an acknowledged queue event waiting for ever.
-    /// Only if even that alarm cannot be set does it throw, for the runtime's own retries.
+    /// Sweeps expired records, runs due queue attempts and re-arms (see [`alarm::rearm`]).
+    /// When that fails (storage trouble, an unreadable record), the alarm makes sure it fires
+    /// again by when the work needs it, within a minute at the latest (an earlier alarm already
+    /// set, say for a retry this run scheduled, is kept), instead of throwing: the runtime
+    /// retries a throwing alarm only a few times, about two minutes in all, and then drops it,
+    /// which would leave an acknowledged queue event waiting for ever. Only if even that alarm
+    /// cannot be set does it throw, for the runtime's own retries.
     async fn alarm(&self) -> Result<()> {
-        let Err(error) = self.sweep_and_rearm().await else {
-            return Ok(());
+        let ran_at = clock::now_ms();
+        let (wanted, error) = match self.sweep_and_run(ran_at).await {
+            Ok(Rearm::DeleteAll) => {
+                // Nothing left: delete the object's whole storage (metadata and alarm too), so
+                // an expired key costs no storage at all.
+                self.keeper.storage().delete_all().await?;
+                self.keeper.forget_alarm();
+                return Ok(());
+            }
+            Ok(Rearm::At(at)) => match self.keeper.set_alarm_at(at).await {
+                Ok(()) => return Ok(()),
+                Err(error) => (Some(at), error.to_string()),
+            },
+            Err(error) => (None, error.to_string()),
         };
-        let retry_at = clock::now_ms().saturating_add(authority::queue::BLOCKED_RETRY_MS);
+        let retry_at = alarm::retry_after_failed_rearm(wanted, clock::now_ms());
         match self.keeper.set_alarm_by(retry_at).await {
             Ok(at) => {
                 log::alarm_retried(&format!("{error}; the alarm runs again at {at}"));
@@ -125,18 +148,12 @@ impl ClaimAuthority {
         }
     }
 
-    async fn sweep_and_rearm(&self) -> Result<()> {
-        let now = clock::now_ms();
-        let swept = KvClaimStore::open(self.keeper.storage()).and_then(|mut store| {
-            claim::expire(&mut store, now).map(|sweep| (sweep, store.keys()))
-        });
-        let (sweep, keys) = match swept {
-            Ok((sweep, Ok(keys))) => (sweep, keys),
-            // The alarm sets itself again (see `alarm`).
-            Ok((_, Err(error))) | Err(error) => {
-                return Err(worker::Error::RustError(error.to_string()))
-            }
-        };
+    /// Deletes what expired, runs the due attempts, and says how to re-arm.
+    async fn sweep_and_run(&self, ran_at: Millis) -> std::result::Result<Rearm, StoreError> {
+        let (sweep, keys) = KvClaimStore::open(self.keeper.storage()).and_then(|mut store| {
+            let sweep = claim::expire(&mut store, ran_at)?;
+            Ok((sweep, store.keys()?))
+        })?;
         for expired in &sweep.expired {
             let abandoned = expired.state == ClaimState::Processing;
             log::expired(&expired.key, expired.state, abandoned);
@@ -145,34 +162,7 @@ impl ClaimAuthority {
         for key in &keys {
             queue::run_due(&self.keeper, key).await;
         }
-        // Re-arm for the earliest work or expiry left, or delete the whole storage.
-        let mut store = KvClaimStore::open(self.keeper.storage())
-            .map_err(|error| worker::Error::RustError(error.to_string()))?;
-        let mut next: Option<u64> = None;
-        for key in store
-            .keys()
-            .map_err(|error| worker::Error::RustError(error.to_string()))?
-        {
-            // A record that cannot be read is not taken for gone: the alarm runs again later,
-            // instead of deleting the storage below.
-            let wake = authority::queue::wake_for(&mut store, &key)
-                .map_err(|error| worker::Error::RustError(error.to_string()))?;
-            if let Some(wake) = wake {
-                next = Some(next.map_or(wake.at, |at| at.min(wake.at)));
-            }
-        }
-        match next {
-            Some(at) => {
-                let at = authority::queue::rearm_at(at, now, clock::now_ms());
-                self.keeper.set_alarm_at(at).await?
-            }
-            None => {
-                // Nothing left: delete the object's whole storage (metadata and alarm too),
-                // so an expired key costs no storage at all.
-                self.keeper.storage().delete_all().await?;
-                self.keeper.forget_alarm();
-            }
-        }
-        Ok(())
+        let mut store = KvClaimStore::open(self.keeper.storage())?;
+        alarm::rearm(&mut store, ran_at, clock::now_ms())
     }
 }

@@ -19,6 +19,7 @@ use super::drive::{self, Early};
 use super::forward::{Exchange, Outgoing};
 use super::keeper::Keeper;
 use crate::authority::{self, Attempt, AuthorityReply, Begin, Deliver};
+use crate::claim::Nonce;
 
 /// Runs `deliver` (its raw body beside it) and answers the caller: at once when it is not
 /// forwarded, else when the origin answers or the forward time-out passes, whichever is first.
@@ -29,9 +30,18 @@ pub async fn run(
     body: Uint8Array,
 ) -> Result<JsValue> {
     let now = clock::now_ms();
+    let salt = match Nonce::random() {
+        Ok(salt) => salt,
+        Err(error) => {
+            return Ok(authority_wire::reply(&AuthorityReply::StoreFailed {
+                retryable: true,
+                detail: format!("no random bytes: {error}"),
+            }))
+        }
+    };
     let begun = keeper
         .with_store(&deliver.key, "deliver", |store| {
-            authority::begin(store, &deliver, now)
+            authority::begin(store, &deliver, now, salt)
         })
         .await;
     let won = match begun {
@@ -41,11 +51,14 @@ pub async fn run(
     };
     let forward = &deliver.forward;
     let mut headers = forward.headers.clone();
-    headers.extend(
-        deliver
-            .door
-            .attempt_headers(&deliver.key, won.attempt, won.takeover),
-    );
+    if let Some(provider) = deliver.source.provider() {
+        headers.extend(authority::attempt_headers(
+            provider,
+            &deliver.key,
+            won.attempt,
+            won.takeover,
+        ));
+    }
     let body = JsValue::from(body);
     let has_body = !matches!(forward.method.as_str(), "GET" | "HEAD");
     let sent = Exchange::start(&Outgoing {

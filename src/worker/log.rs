@@ -8,6 +8,7 @@ use super::metrics;
 use crate::authority::attempt::Summary;
 use crate::claim::ClaimState;
 use crate::log_line::{Level, LogLine, Outcome, Route};
+use crate::origin::Reason;
 use crate::providers::Provider;
 
 /// Writes `line` as one JSON line.
@@ -70,13 +71,13 @@ pub fn ended(env: &Env, summary: &Summary) {
 
 /// Logs and counts a queued event dead-lettered when its attempt came due with no attempt
 /// left in its budget (no forward was made).
-pub fn dead_before_attempt(env: &Env, key: &str, reason: String) {
+pub fn dead_before_attempt(env: &Env, provider: Provider, key: &str, reason: Reason) {
     let line = LogLine {
         level: Level::Error,
-        provider: Some(Provider::of_key(key).0),
+        provider: Some(provider),
         key: Some(key.to_owned()),
         outcome: Outcome::DeadLettered,
-        detail: Some(reason),
+        detail: Some(reason.to_string()),
         ..LogLine::new(Route::Webhook)
     };
     write(&line);

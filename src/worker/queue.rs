@@ -17,7 +17,6 @@ use super::log;
 use crate::authority::{queue, Attempt, Won};
 use crate::claim::{AttemptOutcome, ClaimStore, Nonce};
 use crate::origin::OriginOutcome;
-use crate::providers::Provider;
 
 /// Runs the attempt due for `key`, if one is: claims it under a lease (the alarm is moved to
 /// the lease's end first, so an attempt that dies is taken over), forwards the stored event
@@ -31,7 +30,7 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         return;
     };
     let now = clock::now_ms();
-    let policy = config.webhook.claims;
+    let policy = config.queue.attempt_policy(config.webhook.claims);
     let retry = config.queue.retry;
     let started = keeper
         .with_store(key, "attempt", |store| {
@@ -39,20 +38,24 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         })
         .await
         .and_then(|started| started);
-    let won = match started {
+    let (won, provider) = match started {
         Ok(AttemptOutcome::Start {
             fence,
             attempt,
             takeover,
             lease_expires_at,
-        }) => Won {
-            fence,
-            attempt,
-            takeover,
-            lease_expires_at,
-        },
-        Ok(AttemptOutcome::Dead { reason }) => {
-            return log::dead_before_attempt(keeper.env(), key, reason)
+            provider,
+        }) => (
+            Won {
+                fence,
+                attempt,
+                takeover,
+                lease_expires_at,
+            },
+            provider,
+        ),
+        Ok(AttemptOutcome::Dead { reason, provider }) => {
+            return log::dead_before_attempt(keeper.env(), provider, key, reason)
         }
         _ => return,
     };
@@ -62,19 +65,11 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         .and_then(|loaded| loaded)
         .ok()
         .flatten();
-    let secrets = config.sender(Provider::of_key(key).0).map(|(keys, _)| keys);
+    let sender = config.sender(provider);
+    let secrets = sender.as_ref().map(|(keys, _)| keys.as_slice());
     let now_seconds = (clock::now_ms() / 1_000) as i64;
-    let prepared = queue::outgoing(
-        stored.as_deref(),
-        secrets.as_deref(),
-        key,
-        &won,
-        now_seconds,
-    );
-    let origin_url = config
-        .sender(Provider::of_key(key).0)
-        .map(|(_, url)| url.to_string());
-    let sent = match (prepared, origin_url) {
+    let prepared = queue::outgoing(stored.as_deref(), secrets, provider, key, &won, now_seconds);
+    let sent = match (prepared, sender.as_ref().map(|(_, url)| url.to_string())) {
         (Some((headers, body)), Some(url)) => {
             let body = JsValue::from(Uint8Array::from(body));
             Exchange::start(&Outgoing {
@@ -87,6 +82,7 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
         _ => Err(OriginOutcome::NotSent),
     };
     let attempt = Attempt::queued(
+        provider,
         key,
         won,
         now,

@@ -17,8 +17,10 @@ use super::respond;
 use crate::admin;
 use crate::answer::StoreFailure;
 use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::{ClaimPolicy, Fence, Nonce};
+use crate::claim::{ClaimPolicy, Fence, Nonce, Source};
 use crate::log_line::Route;
+use crate::origin::{Reason, UnknownReason};
+use crate::providers::Provider;
 use crate::secret::Secret;
 use crate::stripe::signature;
 use js_sys::Uint8Array;
@@ -76,14 +78,17 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
             key: key.into(),
             policy: config.webhook.claims,
             nonce: Nonce::random().map_err(|e| worker::Error::RustError(e.to_string()))?,
-            fingerprint: None,
+            source: Source::Webhook(Provider::Stripe),
         },
         (Method::Post, "panic" | "trap") => AuthorityRequest::Trap {
             key: key.into(),
             panic: op == "panic",
         },
         (Method::Post, "finalize" | "release") => match req.json::<SettleBody>().await {
-            Ok(body) => settle(key, op, body, config.webhook.claims),
+            Ok(body) => match settle(key, op, body, config.webhook.claims) {
+                Ok(request) => request,
+                Err(error) => return refuse(400, "bad_request", &error),
+            },
             Err(error) => return refuse(400, "bad_request", &error.to_string()),
         },
         _ => return refuse(404, "not_found", "unknown test route"),
@@ -104,6 +109,15 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
 /// and the object exchange.
 fn view(reply: &AuthorityReply) -> serde_json::Value {
     use serde_json::Value;
+    if let AuthorityReply::Record { record } = reply {
+        // A record as the admin API shows it, with its fence (which the tests settle with).
+        let view = record.as_deref().map(|record| {
+            let mut view = admin::record_view(record);
+            view["fence"] = serde_json::json!(record.fence());
+            view
+        });
+        return serde_json::json!({ "record": view });
+    }
     let inner = match serde_json::to_value(reply) {
         Ok(Value::Object(outer)) if outer.len() == 1 => outer.into_iter().next().map(|(_, v)| v),
         Ok(other) => Some(other),
@@ -166,21 +180,33 @@ async fn cross_check(vector: SignatureVector) -> Result<Response> {
     }))
 }
 
-fn settle(key: &str, op: &str, body: SettleBody, policy: ClaimPolicy) -> AuthorityRequest {
+/// The finalize or release a test route asks for; a release's reason is one this service
+/// writes (`origin answered 500` when none is given).
+fn settle(
+    key: &str,
+    op: &str,
+    body: SettleBody,
+    policy: ClaimPolicy,
+) -> std::result::Result<AuthorityRequest, String> {
     if op == "finalize" {
-        AuthorityRequest::Finalize {
+        return Ok(AuthorityRequest::Finalize {
             key: key.into(),
             fence: body.fence,
             policy,
             response: None,
-        }
-    } else {
-        AuthorityRequest::Release {
-            key: key.into(),
-            fence: body.fence,
-            reason: body.reason.unwrap_or_else(|| "test".into()),
-            policy,
-            only_after_lease: false,
-        }
+        });
     }
+    let reason = match body.reason {
+        Some(text) => text
+            .parse()
+            .map_err(|error: UnknownReason| error.to_string())?,
+        None => Reason::Answered(500),
+    };
+    Ok(AuthorityRequest::Release {
+        key: key.into(),
+        fence: body.fence,
+        reason,
+        policy,
+        only_after_lease: false,
+    })
 }

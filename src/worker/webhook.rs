@@ -14,6 +14,7 @@ use super::inbound::Inbound;
 use super::native;
 use super::rate_limit;
 use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Door, Forward};
+use crate::claim::Source;
 use crate::config::{self, DeliveryMode};
 use crate::log_line::{LogLine, Route};
 use crate::providers::{self, Identity, Provider};
@@ -98,6 +99,7 @@ async fn deliver(
         // anew where the sender's signature carries a time.
         let enqueue = AuthorityRequest::Enqueue {
             key,
+            provider,
             policy,
             headers: forwarded,
             known_only,
@@ -119,7 +121,7 @@ async fn deliver(
         key,
         policy,
         nonce,
-        fingerprint: None,
+        source: Source::Webhook(provider),
         forward,
         door: Door::Webhook,
         known_only,

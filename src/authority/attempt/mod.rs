@@ -26,6 +26,7 @@ use super::queue::{settle_attempt, AttemptEnd};
 use super::WakeBy;
 use crate::claim::{ClaimPolicy, ClaimStore, Millis, RetryPolicy, StoreError};
 use crate::origin::{OriginOutcome, Verdict};
+use crate::providers::Provider;
 
 /// The first pause before a settle refused by a busy store is tried again; it doubles up to
 /// [`SETTLE_PAUSE_MAX_MS`].
@@ -37,6 +38,8 @@ pub const SETTLE_PAUSE_MAX_MS: Millis = 5_000;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Attempt {
     key: String,
+    /// The webhook sender (none for an Idempotency-Key request).
+    provider: Option<Provider>,
     terms: Terms,
     won: Won,
     started: Millis,
@@ -234,6 +237,8 @@ pub struct Summary {
     pub key: String,
     /// The front door (`Webhook` for a queued attempt).
     pub door: Door,
+    /// The webhook sender (none for an Idempotency-Key request).
+    pub provider: Option<Provider>,
     /// Which attempt of the key.
     pub attempt: u32,
     /// True when it followed an attempt whose outcome is unknown.
@@ -260,6 +265,7 @@ impl Attempt {
             .min(won.lease_expires_at);
         Attempt::new(
             deliver.key.clone(),
+            deliver.source.provider(),
             Terms::Sync {
                 door: deliver.door,
                 policy: deliver.policy,
@@ -271,9 +277,12 @@ impl Attempt {
         )
     }
 
-    /// The queued attempt of `key` started with `won` at `now` under `policy` and `retry`; its
-    /// answer is awaited for `timeout_ms`. `jitter` in `[0, 1)` spreads its back-off.
+    /// The queued attempt of `provider`'s event `key` started with `won` at `now` under
+    /// `policy` and `retry`; its answer is awaited for `timeout_ms`. `jitter` in `[0, 1)`
+    /// spreads its back-off.
+    #[allow(clippy::too_many_arguments)]
     pub fn queued(
+        provider: Provider,
         key: &str,
         won: Won,
         now: Millis,
@@ -289,6 +298,7 @@ impl Attempt {
         };
         Attempt::new(
             key.to_owned(),
+            Some(provider),
             terms,
             won,
             now,
@@ -299,6 +309,7 @@ impl Attempt {
 
     fn new(
         key: String,
+        provider: Option<Provider>,
         terms: Terms,
         won: Won,
         now: Millis,
@@ -311,6 +322,7 @@ impl Attempt {
         };
         Attempt {
             key,
+            provider,
             terms,
             won,
             started: now,
@@ -765,6 +777,7 @@ impl Attempt {
         self.commands.push_back(Command::Report(Summary {
             key: self.key.clone(),
             door: self.door(),
+            provider: self.provider,
             attempt: self.won.attempt,
             takeover: self.won.takeover,
             outcome: self.outcome.clone(),

@@ -2,11 +2,15 @@
 //! real claim rules and an in-memory store.
 
 use super::*;
+
+const SALT: Nonce = Nonce([77; 16]);
 use crate::authority::{begin, queue, Begin, Forward};
+use crate::claim::Source;
 use crate::claim::{
     enqueue, AttemptOutcome, ClaimState, MemoryClaimStore, Nonce, RetryPolicy, StoreError,
 };
 use crate::origin::{NetworkError, Reason};
+use crate::providers::Provider;
 
 const POLICY: ClaimPolicy = ClaimPolicy {
     lease_ms: 10_000,
@@ -25,7 +29,12 @@ fn deliver(door: Door) -> Deliver {
         key: KEY.into(),
         policy: POLICY,
         nonce: Nonce([1; 16]),
-        fingerprint: matches!(door, Door::Api { .. }).then(|| "fp".to_owned()),
+        source: match door {
+            Door::Api { .. } => Source::Api {
+                fingerprint: "fp".to_owned(),
+            },
+            Door::Webhook => Source::Webhook(Provider::Stripe),
+        },
         forward: Forward {
             url: "http://origin.test/".into(),
             method: "POST".into(),
@@ -42,7 +51,7 @@ fn deliver(door: Door) -> Deliver {
 fn sync(door: Door) -> (Attempt, MemoryClaimStore) {
     let mut store = MemoryClaimStore::new();
     let deliver = deliver(door);
-    let Begin::Forward(won) = begin(&mut store, &deliver, 0).0 else {
+    let Begin::Forward(won) = begin(&mut store, &deliver, 0, SALT).0 else {
         panic!("claimed")
     };
     (Attempt::sync(&deliver, won, 0), store)
@@ -51,13 +60,23 @@ fn sync(door: Door) -> (Attempt, MemoryClaimStore) {
 /// A started queued attempt at time 0, and its store.
 fn queued() -> (Attempt, MemoryClaimStore) {
     let mut store = MemoryClaimStore::new();
-    enqueue(&mut store, KEY, 0, POLICY, b"payload").unwrap();
+    enqueue(
+        &mut store,
+        KEY,
+        Provider::Stripe,
+        0,
+        POLICY,
+        Nonce([9; 16]),
+        b"payload",
+    )
+    .unwrap();
     let (started, _) = queue::start(&mut store, KEY, 0, POLICY, RETRY, Nonce([2; 16]));
     let Ok(AttemptOutcome::Start {
         fence,
         attempt,
         takeover,
         lease_expires_at,
+        ..
     }) = started
     else {
         panic!("started")
@@ -69,7 +88,7 @@ fn queued() -> (Attempt, MemoryClaimStore) {
         lease_expires_at,
     };
     (
-        Attempt::queued(KEY, won, 0, POLICY, RETRY, 2_000, 0.5),
+        Attempt::queued(Provider::Stripe, KEY, won, 0, POLICY, RETRY, 2_000, 0.5),
         store,
     )
 }
@@ -122,7 +141,7 @@ fn summary_of(commands: &[Command]) -> Option<&Summary> {
 }
 
 fn state(store: &mut MemoryClaimStore) -> ClaimState {
-    store.load(KEY).unwrap().unwrap().state
+    store.load(KEY).unwrap().unwrap().state()
 }
 
 #[test]
@@ -211,7 +230,7 @@ fn when_the_wait_ends_the_forward_is_aborted_and_the_claim_held() {
         End::Late(LateWord::AnswerLost, SettleStep::Held)
     );
     let record = store.load(KEY).unwrap().unwrap();
-    assert_eq!(record.state, ClaimState::Processing);
+    assert_eq!(record.state(), ClaimState::Processing);
     assert_eq!(record.retry_at(4_001), 10_000, "repeats wait for the lease");
     // An answer after that is ignored: the attempt is over.
     assert!(step(&mut attempt, &mut store, Event::Head(head(200)), 4_100).is_empty());
@@ -222,7 +241,7 @@ fn a_time_out_equal_to_the_wait_answers_the_caller_and_holds_at_once() {
     let mut store = MemoryClaimStore::new();
     let mut deliver = deliver(Door::Webhook);
     deliver.forward.wait_ms = 0;
-    let Begin::Forward(won) = begin(&mut store, &deliver, 0).0 else {
+    let Begin::Forward(won) = begin(&mut store, &deliver, 0, SALT).0 else {
         panic!()
     };
     let mut attempt = Attempt::sync(&deliver, won, 0);
@@ -298,7 +317,7 @@ fn a_final_api_answer_streams_to_the_caller_and_is_kept_once_its_body_ends() {
         End::Late(LateWord::AnswerSettled, SettleStep::Finalized)
     );
     let record = store.load(KEY).unwrap().unwrap();
-    assert_eq!(record.response.unwrap().body, b"hello");
+    assert_eq!(record.response().unwrap().body, b"hello");
 }
 
 #[test]
