@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::answer::StoreFailure;
+use crate::answer::{HttpAnswer, StoreFailure};
 use crate::authority::AuthorityReply;
 use crate::claim::{
     ClaimPolicy, ClaimRecord, ClaimState, Fence, ForgetOutcome, Millis, RedeliverOutcome,
@@ -223,6 +223,15 @@ pub struct AdminAnswer {
 }
 
 impl AdminAnswer {
+    /// The answer as HTTP: its JSON, `Allow` for a 405, `WWW-Authenticate: Bearer` for a 401.
+    pub fn http(&self) -> HttpAnswer {
+        let answer = HttpAnswer::json(self.status, &self.body).with_hints(None, self.allow);
+        match self.status {
+            401 => answer.with("www-authenticate", "Bearer"),
+            _ => answer,
+        }
+    }
+
     fn new(status: u16, body: Value, outcome: &'static str) -> AdminAnswer {
         AdminAnswer {
             status,

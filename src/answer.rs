@@ -1,8 +1,63 @@
-//! What every front door tells a caller to come back later: shared by the webhook, the
-//! Idempotency-Key and the admin answer tables.
+//! What every front door shares in its answers: the HTTP answer itself, as the doors decide it
+//! and the worker renders it, and how a caller is told to come back later.
+
+use serde_json::Value;
 
 use crate::authority::AuthorityReply;
 use crate::claim::Millis;
+
+/// An HTTP answer, decided by a front door's rules; the worker renders it as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpAnswer {
+    /// The status.
+    pub status: u16,
+    /// The headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body; `None` for an answer without one.
+    pub body: Option<Vec<u8>>,
+}
+
+impl HttpAnswer {
+    /// `status` with `value` as its JSON body.
+    pub fn json(status: u16, value: &Value) -> HttpAnswer {
+        HttpAnswer::typed(status, "application/json", value)
+    }
+
+    /// `status` with `value` as its JSON body, of content type `content_type`.
+    pub fn typed(status: u16, content_type: &str, value: &Value) -> HttpAnswer {
+        HttpAnswer {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: Some(value.to_string().into_bytes()),
+        }
+    }
+
+    /// `status` with `{"error": code, "detail": detail}`.
+    pub fn error(status: u16, code: &str, detail: &str) -> HttpAnswer {
+        HttpAnswer::json(
+            status,
+            &serde_json::json!({ "error": code, "detail": detail }),
+        )
+    }
+
+    /// The same answer with header `name` set to `value`.
+    pub fn with(mut self, name: &str, value: impl Into<String>) -> HttpAnswer {
+        self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// The same answer with `Retry-After` (seconds) and `Allow`, each when given.
+    pub fn with_hints(self, retry_after: Option<u64>, allow: Option<&str>) -> HttpAnswer {
+        let answer = match retry_after {
+            Some(seconds) => self.with("retry-after", seconds.to_string()),
+            None => self,
+        };
+        match allow {
+            Some(allow) => answer.with("allow", allow),
+            None => answer,
+        }
+    }
+}
 
 /// Seconds a caller is asked to wait after a retryable store failure.
 pub const STORE_RETRY_AFTER_SECONDS: u64 = 10;
@@ -37,6 +92,23 @@ impl StoreFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_carry_their_body_type_and_hints() {
+        let answer = HttpAnswer::error(405, "method_not_allowed", "POST only")
+            .with_hints(Some(3), Some("POST"));
+        assert_eq!(answer.status, 405);
+        assert_eq!(
+            answer.headers,
+            vec![
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("retry-after".to_owned(), "3".to_owned()),
+                ("allow".to_owned(), "POST".to_owned()),
+            ]
+        );
+        let body: Value = serde_json::from_slice(answer.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["error"], "method_not_allowed");
+    }
 
     #[test]
     fn retry_after_rounds_up_and_is_at_least_one_second() {

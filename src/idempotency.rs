@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::answer::{retry_after_seconds, StoreFailure, STORE_RETRY_AFTER_SECONDS};
+use crate::answer::{retry_after_seconds, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS};
 use crate::authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
 use crate::config::{self, ConfigProblem};
@@ -233,6 +233,12 @@ impl Problem {
             detail: detail.into(),
             retry_after: None,
         }
+    }
+
+    /// The problem as an HTTP answer: `application/problem+json`, with `Retry-After` when set.
+    pub fn http(&self) -> HttpAnswer {
+        HttpAnswer::typed(self.status, "application/problem+json", &self.body())
+            .with_hints(self.retry_after, None)
     }
 
     /// The JSON body.
@@ -473,6 +479,54 @@ pub fn passable_status(status: u16) -> Option<u16> {
 /// since the runtime refuses a body stream for them.
 pub fn has_no_body(status: u16) -> bool {
     matches!(status, 204 | 205 | 304)
+}
+
+/// A stored answer replayed: the same status, kept headers and body, plus the replay marker
+/// (and a marker when its body was not kept, or lost); a status with no body by definition
+/// (204, 205, 304) is replayed without one. A status no response can carry is a 502 problem.
+pub fn replay(cached: &CachedResponse) -> Result<HttpAnswer, Problem> {
+    let status =
+        passable_status(cached.status).ok_or_else(|| invalid_status_problem(cached.status))?;
+    let mut headers = cached.headers.clone();
+    headers.push((REPLAYED_HEADER.into(), "true".into()));
+    if cached.body_omitted {
+        headers.push((BODY_OMITTED_HEADER.into(), "true".into()));
+    }
+    if cached.body_lost {
+        headers.push((BODY_LOST_HEADER.into(), "true".into()));
+    }
+    Ok(HttpAnswer {
+        status,
+        headers,
+        body: (!has_no_body(status)).then(|| cached.body.clone()),
+    })
+}
+
+/// The status and headers with which an origin's live answer is passed on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveHead {
+    /// The status.
+    pub status: u16,
+    /// The headers, `content-encoding` left out (the runtime already decoded the body).
+    pub headers: Vec<(String, String)>,
+    /// True when the status has no body by definition: the body stream is cancelled.
+    pub drop_body: bool,
+}
+
+/// How the origin's answer `head` is passed on as it streams; a status no response can carry
+/// is a 502 problem.
+pub fn live_head(head: &Head) -> Result<LiveHead, Problem> {
+    let status = passable_status(head.status).ok_or_else(|| invalid_status_problem(head.status))?;
+    Ok(LiveHead {
+        status,
+        headers: head
+            .headers
+            .iter()
+            .filter(|(name, _)| name != "content-encoding")
+            .cloned()
+            .collect(),
+        drop_body: has_no_body(status),
+    })
 }
 
 /// The problem for an origin answer whose status cannot be passed on (502).

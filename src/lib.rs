@@ -16,9 +16,11 @@
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
 //! | [`stripe`] | `Stripe-Signature` verification and the event envelope |
 //! | [`config`] | every configuration key, in sections, with its default and check |
+//! | [`health`] | what `GET /healthz` answers |
 //! | [`mac`] | the HMAC-SHA256 every sender signs with, and the constant-time comparison of signatures |
 //! | [`secret`] | secret values that never show in logs |
 //! | [`log_line`] | the structured log line, its typed words |
+//! | [`test_routes`] | the test routes (off by default): which exist, who may use them, what they show |
 //!
 //! A front door is a pure module (its decisions and one answer table) and a thin adapter in
 //! `worker/` over one shared skeleton (`worker/door.rs`).
@@ -28,6 +30,7 @@ pub mod answer;
 pub mod authority;
 pub mod claim;
 pub mod config;
+pub mod health;
 pub mod idempotency;
 pub mod log_line;
 pub mod mac;
@@ -35,6 +38,7 @@ pub mod origin;
 pub mod providers;
 pub mod secret;
 pub mod stripe;
+pub mod test_routes;
 pub mod webhook;
 
 #[cfg(target_arch = "wasm32")]

@@ -6,9 +6,9 @@ use serde::{Serialize, Serializer};
 
 use crate::authority::attempt::{End, LateWord, Summary};
 use crate::authority::queue::AttemptEnd;
-use crate::authority::{Door, SettleStep};
+use crate::authority::{AuthorityReply, Delivery, Door, SettleStep};
 use crate::claim::{ClaimState, Millis};
-use crate::origin::{OriginOutcome, Verdict};
+use crate::origin::{OriginOutcome, Reason, Verdict};
 use crate::providers::Provider;
 
 /// How much a line matters.
@@ -261,6 +261,92 @@ impl LogLine {
     /// Raises the level to at least `level`.
     pub fn raise(&mut self, level: Level) {
         self.level = self.level.max(level);
+    }
+
+    /// Notes on the line what a claim authority's `reply` to a delivery reports: a store
+    /// failure's detail; for a forward, its attempt, takeover, origin status and time, settle
+    /// step and classified reason, raising the level for a refused or failed settle.
+    pub fn note(&mut self, reply: &AuthorityReply) {
+        match reply {
+            AuthorityReply::StoreFailed { detail, .. } => self.detail = Some(detail.clone()),
+            AuthorityReply::Delivery(Delivery::Forwarded(report)) => {
+                self.attempt = Some(report.attempt);
+                self.takeover = Some(report.takeover);
+                self.origin_ms = Some(report.origin_ms);
+                self.settle = Some(report.settle);
+                if let OriginOutcome::Answered { status } = report.outcome {
+                    self.origin_status = Some(status);
+                }
+                if let Verdict::Failed(reason) | Verdict::Unknown(reason) = report.verdict {
+                    self.detail = Some(reason.to_string());
+                }
+                if !report.settle.is_clean() {
+                    self.raise(Level::Warn);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The line of a record the retention alarm deleted; an abandoned claim (still
+    /// `processing`) is a warning.
+    pub fn expired(key: &str, state: ClaimState) -> LogLine {
+        let abandoned = state == ClaimState::Processing;
+        LogLine {
+            level: if abandoned { Level::Warn } else { Level::Info },
+            key: Some(key.to_owned()),
+            outcome: if abandoned {
+                Outcome::ExpiredAbandonedClaim
+            } else {
+                Outcome::Expired
+            },
+            state: Some(state),
+            ..LogLine::new(Route::Alarm)
+        }
+    }
+
+    /// The line of the rows one claim authority operation `op` read and wrote for `key`.
+    pub fn usage(key: &str, op: &'static str, rows_read: u64, rows_written: u64) -> LogLine {
+        LogLine {
+            key: Some(key.to_owned()),
+            outcome: Outcome::Operation(op),
+            rows_read: Some(rows_read),
+            rows_written: Some(rows_written),
+            ..LogLine::new(Route::Authority)
+        }
+    }
+
+    /// The line of a `setAlarm` that failed after a write (the next request sets it).
+    pub fn alarm_not_set(detail: &str) -> LogLine {
+        LogLine {
+            level: Level::Error,
+            outcome: Outcome::AlarmNotSet,
+            detail: Some(detail.to_owned()),
+            ..LogLine::new(Route::Authority)
+        }
+    }
+
+    /// The line of an alarm whose work failed; `detail` says why and when it runs again.
+    pub fn alarm_failed(detail: &str) -> LogLine {
+        LogLine {
+            level: Level::Error,
+            outcome: Outcome::AlarmFailed,
+            detail: Some(detail.to_owned()),
+            ..LogLine::new(Route::Alarm)
+        }
+    }
+
+    /// The line of a queued event of `provider` dead-lettered when its attempt came due with no
+    /// attempt left in its budget (no forward was made).
+    pub fn dead_before_attempt(provider: Provider, key: &str, reason: Reason) -> LogLine {
+        LogLine {
+            level: Level::Error,
+            provider: Some(provider),
+            key: Some(key.to_owned()),
+            outcome: Outcome::DeadLettered,
+            detail: Some(reason.to_string()),
+            ..LogLine::new(Route::Webhook)
+        }
     }
 
     /// The line for an attempt that ended without a caller to tell (a delivery settled after

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use crate::answer::{retry_after_seconds, StoreFailure, STORE_RETRY_AFTER_SECONDS};
+use crate::answer::{retry_after_seconds, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS};
 use crate::authority::{AuthorityReply, Delivery};
 use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis};
 use crate::config::{self, ConfigProblem};
@@ -33,6 +33,8 @@ pub struct Answer {
     pub allow: Option<&'static str>,
     /// What happened, for the log line.
     pub outcome: Outcome,
+    /// What the log line says of a refusal (see [`log_detail`]).
+    pub note: Option<String>,
 }
 
 impl Answer {
@@ -43,7 +45,13 @@ impl Answer {
             retry_after: None,
             allow: None,
             outcome: Outcome::Code(code),
+            note: None,
         }
+    }
+
+    /// The answer as HTTP: its JSON, with `Retry-After` and `Allow` when set.
+    pub fn http(&self) -> HttpAnswer {
+        HttpAnswer::json(self.status, &self.body).with_hints(self.retry_after, self.allow)
     }
 
     /// The `detail` text of an error answer, for the log line.
@@ -88,12 +96,21 @@ pub fn log_detail(refusal: &Refusal, answer: &Answer) -> Option<String> {
             "the {provider} route is off: {} is not set",
             config::secret_key(*provider)
         )),
+        Refusal::Misconfigured(problems) => Some(config::describe(problems)),
         _ => answer.detail(),
     }
 }
 
-/// The answer to a refused delivery.
+/// The answer to a refused delivery, with what its log line says.
 pub fn refusal_answer(refusal: &Refusal) -> Answer {
+    let answer = refusal_table(refusal);
+    Answer {
+        note: log_detail(refusal, &answer),
+        ..answer
+    }
+}
+
+fn refusal_table(refusal: &Refusal) -> Answer {
     match refusal {
         Refusal::MethodNotAllowed => Answer {
             allow: Some("POST"),
@@ -160,6 +177,7 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
                 retry_after: None,
                 allow: None,
                 outcome: Outcome::Duplicate,
+                note: None,
             }
         }
         AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateInflight {
@@ -183,6 +201,7 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
             retry_after: None,
             allow: None,
             outcome: Outcome::Processed,
+            note: None,
         },
         OriginOutcome::Answered { status } => Answer {
             body: json!({
@@ -238,6 +257,7 @@ pub fn after_enqueue(reply: &AuthorityReply, event_id: &str, now: Millis) -> Ans
         retry_after: None,
         allow: None,
         outcome,
+        note: None,
     }
 }
 

@@ -5,7 +5,7 @@ use worker::{Env, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::clock;
-use super::door::{self, Visit};
+use super::door::Visit;
 use super::env_config;
 use super::inbound::Inbound;
 use crate::admin::{self, Action, AdminAnswer, Next};
@@ -17,11 +17,7 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let mut visit = Visit::start(Route::Admin, &req.method());
     let answer = answer(&req, env, rest, &mut visit.line).await?;
     visit.line.outcome = answer.outcome;
-    let response = door::json(answer.status, &answer.body, None, answer.allow)?;
-    if answer.status == 401 {
-        response.headers().set("www-authenticate", "Bearer")?;
-    }
-    Ok(visit.finish(env, response))
+    visit.answer(env, answer.http())
 }
 
 async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Result<AdminAnswer> {

@@ -1,7 +1,8 @@
-//! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL`.
+//! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL` (its rules are in
+//! [`crate::idempotency`]).
 
 use worker::web_sys::{self, ReadableStream};
-use worker::{Context, Env, Headers, Response, Result};
+use worker::{Context, Env, Response, Result};
 
 use super::body::{self, BodyError};
 use super::clock;
@@ -11,25 +12,25 @@ use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
 use super::inbound::Inbound;
 use super::rate_limit;
 use crate::authority::{Deliver, Door, Forward, Head};
-use crate::claim::{CachedResponse, Source};
-use crate::config;
+use crate::claim::Source;
+use crate::config::{self, ApiConfig, Config};
 use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
 use crate::log_line::{LogLine, Outcome, Route};
 
 /// Serves one `/api/...` request and writes its log line.
 pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     let mut visit = Visit::start(Route::Idempotency, &req.method());
-    let response = match handle(req, env, ctx, &mut visit.line).await {
-        Ok(response) => response,
+    match handle(req, env, ctx, &mut visit.line).await {
+        Ok(response) => Ok(visit.finish(env, response)),
         Err(problem) => {
             visit.line.outcome = problem.outcome();
-            problem_response(&problem)?
+            visit.answer(env, problem.http())
         }
-    };
-    Ok(visit.finish(env, response))
+    }
 }
 
-/// Config, the door's rules, rate limit, body, then the delivery; the answer.
+/// Config and the door's rules: a request without a key passes through, a keyed one is
+/// delivered through its scope's claim authority.
 async fn handle(
     req: Inbound,
     env: &Env,
@@ -49,22 +50,51 @@ async fn handle(
         None => url.path().to_owned(),
     };
     let target = api.target(&path_and_query);
-    let method = req.method();
     let raw_key = req.headers().get(idem::KEY_HEADER).map_err(internal)?;
-    let key = match idem::handling(method.as_ref(), raw_key.as_deref(), api.key_required)? {
-        Handling::Keyed(key) => key,
+    match idem::handling(req.method().as_ref(), raw_key.as_deref(), api.key_required)? {
+        Handling::Keyed(key) => {
+            let request = Keyed {
+                key,
+                path_and_query,
+                target,
+            };
+            keyed(req, env, ctx, (&config, api), request, line).await
+        }
         Handling::PassThrough => {
             line.outcome = Outcome::PassedThrough;
-            return pass_through(req, &target, config.delivery.forward_timeout_ms, line).await;
+            pass_through(req, &target, config.delivery.forward_timeout_ms, line).await
         }
-    };
-    let client_value = req.headers().get(&api.client_header).map_err(internal)?;
+    }
+}
+
+/// A keyed request's key, path and query, and the URL it goes to.
+struct Keyed {
+    key: String,
+    path_and_query: String,
+    target: String,
+}
+
+/// A keyed request: client, rate limit, body and fingerprint, then the delivery; its origin's
+/// live answer, a replay, or a problem.
+async fn keyed(
+    req: Inbound,
+    env: &Env,
+    ctx: &Context,
+    (config, api): (&Config, &ApiConfig),
+    request: Keyed,
+    line: &mut LogLine,
+) -> std::result::Result<Response, Problem> {
+    let header = |name: &str| req.headers().get(name).map_err(internal);
+    let client_value = header(&api.client_header)?;
     let client = idem::client_identity(client_value.as_deref());
     if client.is_none() && !api.allow_anonymous {
         return Err(Problem::anonymous(&api.client_header));
     }
-    let address = req.headers().get("cf-connecting-ip").map_err(internal)?;
-    if !within_rate_limit(env, client, address.as_deref()).await {
+    let keys = [
+        idem::rate_limit_client_key(client),
+        idem::rate_limit_address_key(header("cf-connecting-ip")?.as_deref()),
+    ];
+    if !rate_limit::within(env, RATE_LIMITER, &keys).await {
         return Err(Problem::rate_limited());
     }
     let limit = config.delivery.max_body_bytes;
@@ -74,20 +104,20 @@ async fn handle(
             BodyError::TooLarge => Problem::body_too_large(limit),
             BodyError::Unreadable => Problem::body_unreadable(),
         })?;
-    let headers = req.headers();
-    let scope = idem::scope(client, &key);
-    let content_type = headers.get("content-type").map_err(internal)?;
+    let method = req.method();
+    let content_type = header("content-type")?;
     let fingerprint = idem::fingerprint(
         method.as_ref(),
-        &path_and_query,
+        &request.path_and_query,
         content_type.as_deref(),
         &body.to_vec(),
     );
+    let scope = idem::scope(client, &request.key);
     line.key = Some(scope.clone());
     let forward = Forward {
-        url: target,
+        url: request.target,
         method: method.to_string(),
-        headers: request_headers(headers),
+        headers: idem::origin_request_headers(req.headers().entries(), HOP_BY_HOP),
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
@@ -106,38 +136,20 @@ async fn handle(
     match idem::after_delivery(&reply, clock::now_ms()) {
         ApiAnswer::Live(head) => {
             line.outcome = idem::live_outcome(head.status);
-            // The origin's status only once it is passed on: a status no response can carry
-            // is this service's own 502, logged as its error.
-            let response = live_response(&head, stream.as_ref())?;
-            line.status_from_origin = true;
-            Ok(response)
+            live(&head, stream.as_ref(), line)
         }
         ApiAnswer::Replay(cached) => {
             line.outcome = Outcome::Replayed;
-            replay(&cached)
+            door::render(idem::replay(&cached)?).map_err(internal)
         }
         ApiAnswer::Refuse(problem) => Err(problem),
     }
 }
 
-/// The binding name of the optional rate limiter of keyed requests (`[[ratelimits]]`).
+/// The binding name of the optional rate limiter of keyed requests (`[[ratelimits]]`): both a
+/// request's client (hashed) and its address (`CF-Connecting-IP`) must be within its limit, so
+/// a client that makes up a new identity per request is still bounded by its address.
 const RATE_LIMITER: &str = "IDEMPOTENCY_RATE_LIMITER";
-
-/// True when the keyed request may go on: without the binding always; with it, only when both
-/// its client (hashed) and its address (`CF-Connecting-IP`) are within the limit, so a client
-/// that makes up a new identity per request is still bounded by its address.
-async fn within_rate_limit(env: &Env, client: Option<&str>, address: Option<&str>) -> bool {
-    let keys = [
-        idem::rate_limit_client_key(client),
-        idem::rate_limit_address_key(address),
-    ];
-    rate_limit::within(env, RATE_LIMITER, &keys).await
-}
-
-/// Client headers for the origin (see [`idem::origin_request_headers`]).
-fn request_headers(from: &Headers) -> Vec<(String, String)> {
-    idem::origin_request_headers(from.entries(), HOP_BY_HOP)
-}
 
 /// Sends the request to the origin untouched (body streamed) and returns its answer as is,
 /// redirects included; 504 / 502 problems when it does not answer in time or at all.
@@ -147,7 +159,7 @@ async fn pass_through(
     timeout_ms: u64,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
-    let headers = request_headers(req.headers());
+    let headers = idem::origin_request_headers(req.headers().entries(), HOP_BY_HOP);
     let body = req.inner().body().map(Into::into);
     let started = clock::now_ms();
     let sent = Exchange::start(&Outgoing {
@@ -158,90 +170,42 @@ async fn pass_through(
     });
     let result = forward::answer_within(sent, timeout_ms).await;
     line.origin_ms = Some(clock::now_ms().saturating_sub(started));
-    match result {
-        Ok(response) => {
-            let head = Head {
-                status: response.status(),
-                headers: forward::answer_headers(&response),
-            };
-            line.origin_status = Some(head.status);
-            let response = live_response(&head, response.body().as_ref())?;
-            line.status_from_origin = true;
-            Ok(response)
-        }
-        Err(outcome) => Err(idem::origin_problem(&outcome)),
-    }
+    let response = result.map_err(|outcome| idem::origin_problem(&outcome))?;
+    let head = Head {
+        status: response.status(),
+        headers: forward::answer_headers(&response),
+    };
+    line.origin_status = Some(head.status);
+    live(&head, response.body().as_ref(), line)
 }
 
-/// The origin's answer, passed to the client as it streams (its body already decoded by the
-/// runtime, so `content-encoding` is dropped). A status the runtime cannot represent in a
-/// response (outside 200 to 599) is answered 502 instead; one that has no body by definition
-/// (204, 205, 304) goes without one, its (empty) stream cancelled.
-fn live_response(
+/// The origin's answer passed on as it streams (see [`idem::live_head`]); its status is the
+/// origin's, logged as such, unless no response can carry it (this service's own 502).
+fn live(
     head: &Head,
     body: Option<&ReadableStream>,
+    line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
-    let Some(status) = idem::passable_status(head.status) else {
-        return Err(idem::invalid_status_problem(head.status));
-    };
+    let live = idem::live_head(head)?;
     let headers = web_sys::Headers::new().map_err(js_internal)?;
-    for (name, value) in &head.headers {
-        if name != "content-encoding" {
-            headers.append(name, value).map_err(js_internal)?;
-        }
+    for (name, value) in &live.headers {
+        headers.append(name, value).map_err(js_internal)?;
     }
     let body = match body {
-        Some(stream) if idem::has_no_body(status) => {
+        Some(stream) if live.drop_body => {
             let _ = stream.cancel();
             None
         }
         other => other,
     };
     let init = web_sys::ResponseInit::new();
-    init.set_status(status);
+    init.set_status(live.status);
     init.set_headers(&headers);
-    web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)
+    let response = web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)
         .map(Response::from)
-        .map_err(js_internal)
-}
-
-/// A cached answer replayed: the same status, kept headers and body, plus the replay marker
-/// (and a marker when its body was not kept); a status with no body by definition (204, 205)
-/// is replayed without one.
-fn replay(cached: &CachedResponse) -> std::result::Result<Response, Problem> {
-    let Some(status) = idem::passable_status(cached.status) else {
-        return Err(idem::invalid_status_problem(cached.status));
-    };
-    let headers = Headers::new();
-    let set = || -> Result<()> {
-        for (name, value) in &cached.headers {
-            headers.append(name, value)?;
-        }
-        headers.set(idem::REPLAYED_HEADER, "true")?;
-        if cached.body_omitted {
-            headers.set(idem::BODY_OMITTED_HEADER, "true")?;
-        }
-        if cached.body_lost {
-            headers.set(idem::BODY_LOST_HEADER, "true")?;
-        }
-        Ok(())
-    };
-    set().map_err(internal)?;
-    let response = if idem::has_no_body(status) {
-        Response::empty().map_err(internal)?
-    } else {
-        Response::from_bytes(cached.body.clone()).map_err(internal)?
-    };
-    Ok(response.with_status(status).with_headers(headers))
-}
-
-fn problem_response(problem: &Problem) -> Result<Response> {
-    let response =
-        Response::from_bytes(problem.body().to_string().into_bytes())?.with_status(problem.status);
-    response
-        .headers()
-        .set("content-type", "application/problem+json")?;
-    door::decorate(response, problem.retry_after, None)
+        .map_err(js_internal)?;
+    line.status_from_origin = true;
+    Ok(response)
 }
 
 fn internal(error: worker::Error) -> Problem {

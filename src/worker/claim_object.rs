@@ -15,7 +15,8 @@ use super::log;
 use super::queue;
 use crate::authority::alarm::Rearm;
 use crate::authority::{self, alarm, AuthorityReply, AuthorityRequest};
-use crate::claim::{self, ClaimState, ClaimStore, Millis, Nonce, StoreError};
+use crate::claim::{self, ClaimStore, Millis, Nonce, StoreError};
+use crate::log_line::LogLine;
 
 /// The Rust core of the Durable Object that holds one key's claim record. The object itself is
 /// the `ClaimAuthority` class of `src/entry.mjs`, a `DurableObject` that hands each RPC `call`
@@ -136,13 +137,15 @@ impl ClaimAuthority {
         let retry_at = alarm::retry_after_failed_rearm(wanted, clock::now_ms());
         match self.keeper.set_alarm_by(retry_at).await {
             Ok(at) => {
-                log::alarm_retried(&format!("{error}; the alarm runs again at {at}"));
+                log::write(&LogLine::alarm_failed(&format!(
+                    "{error}; the alarm runs again at {at}"
+                )));
                 Ok(())
             }
             Err(set_error) => {
-                log::alarm_retried(&format!(
+                log::write(&LogLine::alarm_failed(&format!(
                     "{error}; setting the next alarm failed too ({set_error}): the runtime retries"
-                ));
+                )));
                 Err(set_error)
             }
         }
@@ -155,8 +158,7 @@ impl ClaimAuthority {
             Ok((sweep, store.keys()?))
         })?;
         for expired in &sweep.expired {
-            let abandoned = expired.state == ClaimState::Processing;
-            log::expired(&expired.key, expired.state, abandoned);
+            log::write(&LogLine::expired(&expired.key, expired.state));
         }
         // Queue mode: deliver what is due (at most one record per object, in practice).
         for key in &keys {

@@ -1,20 +1,19 @@
 //! What every front door's adapter does, written once: time the request and write its one log
-//! line and one metric; run a delivery in its key's claim authority where a sender's hang-up
-//! cannot cut it off; render an answer with `Retry-After` and `Allow`.
+//! line and one metric; render an answer its rules decided; run a delivery in its key's claim
+//! authority where a sender's hang-up cannot cut it off.
 
 use js_sys::Uint8Array;
 use worker::web_sys::ReadableStream;
-use worker::{Context, Env, Method, Response, Result};
+use worker::{Context, Env, Headers, Method, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::background;
 use super::clock;
 use super::log;
-use super::metrics;
-use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery};
+use crate::answer::HttpAnswer;
+use crate::authority::{AuthorityReply, AuthorityRequest, Deliver};
 use crate::claim::Nonce;
-use crate::log_line::{Level, LogLine, Route};
-use crate::origin::{OriginOutcome, Verdict};
+use crate::log_line::{LogLine, Outcome, Route};
 
 /// One request being served: its log line, filled in as it goes, and when it started.
 pub struct Visit {
@@ -40,16 +39,54 @@ impl Visit {
     pub fn finish(mut self, env: &Env, response: Response) -> Response {
         self.line.answered(response.status_code());
         self.line.duration_ms = Some(clock::now_ms().saturating_sub(self.started));
-        log::write(&self.line);
-        metrics::count(env, &self.line);
+        log::record(env, &self.line);
         response
     }
+
+    /// Finishes with the rendered `answer` (see [`Visit::finish`]).
+    pub fn answer(self, env: &Env, answer: HttpAnswer) -> Result<Response> {
+        Ok(self.finish(env, render(answer)?))
+    }
+}
+
+/// `answer` as the runtime's response.
+pub fn render(answer: HttpAnswer) -> Result<Response> {
+    let headers = Headers::new();
+    for (name, value) in &answer.headers {
+        headers.append(name, value)?;
+    }
+    let response = match answer.body {
+        Some(bytes) => Response::from_bytes(bytes)?,
+        None => Response::empty()?,
+    };
+    Ok(response.with_status(answer.status).with_headers(headers))
+}
+
+/// Answers `{ "error": code, "detail": detail }` with `status` (and `Allow` when given) to a
+/// request on `route`, and writes its log line.
+pub fn refuse(
+    env: &Env,
+    route: Route,
+    method: &Method,
+    status: u16,
+    code: &'static str,
+    detail: &str,
+    allow: Option<&str>,
+) -> Result<Response> {
+    let mut visit = Visit::start(route, method);
+    visit.line.outcome = Outcome::Code(code);
+    visit.line.detail = Some(detail.to_owned());
+    let answer = HttpAnswer::error(status, code, detail).with_hints(None, allow);
+    let answer = match status {
+        401 => answer.with("www-authenticate", "Bearer"),
+        _ => answer,
+    };
+    visit.answer(env, answer)
 }
 
 /// Runs a delivery in its key's claim authority and returns the reply, with the origin's
 /// answer when it streams back. `make` builds the delivery around a fresh nonce. What the reply
-/// reports (attempt, origin status and time, settle, classified reason) is noted on `line`.
-/// Failures come back as a `StoreFailed` reply.
+/// reports is noted on `line`. Failures come back as a `StoreFailed` reply.
 pub async fn deliver(
     env: &Env,
     ctx: &Context,
@@ -59,7 +96,7 @@ pub async fn deliver(
 ) -> (AuthorityReply, Option<ReadableStream>) {
     match Nonce::random() {
         Ok(nonce) => send(env, ctx, AuthorityRequest::Deliver(make(nonce)), body, line).await,
-        Err(error) => note(failed(true, format!("no random bytes: {error}")), line),
+        Err(error) => noted(failed(true, format!("no random bytes: {error}")), line),
     }
 }
 
@@ -75,7 +112,7 @@ pub async fn send(
 ) -> (AuthorityReply, Option<ReadableStream>) {
     let client = match AuthorityClient::new(env) {
         Ok(client) => client,
-        Err(error) => return note(failed(false, error.to_string()), line),
+        Err(error) => return noted(failed(false, error.to_string()), line),
     };
     let body = body.clone();
     let sent = background::to_completion(ctx, async move {
@@ -83,63 +120,17 @@ pub async fn send(
     })
     .await;
     let reply = sent.unwrap_or_else(|| failed(true, "the request was cut off".into()));
-    note(reply, line)
+    noted(reply, line)
 }
 
 fn failed(retryable: bool, detail: String) -> (AuthorityReply, Option<ReadableStream>) {
     (AuthorityReply::StoreFailed { retryable, detail }, None)
 }
 
-fn note(
+fn noted(
     reply: (AuthorityReply, Option<ReadableStream>),
     line: &mut LogLine,
 ) -> (AuthorityReply, Option<ReadableStream>) {
-    match &reply.0 {
-        AuthorityReply::StoreFailed { detail, .. } => line.detail = Some(detail.clone()),
-        AuthorityReply::Delivery(Delivery::Forwarded(report)) => {
-            line.attempt = Some(report.attempt);
-            line.takeover = Some(report.takeover);
-            line.origin_ms = Some(report.origin_ms);
-            line.settle = Some(report.settle);
-            if let OriginOutcome::Answered { status } = report.outcome {
-                line.origin_status = Some(status);
-            }
-            if let Verdict::Failed(reason) | Verdict::Unknown(reason) = report.verdict {
-                line.detail = Some(reason.to_string());
-            }
-            if !report.settle.is_clean() {
-                line.raise(Level::Warn);
-            }
-        }
-        _ => {}
-    }
+    line.note(&reply.0);
     reply
-}
-
-/// A JSON answer, with `Retry-After` (seconds) and `Allow` when given.
-pub fn json(
-    status: u16,
-    body: &serde_json::Value,
-    retry_after: Option<u64>,
-    allow: Option<&str>,
-) -> Result<Response> {
-    let response = Response::from_json(body)?.with_status(status);
-    decorate(response, retry_after, allow)
-}
-
-/// Adds `Retry-After` (seconds) and `Allow` to `response` when given.
-pub fn decorate(
-    response: Response,
-    retry_after: Option<u64>,
-    allow: Option<&str>,
-) -> Result<Response> {
-    if let Some(seconds) = retry_after {
-        response
-            .headers()
-            .set("retry-after", &seconds.to_string())?;
-    }
-    if let Some(allow) = allow {
-        response.headers().set("allow", allow)?;
-    }
-    Ok(response)
 }

@@ -15,6 +15,7 @@ use super::log;
 use crate::authority::attempt::{Command, Event, Wants};
 use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head};
 use crate::claim::Millis;
+use crate::log_line::LogLine;
 use crate::origin::OriginOutcome;
 
 /// What the caller of a delivery is told by the forward time-out.
@@ -194,7 +195,7 @@ impl Io {
                 Some(Event::Settled(result))
             }
             Command::Report(summary) => {
-                log::ended(keeper.env(), &summary);
+                log::record(keeper.env(), &LogLine::ended(&summary, clock::now_ms()));
                 None
             }
         }

@@ -13,6 +13,7 @@ use super::log;
 use crate::authority::alarm::{AlarmStep, KnownAlarm};
 use crate::authority::{Wake, WakeBy};
 use crate::claim::{Millis, StoreError};
+use crate::log_line::LogLine;
 
 /// The object's storage and what it knows of its alarm.
 pub struct Keeper {
@@ -79,12 +80,8 @@ impl Keeper {
             None => AlarmStep::Kept,
         };
         if self.log_usage {
-            log::usage(
-                key,
-                op,
-                usage.rows_read,
-                usage.rows_written + u64::from(step == AlarmStep::Set),
-            );
+            let written = usage.rows_written + u64::from(step == AlarmStep::Set);
+            log::write(&LogLine::usage(key, op, usage.rows_read, written));
         }
         Ok((result, step))
     }
@@ -97,7 +94,7 @@ impl Keeper {
         let set = self.set_alarm_at(at).await;
         if let Err(error) = &set {
             // The write stands; the next request to the object sets it.
-            log::alarm_failed(&error.to_string());
+            log::write(&LogLine::alarm_not_set(&error.to_string()));
         }
         AlarmStep::of(wake, Some(set.is_ok()))
     }

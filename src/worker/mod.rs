@@ -22,7 +22,6 @@ mod metrics;
 mod native;
 mod queue;
 mod rate_limit;
-mod respond;
 mod test_routes;
 mod webhook;
 
@@ -31,6 +30,7 @@ use worker::{event, web_sys, Context, Env, Method, Response, Result};
 use inbound::Inbound;
 
 use crate::config;
+use crate::health;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::providers::Provider;
 
@@ -59,77 +59,44 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response
         let rest = rest.to_owned();
         return test_routes::serve(req, &env, &rest).await;
     }
-    respond::refuse(
+    let detail = format!("no route for {path}");
+    door::refuse(
         &env,
         Route::Unknown,
         &req.method(),
         404,
         "not_found",
-        &format!("no route for {path}"),
+        &detail,
         None,
     )
 }
 
-/// Each enabled provider with its delivery mode, e.g. `{"stripe":"sync","github":"queue"}`.
-fn enabled_providers(config: &config::Config) -> serde_json::Map<String, serde_json::Value> {
-    Provider::ALL
-        .into_iter()
-        .filter(|provider| config.sender(*provider).is_some())
-        .map(|provider| {
-            let mode = match config.queue.mode(provider) {
-                config::DeliveryMode::Sync => "sync",
-                config::DeliveryMode::Queue => "queue",
-            };
-            (provider.name().to_owned(), mode.into())
-        })
-        .collect()
-}
-
-/// `GET /healthz`: 200 when the configuration is valid (with the enabled providers and their
-/// delivery modes), else 503 naming each key with a
-/// problem (logged once per check, never a value).
+/// `GET /healthz` (see [`health::answer`]); a broken configuration is logged at `error`,
+/// naming its keys.
 fn health(req: &Inbound, env: &Env) -> Result<Response> {
-    if req.method() != Method::Get && req.method() != Method::Head {
-        return respond::refuse(
+    let method = req.method();
+    if method != Method::Get && method != Method::Head {
+        let detail = "this route accepts GET, HEAD";
+        let allow = Some("GET, HEAD");
+        return door::refuse(
             env,
             Route::Health,
-            &req.method(),
+            &method,
             405,
             "method_not_allowed",
-            "this route accepts GET, HEAD",
-            Some("GET, HEAD"),
+            detail,
+            allow,
         );
     }
-    let (status, body) = match env_config::config(env) {
-        Ok(config) => (
-            200,
-            serde_json::json!({
-                "name": env!("CARGO_PKG_NAME"),
-                "version": env!("CARGO_PKG_VERSION"),
-                "status": "ok",
-                "providers": enabled_providers(&config),
-            }),
-        ),
-        Err(problems) => {
-            log::write(&LogLine {
-                level: Level::Error,
-                outcome: Outcome::Code("misconfigured"),
-                detail: Some(config::describe(&problems)),
-                ..LogLine::new(Route::Health)
-            });
-            (
-                503,
-                serde_json::json!({
-                    "name": env!("CARGO_PKG_NAME"),
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "status": "misconfigured",
-                    "problems": problems.iter().map(|p| serde_json::json!({
-                        "key": p.key,
-                        "problem": p.problem,
-                    })).collect::<Vec<_>>(),
-                }),
-            )
-        }
-    };
-    Ok(Response::from_json(&body)?.with_status(status))
+    let config = env_config::config(env);
+    if let Err(problems) = &config {
+        log::write(&LogLine {
+            level: Level::Error,
+            outcome: Outcome::Code("misconfigured"),
+            detail: Some(config::describe(problems)),
+            ..LogLine::new(Route::Health)
+        });
+    }
+    let answer = health::answer(config.as_deref().map_err(|problems| &**problems));
+    door::render(answer)
 }

@@ -16,6 +16,7 @@ use super::keeper::Keeper;
 use super::log;
 use crate::authority::{queue, Attempt, Won};
 use crate::claim::{AttemptOutcome, ClaimStore, Nonce};
+use crate::log_line::LogLine;
 use crate::origin::OriginOutcome;
 
 /// Runs the attempt due for `key`, if one is: claims it under a lease (the alarm is moved to
@@ -55,7 +56,10 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
             provider,
         ),
         Ok(AttemptOutcome::Dead { reason, provider }) => {
-            return log::dead_before_attempt(keeper.env(), provider, key, reason)
+            return log::record(
+                keeper.env(),
+                &LogLine::dead_before_attempt(provider, key, reason),
+            )
         }
         _ => return,
     };

@@ -1,151 +1,63 @@
-//! `/_test/claims/{key}[/claim|/finalize|/release]`: the claim authority reached directly, for
-//! the end-to-end tests of its rules; `/_test/signature`: both HMAC implementations on one
-//! vector; `POST /_test/panic`: a Rust panic in the worker, and
-//! `POST /_test/claims/{key}/panic` or `…/trap`: a panic, or a WebAssembly trap without one, in
-//! that key's object, for the tests that the next call runs on a fresh WebAssembly instance (see
-//! `src/entry.mjs`). Served only with `ENABLE_TEST_ROUTES=true` (404
-//! otherwise), and only to callers with the admin bearer token (401 otherwise).
+//! `/_test/...`: the test routes (see [`crate::test_routes`] for which exist and who may use
+//! them), carried out: the claim authority reached directly, a signature computed both ways,
+//! and panics or traps on demand, for the tests that the next call runs on a fresh
+//! WebAssembly instance (see `src/entry.mjs`).
 
+use js_sys::Uint8Array;
 use serde::Deserialize;
-use worker::{Env, Method, Response, Result};
+use worker::{Env, Response, Result};
 
 use super::authority_client::AuthorityClient;
+use super::door::{self, Visit};
 use super::env_config;
 use super::inbound::Inbound;
 use super::native;
-use super::respond;
-use crate::admin;
-use crate::answer::StoreFailure;
-use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::{ClaimPolicy, Fence, Nonce, Source};
+use crate::claim::Nonce;
 use crate::log_line::Route;
-use crate::origin::{Reason, UnknownReason};
-use crate::providers::Provider;
 use crate::secret::Secret;
 use crate::stripe::signature;
-use js_sys::Uint8Array;
-
-#[derive(Deserialize)]
-struct SettleBody {
-    fence: Fence,
-    #[serde(default)]
-    reason: Option<String>,
-}
+use crate::test_routes::{self, SettleBody, TestRoute};
 
 /// Serves one test route; `rest` is the path after `/_test/`.
 pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let method = req.method();
-    let refuse = |status, code, detail: &str| {
-        respond::refuse(env, Route::Test, &method, status, code, detail, None)
+    let refuse = |(status, code, detail): (u16, &'static str, &str)| {
+        door::refuse(env, Route::Test, &method, status, code, detail, None)
     };
-    // A broken configuration is answered as on every other route, before anything else: it
-    // cannot say whether the test routes are on.
-    let config = match env_config::config(env) {
-        Ok(config) if config.admin.test_routes => config,
-        Ok(_) => return refuse(404, "not_found", "test routes are off"),
-        Err(_) => return refuse(500, "misconfigured", "see /healthz"),
-    };
+    let config = env_config::config(env);
     let authorization = req.headers().get("authorization")?;
-    let token = config.admin.token.as_ref().map(|t| t.expose_str());
-    if !token.is_some_and(|token| admin::authorized(authorization.as_deref(), token)) {
-        let response = refuse(
-            401,
-            "unauthorized",
-            "the test routes need the admin bearer token",
-        )?;
-        response.headers().set("www-authenticate", "Bearer")?;
-        return Ok(response);
+    let loaded = config.as_deref().map_err(|problems| &**problems);
+    if let Some(refusal) = test_routes::refusal(loaded, authorization.as_deref()) {
+        return refuse(refusal);
     }
-    if rest == "panic" && method == Method::Post {
-        panic!("a panic asked for by POST /_test/panic");
-    }
-    if rest == "signature" && method == Method::Post {
-        return match req.json::<SignatureVector>().await {
-            Ok(vector) => cross_check(vector).await,
-            Err(error) => refuse(400, "bad_request", &error.to_string()),
-        };
-    }
-    let Some((key, op)) = rest
-        .strip_prefix("claims/")
-        .map(|rest| rest.split_once('/').unwrap_or((rest, "")))
-        .filter(|(key, _)| !key.is_empty())
-    else {
-        return refuse(404, "not_found", "unknown test route");
+    let Ok(config) = config else {
+        return refuse((500, "misconfigured", "see /healthz"));
     };
-    let request = match (&method, op) {
-        (Method::Get, "") => AuthorityRequest::Inspect { key: key.into() },
-        (Method::Post, "claim") => AuthorityRequest::Claim {
-            key: key.into(),
-            policy: config.webhook.claims,
-            nonce: Nonce::random().map_err(|e| worker::Error::RustError(e.to_string()))?,
-            source: Source::Webhook(Provider::Stripe),
+    let (key, op) = match test_routes::route(method.as_ref(), rest) {
+        None => return refuse((404, "not_found", "unknown test route")),
+        Some(TestRoute::Panic) => panic!("a panic asked for by POST /_test/panic"),
+        Some(TestRoute::Signature) => {
+            return match req.json::<SignatureVector>().await {
+                Ok(vector) => cross_check(vector).await,
+                Err(error) => refuse((400, "bad_request", &error.to_string())),
+            }
+        }
+        Some(TestRoute::Claims { key, op }) => (key, op),
+    };
+    let body = match op.takes_body() {
+        true => match req.json::<SettleBody>().await {
+            Ok(body) => Some(body),
+            Err(error) => return refuse((400, "bad_request", &error.to_string())),
         },
-        (Method::Post, "panic" | "trap") => AuthorityRequest::Trap {
-            key: key.into(),
-            panic: op == "panic",
-        },
-        (Method::Post, "finalize" | "release") => match req.json::<SettleBody>().await {
-            Ok(body) => match settle(key, op, body, config.webhook.claims) {
-                Ok(request) => request,
-                Err(error) => return refuse(400, "bad_request", &error),
-            },
-            Err(error) => return refuse(400, "bad_request", &error.to_string()),
-        },
-        _ => return refuse(404, "not_found", "unknown test route"),
+        false => None,
+    };
+    let nonce = Nonce::random().map_err(|e| worker::Error::RustError(e.to_string()))?;
+    let request = match test_routes::request(&key, op, body, config.webhook.claims, nonce) {
+        Ok(request) => request,
+        Err(error) => return refuse((400, "bad_request", &error)),
     };
     let reply = AuthorityClient::new(env)?.send(&request).await;
-    let status = match &reply {
-        AuthorityReply::StoreFailed { .. } => match StoreFailure::of(&reply) {
-            StoreFailure::Unavailable => 503,
-            StoreFailure::Failed => 500,
-        },
-        _ => 200,
-    };
-    Ok(Response::from_json(&view(&reply))?.with_status(status))
-}
-
-/// The reply as the test routes show it: a rule's outcome as `{"outcome": name, ...fields}`,
-/// any other reply as its fields (`{"record": ...}`), rather than the nested form the worker
-/// and the object exchange.
-fn view(reply: &AuthorityReply) -> serde_json::Value {
-    use serde_json::Value;
-    if let AuthorityReply::Record { record } = reply {
-        // A record as the admin API shows it, with its fence (which the tests settle with).
-        let view = record.as_deref().map(|record| {
-            let mut view = admin::record_view(record);
-            view["fence"] = serde_json::json!(record.fence());
-            view
-        });
-        return serde_json::json!({ "record": view });
-    }
-    let inner = match serde_json::to_value(reply) {
-        Ok(Value::Object(outer)) if outer.len() == 1 => outer.into_iter().next().map(|(_, v)| v),
-        Ok(other) => Some(other),
-        Err(_) => None,
-    }
-    .unwrap_or(Value::Null);
-    let is_outcome = matches!(
-        reply,
-        AuthorityReply::Claim(_)
-            | AuthorityReply::Finalize(_)
-            | AuthorityReply::Release(_)
-            | AuthorityReply::Forget(_)
-            | AuthorityReply::Enqueue(_)
-            | AuthorityReply::Redeliver(_)
-    );
-    match inner {
-        Value::String(name) if is_outcome => serde_json::json!({ "outcome": name }),
-        Value::Object(named) if is_outcome && named.len() == 1 => {
-            let (name, fields) = named.into_iter().next().expect("one entry");
-            let mut fields = match fields {
-                Value::Object(fields) => fields,
-                _ => serde_json::Map::new(),
-            };
-            fields.insert("outcome".into(), Value::String(name));
-            Value::Object(fields)
-        }
-        other => other,
-    }
+    Visit::start(Route::Test, &method).answer(env, test_routes::view(&reply))
 }
 
 /// A signature test vector: a secret, a timestamp and a body (base64).
@@ -178,35 +90,4 @@ async fn cross_check(vector: SignatureVector) -> Result<Response> {
         "webcrypto": native.first().map(hex::encode),
         "rust": hex::encode(rust),
     }))
-}
-
-/// The finalize or release a test route asks for; a release's reason is one this service
-/// writes (`origin answered 500` when none is given).
-fn settle(
-    key: &str,
-    op: &str,
-    body: SettleBody,
-    policy: ClaimPolicy,
-) -> std::result::Result<AuthorityRequest, String> {
-    if op == "finalize" {
-        return Ok(AuthorityRequest::Finalize {
-            key: key.into(),
-            fence: body.fence,
-            policy,
-            response: None,
-        });
-    }
-    let reason = match body.reason {
-        Some(text) => text
-            .parse()
-            .map_err(|error: UnknownReason| error.to_string())?,
-        None => Reason::Answered(500),
-    };
-    Ok(AuthorityRequest::Release {
-        key: key.into(),
-        fence: body.fence,
-        reason,
-        policy,
-        only_after_lease: false,
-    })
 }

@@ -13,9 +13,9 @@ use super::env_config;
 use super::inbound::Inbound;
 use super::native;
 use super::rate_limit;
-use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Door, Forward};
+use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
 use crate::claim::Source;
-use crate::config::{self, DeliveryMode};
+use crate::config::DeliveryMode;
 use crate::log_line::{LogLine, Route};
 use crate::providers::{self, Identity, Provider};
 use crate::stripe::envelope;
@@ -32,13 +32,10 @@ pub async fn serve(provider: Provider, req: Inbound, env: &Env, ctx: &Context) -
     visit.line.provider = Some(provider);
     let answer = deliver(provider, &req, env, ctx, &mut visit.line).await;
     visit.line.outcome = answer.outcome;
-    let response = door::json(
-        answer.status,
-        &answer.body,
-        answer.retry_after,
-        answer.allow,
-    )?;
-    Ok(visit.finish(env, response))
+    if answer.note.is_some() {
+        visit.line.detail.clone_from(&answer.note);
+    }
+    visit.answer(env, answer.http())
 }
 
 /// Config, sender enabled, method, body, verify, then the delivery (sync) or its storage
@@ -53,23 +50,23 @@ async fn deliver(
     let config = match env_config::config(env) {
         Ok(config) => config,
         Err(problems) => {
-            let answer = webhook::refusal_answer(&Refusal::Misconfigured(problems.to_vec()));
-            line.detail = Some(config::describe(&problems));
-            return answer;
+            return webhook::refusal_answer(&Refusal::Misconfigured(problems.to_vec()))
         }
     };
     let Some((keys, origin_url)) = config.sender(provider) else {
-        return refused(line, Refusal::NotEnabled(provider));
+        return webhook::refusal_answer(&Refusal::NotEnabled(provider));
     };
     // After the sender check, so that a disabled route answers as an unknown path does.
     if req.method() != Method::Post {
-        return refused(line, Refusal::MethodNotAllowed);
+        return webhook::refusal_answer(&Refusal::MethodNotAllowed);
     }
     let limit = config.delivery.max_body_bytes;
     let body = match body::read_capped(req, limit).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge) => return refused(line, Refusal::BodyTooLarge { limit }),
-        Err(BodyError::Unreadable) => return refused(line, Refusal::UnreadableBody),
+        Err(BodyError::TooLarge) => {
+            return webhook::refusal_answer(&Refusal::BodyTooLarge { limit })
+        }
+        Err(BodyError::Unreadable) => return webhook::refusal_answer(&Refusal::UnreadableBody),
     };
     let headers = req.headers();
     let tolerance = config.webhook.signature_tolerance_seconds;
@@ -81,7 +78,7 @@ async fn deliver(
     };
     let (Identity { id, event_type }, replay_key) = match identified {
         Ok(identified) => identified,
-        Err(refusal) => return refused(line, refusal),
+        Err(refusal) => return webhook::refusal_answer(&refusal),
     };
     let key = provider.key(&id);
     line.key = Some(key.clone());
@@ -105,9 +102,6 @@ async fn deliver(
             known_only,
         };
         let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
-        if reply == AuthorityReply::NotKnown {
-            return refused(line, Refusal::ReplayLimited);
-        }
         return webhook::after_enqueue(&reply, &id, clock::now_ms());
     }
     let forward = Forward {
@@ -127,9 +121,6 @@ async fn deliver(
         known_only,
     };
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
-    if reply == AuthorityReply::NotKnown {
-        return refused(line, Refusal::ReplayLimited);
-    }
     webhook::after_delivery(&reply, &id, clock::now_ms())
 }
 
@@ -206,10 +197,4 @@ fn forwarded_headers(provider: Provider, headers: &Headers) -> Vec<(String, Stri
 /// The worker's clock in Unix seconds.
 fn now_seconds() -> i64 {
     (clock::now_ms() / 1_000) as i64
-}
-
-fn refused(line: &mut LogLine, refusal: Refusal) -> Answer {
-    let answer = webhook::refusal_answer(&refusal);
-    line.detail = webhook::log_detail(&refusal, &answer);
-    answer
 }

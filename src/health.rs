@@ -1,0 +1,91 @@
+//! `GET /healthz`: whether the configuration is usable, and which senders are on in which
+//! delivery mode. Pure: the worker passes the loaded configuration and renders the answer.
+
+use serde_json::{json, Map, Value};
+
+use crate::answer::HttpAnswer;
+use crate::config::{Config, ConfigProblem, DeliveryMode};
+use crate::providers::Provider;
+
+/// Each enabled provider with its delivery mode, e.g. `{"stripe":"sync","github":"queue"}`.
+fn enabled_providers(config: &Config) -> Map<String, Value> {
+    Provider::ALL
+        .into_iter()
+        .filter(|provider| config.sender(*provider).is_some())
+        .map(|provider| {
+            let mode = match config.queue.mode(provider) {
+                DeliveryMode::Sync => "sync",
+                DeliveryMode::Queue => "queue",
+            };
+            (provider.name().to_owned(), mode.into())
+        })
+        .collect()
+}
+
+/// The answer to `GET /healthz` with `loaded` (the configuration, or every problem in it):
+/// 200 with the enabled providers and their delivery modes, else 503 naming each key with a
+/// problem (never a value).
+pub fn answer(loaded: Result<&Config, &[ConfigProblem]>) -> HttpAnswer {
+    let name = env!("CARGO_PKG_NAME");
+    let version = env!("CARGO_PKG_VERSION");
+    match loaded {
+        Ok(config) => HttpAnswer::json(
+            200,
+            &json!({
+                "name": name,
+                "version": version,
+                "status": "ok",
+                "providers": enabled_providers(config),
+            }),
+        ),
+        Err(problems) => HttpAnswer::json(
+            503,
+            &json!({
+                "name": name,
+                "version": version,
+                "status": "misconfigured",
+                "problems": problems.iter().map(|p| json!({
+                    "key": p.key,
+                    "problem": p.problem,
+                })).collect::<Vec<_>>(),
+            }),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(answer: &HttpAnswer) -> Value {
+        serde_json::from_slice(answer.body.as_deref().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_usable_configuration_names_each_sender_and_its_mode() {
+        let config = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("http://127.0.0.1:9/hook".into()),
+            "GITHUB_WEBHOOK_SECRET" => Some("gh-secret".into()),
+            _ => None,
+        })
+        .unwrap();
+        let answer = answer(Ok(&config));
+        assert_eq!(answer.status, 200);
+        assert_eq!(
+            body(&answer)["providers"],
+            json!({ "stripe": "sync", "github": "queue" })
+        );
+    }
+
+    #[test]
+    fn a_broken_configuration_names_its_keys_never_their_values() {
+        let problems =
+            Config::load(|key| (key == "LEASE_SECONDS").then(|| "x".into())).unwrap_err();
+        let answer = answer(Err(&problems));
+        assert_eq!(answer.status, 503);
+        let text = String::from_utf8(answer.body.unwrap()).unwrap();
+        assert!(text.contains("LEASE_SECONDS") && text.contains("\"misconfigured\""));
+        assert!(!text.contains("\"x\""), "never a value");
+    }
+}

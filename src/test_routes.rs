@@ -1,0 +1,294 @@
+//! The test routes' rules (off unless `ENABLE_TEST_ROUTES=true`, and only for the admin bearer
+//! token): `/_test/claims/{key}[/claim|/finalize|/release|/panic|/trap]` reach the claim
+//! authority directly, for the end-to-end tests of its rules; `POST /_test/signature` computes
+//! one signature both ways the worker can; `POST /_test/panic` panics in the worker. Pure: the
+//! worker reads the request, asks here, and carries it out.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::admin;
+use crate::answer::{HttpAnswer, StoreFailure};
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{ClaimPolicy, Fence, Nonce, Source};
+use crate::config::{Config, ConfigProblem};
+use crate::origin::{Reason, UnknownReason};
+use crate::providers::Provider;
+
+/// A test route.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TestRoute {
+    /// `POST /_test/panic`: a Rust panic in the worker.
+    Panic,
+    /// `POST /_test/signature`: a signature computed by WebCrypto and by the `hmac` crate.
+    Signature,
+    /// A request to the claim authority of `key`.
+    Claims {
+        /// The key.
+        key: String,
+        /// What to ask.
+        op: ClaimsOp,
+    },
+}
+
+/// What a `/_test/claims/{key}` route asks of the key's claim authority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimsOp {
+    /// `GET`: the record.
+    Inspect,
+    /// `POST …/claim`: a claim, as a webhook's.
+    Claim,
+    /// `POST …/finalize` with `{"fence"}`.
+    Finalize,
+    /// `POST …/release` with `{"fence", "reason"}`.
+    Release,
+    /// `POST …/panic`: a Rust panic in the object.
+    Panic,
+    /// `POST …/trap`: a WebAssembly trap without a panic in the object.
+    Trap,
+}
+
+impl ClaimsOp {
+    /// True when the route reads a JSON body (a fence).
+    pub fn takes_body(self) -> bool {
+        matches!(self, ClaimsOp::Finalize | ClaimsOp::Release)
+    }
+}
+
+/// The body of a finalize or release route.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SettleBody {
+    /// The fence to settle with.
+    pub fence: Fence,
+    /// A release's reason, as a reason's text (`origin answered 500` when none).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Who may use the test routes: the refusal (status, code, detail) of a request, or `None` to
+/// serve it. A broken configuration is answered as on every other route, before anything else:
+/// it cannot say whether the test routes are on.
+pub fn refusal(
+    config: Result<&Config, &[ConfigProblem]>,
+    authorization: Option<&str>,
+) -> Option<(u16, &'static str, &'static str)> {
+    let config = match config {
+        Ok(config) if config.admin.test_routes => config,
+        Ok(_) => return Some((404, "not_found", "test routes are off")),
+        Err(_) => return Some((500, "misconfigured", "see /healthz")),
+    };
+    let token = config.admin.token.as_ref().map(|token| token.expose_str());
+    if token.is_some_and(|token| admin::authorized(authorization, token)) {
+        return None;
+    }
+    Some((
+        401,
+        "unauthorized",
+        "the test routes need the admin bearer token",
+    ))
+}
+
+/// The test route `method` `rest` (the path after `/_test/`) names, if any.
+pub fn route(method: &str, rest: &str) -> Option<TestRoute> {
+    match (method, rest) {
+        ("POST", "panic") => return Some(TestRoute::Panic),
+        ("POST", "signature") => return Some(TestRoute::Signature),
+        _ => {}
+    }
+    let (key, op) = rest
+        .strip_prefix("claims/")
+        .map(|rest| rest.split_once('/').unwrap_or((rest, "")))
+        .filter(|(key, _)| !key.is_empty())?;
+    let op = match (method, op) {
+        ("GET", "") => ClaimsOp::Inspect,
+        ("POST", "claim") => ClaimsOp::Claim,
+        ("POST", "finalize") => ClaimsOp::Finalize,
+        ("POST", "release") => ClaimsOp::Release,
+        ("POST", "panic") => ClaimsOp::Panic,
+        ("POST", "trap") => ClaimsOp::Trap,
+        _ => return None,
+    };
+    Some(TestRoute::Claims {
+        key: key.to_owned(),
+        op,
+    })
+}
+
+/// The request `op` sends to the claim authority of `key` (`body`: its settle body, `nonce`: a
+/// claim's request id); a release whose reason is not one this service writes is refused.
+pub fn request(
+    key: &str,
+    op: ClaimsOp,
+    body: Option<SettleBody>,
+    policy: ClaimPolicy,
+    nonce: Nonce,
+) -> Result<AuthorityRequest, String> {
+    let key = key.to_owned();
+    Ok(match (op, body) {
+        (ClaimsOp::Inspect, _) => AuthorityRequest::Inspect { key },
+        (ClaimsOp::Claim, _) => AuthorityRequest::Claim {
+            key,
+            policy,
+            nonce,
+            source: Source::Webhook(Provider::Stripe),
+        },
+        (ClaimsOp::Panic | ClaimsOp::Trap, _) => AuthorityRequest::Trap {
+            key,
+            panic: op == ClaimsOp::Panic,
+        },
+        (ClaimsOp::Finalize, Some(body)) => AuthorityRequest::Finalize {
+            key,
+            fence: body.fence,
+            policy,
+            response: None,
+        },
+        (ClaimsOp::Release, Some(body)) => AuthorityRequest::Release {
+            key,
+            fence: body.fence,
+            reason: match body.reason {
+                Some(text) => text
+                    .parse()
+                    .map_err(|error: UnknownReason| error.to_string())?,
+                None => Reason::Answered(500),
+            },
+            policy,
+            only_after_lease: false,
+        },
+        (ClaimsOp::Finalize | ClaimsOp::Release, None) => {
+            return Err("a JSON body with a fence is required".into())
+        }
+    })
+}
+
+/// The reply as the test routes show it (200, or 503 / 500 for a store failure): a rule's
+/// outcome as `{"outcome": name, ...fields}`, a record as the admin API shows it (with its
+/// fence, which the tests settle with), rather than the nested form the worker and the object
+/// exchange.
+pub fn view(reply: &AuthorityReply) -> HttpAnswer {
+    let status = match reply {
+        AuthorityReply::StoreFailed { .. } => match StoreFailure::of(reply) {
+            StoreFailure::Unavailable => 503,
+            StoreFailure::Failed => 500,
+        },
+        _ => 200,
+    };
+    HttpAnswer::json(status, &view_body(reply))
+}
+
+fn view_body(reply: &AuthorityReply) -> Value {
+    if let AuthorityReply::Record { record } = reply {
+        let view = record.as_deref().map(|record| {
+            let mut view = admin::record_view(record);
+            view["fence"] = json!(record.fence());
+            view
+        });
+        return json!({ "record": view });
+    }
+    let inner = match serde_json::to_value(reply) {
+        Ok(Value::Object(outer)) if outer.len() == 1 => outer.into_iter().next().map(|(_, v)| v),
+        Ok(other) => Some(other),
+        Err(_) => None,
+    }
+    .unwrap_or(Value::Null);
+    let is_outcome = matches!(
+        reply,
+        AuthorityReply::Claim(_)
+            | AuthorityReply::Finalize(_)
+            | AuthorityReply::Release(_)
+            | AuthorityReply::Forget(_)
+            | AuthorityReply::Enqueue(_)
+            | AuthorityReply::Redeliver(_)
+    );
+    match inner {
+        Value::String(name) if is_outcome => json!({ "outcome": name }),
+        Value::Object(named) if is_outcome && named.len() == 1 => {
+            let (name, fields) = named.into_iter().next().expect("one entry");
+            let mut fields = match fields {
+                Value::Object(fields) => fields,
+                _ => serde_json::Map::new(),
+            };
+            fields.insert("outcome".into(), Value::String(name));
+            Value::Object(fields)
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::{ClaimOutcome, ReleaseOutcome};
+
+    const POLICY: ClaimPolicy = ClaimPolicy {
+        lease_ms: 1_000,
+        retention_ms: 10_000,
+    };
+
+    #[test]
+    fn routes_are_read_from_the_method_and_the_path() {
+        assert_eq!(route("POST", "panic"), Some(TestRoute::Panic));
+        assert_eq!(route("GET", "panic"), None);
+        assert_eq!(
+            route("POST", "claims/evt_1/release"),
+            Some(TestRoute::Claims {
+                key: "evt_1".into(),
+                op: ClaimsOp::Release
+            })
+        );
+        assert_eq!(
+            route("GET", "claims/evt_1"),
+            Some(TestRoute::Claims {
+                key: "evt_1".into(),
+                op: ClaimsOp::Inspect
+            })
+        );
+        assert_eq!(route("POST", "claims/"), None);
+        assert_eq!(route("DELETE", "claims/evt_1"), None);
+    }
+
+    #[test]
+    fn a_release_needs_a_reason_this_service_writes() {
+        let body = |reason: Option<&str>| SettleBody {
+            fence: Fence::new(1, [1; 16]),
+            reason: reason.map(str::to_owned),
+        };
+        let nonce = Nonce([2; 16]);
+        assert!(matches!(
+            request("evt_1", ClaimsOp::Release, Some(body(None)), POLICY, nonce),
+            Ok(AuthorityRequest::Release {
+                reason: Reason::Answered(500),
+                ..
+            })
+        ));
+        assert!(request(
+            "evt_1",
+            ClaimsOp::Release,
+            Some(body(Some("late"))),
+            POLICY,
+            nonce
+        )
+        .is_err());
+        assert!(request("evt_1", ClaimsOp::Finalize, None, POLICY, nonce).is_err());
+    }
+
+    #[test]
+    fn replies_are_shown_flat() {
+        let claimed = view(&AuthorityReply::Claim(ClaimOutcome::DuplicateInflight {
+            lease_expires_at: 5,
+            retry_at: 4,
+        }));
+        let body: Value = serde_json::from_slice(claimed.body.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({ "outcome": "duplicate_inflight", "lease_expires_at": 5, "retry_at": 4 })
+        );
+        let released = view(&AuthorityReply::Release(ReleaseOutcome::AlreadyDone));
+        let body: Value = serde_json::from_slice(released.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body, json!({ "outcome": "already_done" }));
+        let failed = view(&AuthorityReply::StoreFailed {
+            retryable: true,
+            detail: "busy".into(),
+        });
+        assert_eq!(failed.status, 503);
+    }
+}
