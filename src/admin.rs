@@ -14,8 +14,8 @@ use crate::claim::{
 };
 use crate::log_line::Outcome;
 use crate::origin::Reason;
+use crate::providers::stripe::envelope::is_event_id;
 use crate::providers::{is_header_id, Provider};
-use crate::stripe::envelope::is_event_id;
 
 /// True when `authorization` is `Bearer <token>` with the configured token (the scheme's name
 /// in any case, as HTTP reads it). Compares SHA-256 digests in constant time, so neither the
@@ -59,9 +59,9 @@ pub enum Action {
     Redeliver,
 }
 
-/// A parsed admin route.
+/// An admin request, parsed: which record, and what to do with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct Call {
     /// Events, a provider's deliveries, or keys.
     pub family: Family,
     /// The record's key (event id, `{provider}:{id}`, or scope).
@@ -70,9 +70,9 @@ pub struct Route {
     pub action: Action,
 }
 
-/// Why an admin path is refused.
+/// Why an admin request is refused before its record is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RouteError {
+pub enum CallError {
     /// No such route (404).
     NotFound,
     /// A known route with another method (405, with the allowed methods).
@@ -91,8 +91,8 @@ pub fn is_scope(key: &str) -> bool {
     })
 }
 
-/// Parses `path` (after `/admin/`) with `method` into a route.
-pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
+/// Parses `path` (after `/admin/`) with `method` into a call.
+pub fn call(method: &str, path: &str) -> Result<Call, CallError> {
     let (family, rest) = if let Some(rest) = path.strip_prefix("events/") {
         (Family::Events, rest)
     } else if let Some(rest) = path.strip_prefix("keys/") {
@@ -101,10 +101,10 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
         .strip_prefix("deliveries/")
         .and_then(|rest| rest.split_once('/'))
     {
-        let provider = Provider::from_name(name).ok_or(RouteError::NotFound)?;
+        let provider = Provider::from_name(name).ok_or(CallError::NotFound)?;
         (Family::Deliveries(provider), rest)
     } else {
-        return Err(RouteError::NotFound);
+        return Err(CallError::NotFound);
     };
     let (key, tail) = match rest.split_once('/') {
         Some((key, tail)) => (key, Some(tail)),
@@ -129,17 +129,17 @@ pub fn route(method: &str, path: &str) -> Result<Route, RouteError> {
     let action = match (tail, method) {
         (None, "GET") => Action::Inspect,
         (None, "DELETE") => Action::Forget,
-        (None, _) => return Err(RouteError::MethodNotAllowed("GET, DELETE")),
+        (None, _) => return Err(CallError::MethodNotAllowed("GET, DELETE")),
         (Some("release"), "POST") => Action::Release,
-        (Some("release"), _) => return Err(RouteError::MethodNotAllowed("POST")),
+        (Some("release"), _) => return Err(CallError::MethodNotAllowed("POST")),
         (Some("redeliver"), "POST") if queued => Action::Redeliver,
-        (Some("redeliver"), _) if queued => return Err(RouteError::MethodNotAllowed("POST")),
-        (Some(_), _) => return Err(RouteError::NotFound),
+        (Some("redeliver"), _) if queued => return Err(CallError::MethodNotAllowed("POST")),
+        (Some(_), _) => return Err(CallError::NotFound),
     };
     if !valid {
-        return Err(RouteError::InvalidKey(family));
+        return Err(CallError::InvalidKey(family));
     }
-    Ok(Route {
+    Ok(Call {
         family,
         key,
         action,
@@ -272,12 +272,12 @@ impl AdminAnswer {
     }
 
     /// The answer to a path that is not a usable route.
-    pub fn for_route_error(error: RouteError) -> AdminAnswer {
+    pub fn for_call_error(error: CallError) -> AdminAnswer {
         match error {
-            RouteError::NotFound => {
+            CallError::NotFound => {
                 AdminAnswer::refused(404, "not_found", "no such admin route", "not_found")
             }
-            RouteError::MethodNotAllowed(allow) => AdminAnswer {
+            CallError::MethodNotAllowed(allow) => AdminAnswer {
                 allow: Some(allow),
                 ..AdminAnswer::refused(
                     405,
@@ -286,20 +286,20 @@ impl AdminAnswer {
                     "method_not_allowed",
                 )
             },
-            RouteError::InvalidKey(Family::Events) => AdminAnswer::refused(
+            CallError::InvalidKey(Family::Events) => AdminAnswer::refused(
                 400,
                 "invalid_event_id",
                 "not a Stripe event id",
                 "invalid_event_id",
             ),
-            RouteError::InvalidKey(Family::Deliveries(_)) => AdminAnswer::refused(
+            CallError::InvalidKey(Family::Deliveries(_)) => AdminAnswer::refused(
                 400,
                 "invalid_delivery_id",
                 "not a delivery id: 1 to 255 printable ASCII characters without spaces \
                  (percent-encoded in the path), or a Stripe event id under stripe",
                 "invalid_delivery_id",
             ),
-            RouteError::InvalidKey(Family::Keys) => AdminAnswer::refused(
+            CallError::InvalidKey(Family::Keys) => AdminAnswer::refused(
                 400,
                 "invalid_scope",
                 "not an idempotency scope (idem_ + 64 hex)",
@@ -380,33 +380,7 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
             json!({ "record": record_view(record) }),
             "admin_inspect",
         )),
-        Action::Release if record.state() != ClaimState::Processing => {
-            Next::Answer(AdminAnswer::new(
-                409,
-                json!({ "error": "not_processing", "state": record.state(), "detail": "only a processing claim can be released" }),
-                "admin_release_refused",
-            ))
-        }
-        Action::Release if record.holds_body() => {
-            Next::Answer(AdminAnswer::new(
-                409,
-                json!({
-                    "error": "queued_delivery",
-                    "lease_expires_at": record.lease.until,
-                    "lease_expires_at_time": rfc3339(record.lease.until),
-                    "detail": "an attempt of queue mode: the event's object takes it over itself when its lease ends; redeliver serves a dead event",
-                }),
-                "admin_release_refused",
-            ))
-        }
-        Action::Release if record.has_live_lease(now) && !force => {
-            Next::Answer(lease_live(record.lease.until))
-        }
-        Action::Release => Next::Release {
-            fence: record.fence().clone(),
-            reason: Reason::Operator,
-            only_after_lease: !force,
-        },
+        Action::Release => release_after_inspect(record, now, force),
         Action::Forget => Next::Forget {
             fence: record.fence().clone(),
         },
@@ -419,6 +393,37 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
             ))
         }
         Action::Redeliver => Next::Redeliver,
+    }
+}
+
+/// A release of `record`, read at `now` (see [`after_inspect`]).
+fn release_after_inspect(record: &ClaimRecord, now: Millis, force: bool) -> Next {
+    if record.state() != ClaimState::Processing {
+        return Next::Answer(AdminAnswer::new(
+            409,
+            json!({ "error": "not_processing", "state": record.state(), "detail": "only a processing claim can be released" }),
+            "admin_release_refused",
+        ));
+    }
+    if record.holds_body() {
+        return Next::Answer(AdminAnswer::new(
+            409,
+            json!({
+                "error": "queued_delivery",
+                "lease_expires_at": record.lease.until,
+                "lease_expires_at_time": rfc3339(record.lease.until),
+                "detail": "an attempt of queue mode: the event's object takes it over itself when its lease ends; redeliver serves a dead event",
+            }),
+            "admin_release_refused",
+        ));
+    }
+    if record.has_live_lease(now) && !force {
+        return Next::Answer(lease_live(record.lease.until));
+    }
+    Next::Release {
+        fence: record.fence().clone(),
+        reason: Reason::Operator,
+        only_after_lease: !force,
     }
 }
 
@@ -720,7 +725,7 @@ mod tests {
             (404, "admin_not_found")
         );
         assert_eq!(
-            AdminAnswer::for_route_error(RouteError::MethodNotAllowed("POST")).allow,
+            AdminAnswer::for_call_error(CallError::MethodNotAllowed("POST")).allow,
             Some("POST")
         );
         let (status, body) = answered(after_inspect(Action::Redeliver, &done, 0, false));
@@ -747,7 +752,7 @@ mod tests {
             404
         );
         assert_eq!(
-            AdminAnswer::for_route_error(RouteError::InvalidKey(Family::Keys)).status,
+            AdminAnswer::for_call_error(CallError::InvalidKey(Family::Keys)).status,
             400
         );
     }
@@ -756,63 +761,60 @@ mod tests {
     fn routes() {
         let scope = format!("idem_{}", "ab".repeat(32));
         assert_eq!(
-            route("GET", "events/evt_1"),
-            Ok(Route {
+            call("GET", "events/evt_1"),
+            Ok(Call {
                 family: Family::Events,
                 key: "evt_1".into(),
                 action: Action::Inspect
             })
         );
         assert_eq!(
-            route("POST", "events/evt_1/release").unwrap().action,
+            call("POST", "events/evt_1/release").unwrap().action,
             Action::Release
         );
         assert_eq!(
-            route("DELETE", "events/evt_1").unwrap().action,
+            call("DELETE", "events/evt_1").unwrap().action,
             Action::Forget
         );
         assert_eq!(
-            route("GET", &format!("keys/{scope}")).unwrap().family,
+            call("GET", &format!("keys/{scope}")).unwrap().family,
             Family::Keys
         );
         assert_eq!(
-            route("PUT", "events/evt_1"),
-            Err(RouteError::MethodNotAllowed("GET, DELETE"))
+            call("PUT", "events/evt_1"),
+            Err(CallError::MethodNotAllowed("GET, DELETE"))
         );
         assert_eq!(
-            route("GET", "events/evt_1/release"),
-            Err(RouteError::MethodNotAllowed("POST"))
+            call("GET", "events/evt_1/release"),
+            Err(CallError::MethodNotAllowed("POST"))
         );
         assert_eq!(
-            route("POST", "events/evt_1/redeliver").unwrap().action,
+            call("POST", "events/evt_1/redeliver").unwrap().action,
             Action::Redeliver
         );
         assert_eq!(
-            route("POST", &format!("keys/{scope}/redeliver")),
-            Err(RouteError::NotFound)
+            call("POST", &format!("keys/{scope}/redeliver")),
+            Err(CallError::NotFound)
+        );
+        assert_eq!(call("GET", "events/evt_1/other"), Err(CallError::NotFound));
+        assert_eq!(call("GET", "nothing/evt_1"), Err(CallError::NotFound));
+        assert_eq!(
+            call("GET", "events/ch_1"),
+            Err(CallError::InvalidKey(Family::Events))
         );
         assert_eq!(
-            route("GET", "events/evt_1/other"),
-            Err(RouteError::NotFound)
-        );
-        assert_eq!(route("GET", "nothing/evt_1"), Err(RouteError::NotFound));
-        assert_eq!(
-            route("GET", "events/ch_1"),
-            Err(RouteError::InvalidKey(Family::Events))
+            call("GET", "keys/idem_XYZ"),
+            Err(CallError::InvalidKey(Family::Keys))
         );
         assert_eq!(
-            route("GET", "keys/idem_XYZ"),
-            Err(RouteError::InvalidKey(Family::Keys))
-        );
-        assert_eq!(
-            route("GET", "keys/evt_1"),
-            Err(RouteError::InvalidKey(Family::Keys))
+            call("GET", "keys/evt_1"),
+            Err(CallError::InvalidKey(Family::Keys))
         );
     }
 
     #[test]
     fn deliveries_are_addressed_by_provider_and_the_sender_s_id() {
-        let github = route("POST", "deliveries/github/72d3162e-cc78/redeliver").unwrap();
+        let github = call("POST", "deliveries/github/72d3162e-cc78/redeliver").unwrap();
         assert_eq!(
             (github.family, github.key.as_str(), github.action),
             (
@@ -822,31 +824,26 @@ mod tests {
             )
         );
         assert_eq!(
-            route("GET", "deliveries/stripe/evt_1").unwrap().key,
+            call("GET", "deliveries/stripe/evt_1").unwrap().key,
             "evt_1",
             "the same record as events/evt_1"
         );
         assert_eq!(
-            route("GET", "deliveries/standard/msg%2F1%3F").unwrap().key,
+            call("GET", "deliveries/standard/msg%2F1%3F").unwrap().key,
             "standard:msg/1?"
         );
         assert_eq!(
-            route("GET", "deliveries/shopify/a%20b"),
-            Err(RouteError::InvalidKey(Family::Deliveries(
-                Provider::Shopify
-            )))
+            call("GET", "deliveries/shopify/a%20b"),
+            Err(CallError::InvalidKey(Family::Deliveries(Provider::Shopify)))
         );
         assert_eq!(
-            route("GET", "deliveries/stripe/msg_1"),
-            Err(RouteError::InvalidKey(Family::Deliveries(Provider::Stripe)))
+            call("GET", "deliveries/stripe/msg_1"),
+            Err(CallError::InvalidKey(Family::Deliveries(Provider::Stripe)))
         );
+        assert_eq!(call("GET", "deliveries/paypal/1"), Err(CallError::NotFound));
+        assert_eq!(call("GET", "deliveries/github"), Err(CallError::NotFound));
         assert_eq!(
-            route("GET", "deliveries/paypal/1"),
-            Err(RouteError::NotFound)
-        );
-        assert_eq!(route("GET", "deliveries/github"), Err(RouteError::NotFound));
-        assert_eq!(
-            AdminAnswer::for_route_error(RouteError::InvalidKey(Family::Deliveries(
+            AdminAnswer::for_call_error(CallError::InvalidKey(Family::Deliveries(
                 Provider::Github
             )))
             .status,

@@ -134,6 +134,16 @@ pub fn origin_request_headers(
     headers
 }
 
+/// The rate limiter's keys of a keyed request: its client (hashed) and its address
+/// (`CF-Connecting-IP`), both of which must be within the limit, so a client that makes up a
+/// new identity per request is still bounded by its address.
+pub fn rate_limit_keys(client: Option<&str>, address: Option<&str>) -> [String; 2] {
+    [
+        rate_limit_client_key(client),
+        rate_limit_address_key(address),
+    ]
+}
+
 /// The key under which a client's requests are rate-limited: a hash of its identity (never the
 /// identity itself), or `anonymous`.
 pub fn rate_limit_client_key(client: Option<&str>) -> String {

@@ -10,11 +10,10 @@
 //! | [`authority`] | the messages to the claim authority (one Durable Object per key), and a delivery's rules: what to claim, how to settle |
 //! | [`origin`] | what an origin's answer (or its absence) means for a claim |
 //! | [`webhook`] | the webhook doors' refusals and answer table (every sender) |
-//! | [`providers`] | the senders: names, record keys, default modes; the other senders' signature and id rules |
+//! | [`providers`] | the senders: names, record keys, default modes, and each sender's signature and id rules (Stripe's `Stripe-Signature` and event envelope among them) |
 //! | [`idempotency`] | the Idempotency-Key door's rules and answer table |
 //! | [`admin`] | the admin API's routes, token check and answer table |
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
-//! | [`stripe`] | `Stripe-Signature` verification and the event envelope |
 //! | [`config`] | every configuration key, in sections, with its default and check |
 //! | [`health`] | what `GET /healthz` answers |
 //! | [`mac`] | the HMAC-SHA256 every sender signs with, and the constant-time comparison of signatures |
@@ -37,7 +36,6 @@ pub mod mac;
 pub mod origin;
 pub mod providers;
 pub mod secret;
-pub mod stripe;
 pub mod test_routes;
 pub mod webhook;
 

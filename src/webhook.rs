@@ -10,14 +10,14 @@
 use serde_json::{json, Value};
 
 use crate::answer::{retry_after_seconds, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS};
-use crate::authority::{AuthorityReply, Delivery};
+use crate::authority::{AuthorityReply, Delivery, Report};
 use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis};
 use crate::config::{self, ConfigProblem};
 use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
-use crate::providers::{Provider, Refusal as SenderRefusal};
-use crate::stripe::envelope::EnvelopeError;
-use crate::stripe::signature::SignatureError;
+use crate::providers::stripe::envelope::EnvelopeError;
+use crate::providers::stripe::signature::SignatureError;
+use crate::providers::{Provider, SenderError};
 
 /// The answer to send: status, JSON body, optional `Retry-After` and `Allow`, and the log's
 /// outcome.
@@ -81,7 +81,7 @@ pub enum Refusal {
     /// The verified body is not a usable Stripe event (400).
     Envelope(EnvelopeError),
     /// A header-identified sender's delivery failed its checks (400).
-    Sender(SenderRefusal),
+    Sender(SenderError),
     /// The same signed body was delivered more often than the replay limit allows, under a key
     /// its object does not know (429 + `Retry-After`); see
     /// [`crate::providers::replay_limit_key`].
@@ -166,27 +166,35 @@ fn refusal_table(refusal: &Refusal) -> Answer {
 ///   `origin_timeout` (no answer in time: the claim is held while a late answer is awaited),
 ///   502 `origin_unreachable` (no answer at all).
 pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> Answer {
-    let report = match reply {
-        AuthorityReply::Delivery(Delivery::Forwarded(report)) => report,
+    match reply {
+        AuthorityReply::Delivery(Delivery::Forwarded(report)) => forwarded(report, event_id),
         AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateProcessed {
             ..
-        })) => {
-            return Answer {
-                status: 200,
-                body: json!({ "status": "duplicate" }),
-                retry_after: None,
-                allow: None,
-                outcome: Outcome::Duplicate,
-                note: None,
-            }
-        }
+        })) => ok(json!({ "status": "duplicate" }), Outcome::Duplicate),
         AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateInflight {
             retry_at,
             ..
-        })) => return in_flight(*retry_at, now),
-        AuthorityReply::NotKnown => return refusal_answer(&Refusal::ReplayLimited),
-        other => return store_failure_answer(StoreFailure::of(other)),
-    };
+        })) => in_flight(*retry_at, now),
+        AuthorityReply::NotKnown => refusal_answer(&Refusal::ReplayLimited),
+        other => store_failure_answer(StoreFailure::of(other)),
+    }
+}
+
+/// A 200 with `body`.
+fn ok(body: Value, outcome: Outcome) -> Answer {
+    Answer {
+        status: 200,
+        body,
+        retry_after: None,
+        allow: None,
+        outcome,
+        note: None,
+    }
+}
+
+/// The answer to a delivery that was forwarded: 200 `processed` when the origin succeeded,
+/// else 502 / 504 saying what happens next.
+fn forwarded(report: &Report, event_id: &str) -> Answer {
     let then = match report.verdict {
         Verdict::Failed(_) => "the event will be processed again on retry",
         Verdict::Pending => "its answer is still awaited; retry later",
@@ -195,14 +203,10 @@ pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> An
         }
     };
     match report.outcome {
-        OriginOutcome::Answered { status } if report.verdict == Verdict::Succeeded => Answer {
-            status: 200,
-            body: json!({ "status": "processed", "event_id": event_id, "origin_status": status }),
-            retry_after: None,
-            allow: None,
-            outcome: Outcome::Processed,
-            note: None,
-        },
+        OriginOutcome::Answered { status } if report.verdict == Verdict::Succeeded => ok(
+            json!({ "status": "processed", "event_id": event_id, "origin_status": status }),
+            Outcome::Processed,
+        ),
         OriginOutcome::Answered { status } => Answer {
             body: json!({
                 "error": "origin_failed",
@@ -488,7 +492,7 @@ mod tests {
             (answer.status, answer.outcome),
             (400, Outcome::Code("invalid_event_id"))
         );
-        let answer = refusal_answer(&Refusal::Sender(SenderRefusal::TimestampTooOld));
+        let answer = refusal_answer(&Refusal::Sender(SenderError::TimestampTooOld));
         assert_eq!(
             (answer.status, answer.outcome),
             (400, Outcome::Code("timestamp_too_old"))

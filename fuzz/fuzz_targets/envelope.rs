@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use webhook_dedup::stripe::envelope;
+use webhook_dedup::providers::stripe::envelope;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(event) = envelope::parse(data) {

@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use webhook_dedup::config::Config;
-use webhook_dedup::stripe::signature;
+use webhook_dedup::providers::stripe::signature;
 
 fuzz_target!(|data: &[u8]| {
     let split = data

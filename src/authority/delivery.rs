@@ -15,6 +15,7 @@ use crate::claim::{
     self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimStore, Fence,
     FinalizeOutcome, Millis, Nonce, ReleaseOutcome, Source, StoreError,
 };
+use crate::config::ApiConfig;
 use crate::origin::{OriginOutcome, Reason, Verdict};
 
 /// Where and how the object forwards the delivery, and how long it waits for the answer.
@@ -55,6 +56,51 @@ pub struct Deliver {
     pub known_only: bool,
 }
 
+impl Deliver {
+    /// A webhook delivery of `key` from `source`, forwarded with `forward`.
+    pub fn webhook(
+        key: String,
+        policy: ClaimPolicy,
+        nonce: Nonce,
+        source: Source,
+        forward: Forward,
+        known_only: bool,
+    ) -> Deliver {
+        Deliver {
+            key,
+            policy,
+            nonce,
+            source,
+            forward,
+            door: Door::Webhook,
+            known_only,
+        }
+    }
+}
+
+impl Deliver {
+    /// An Idempotency-Key request of `scope`, bound to `fingerprint`, under `api`'s terms.
+    pub fn api(
+        scope: String,
+        api: &ApiConfig,
+        nonce: Nonce,
+        fingerprint: String,
+        forward: Forward,
+    ) -> Deliver {
+        Deliver {
+            key: scope,
+            policy: api.claims,
+            nonce,
+            source: Source::Api { fingerprint },
+            forward,
+            door: Door::Api {
+                max_cached_body: api.max_response_bytes,
+            },
+            known_only: false,
+        }
+    }
+}
+
 /// A claim won for a delivery: what the forward and the settle need.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Won {
@@ -79,8 +125,9 @@ pub enum Begin {
 }
 
 /// Claims the key of `deliver` at `now` (`salt`: fresh random bytes from the object for the
-/// fence). A won claim is forwarded; anything else is answered at once. The same delivery sent again (same nonce, after a lost answer) is answered as in
-/// flight: its first send already forwards it, and forwarding it twice could run it twice.
+/// fence). A won claim is forwarded; anything else is answered at once. The same delivery sent
+/// again (same nonce, after a lost answer) is answered as in flight: its first send already
+/// forwards it, and forwarding it twice could run it twice.
 pub fn begin<S: ClaimStore>(
     store: &mut S,
     deliver: &Deliver,
@@ -93,6 +140,7 @@ pub fn begin<S: ClaimStore>(
             return (Begin::Reply(refusal), None);
         }
     }
+    let forward = &deliver.forward;
     let request = ClaimRequest {
         key: &deliver.key,
         now,
@@ -100,44 +148,46 @@ pub fn begin<S: ClaimStore>(
         nonce: deliver.nonce,
         salt,
         source: &deliver.source,
-        answer_within_ms: Some(
-            deliver
-                .forward
-                .timeout_ms
-                .saturating_add(deliver.forward.wait_ms),
-        ),
+        answer_within_ms: Some(forward.timeout_ms.saturating_add(forward.wait_ms)),
     };
     let begin = match claim::claim(&mut watched, &request) {
-        Ok(ClaimOutcome::Claimed {
+        Ok(outcome) => begin_on(outcome, &mut watched, &deliver.key, now),
+        Err(error) => Begin::Reply(error.into()),
+    };
+    (begin, watched.wake_needed())
+}
+
+/// What a claim's `outcome` means for a delivery: forward a claim just won; answer a repeated
+/// one as in flight, told when to come back; answer anything else as it is.
+fn begin_on<S: ClaimStore>(outcome: ClaimOutcome, store: &mut S, key: &str, now: Millis) -> Begin {
+    let declined = |outcome| Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(outcome)));
+    match outcome {
+        ClaimOutcome::Claimed {
             fence,
             attempt,
             takeover,
             lease_expires_at,
             repeated: false,
-        }) => Begin::Forward(Won {
+        } => Begin::Forward(Won {
             fence,
             attempt,
             takeover,
             lease_expires_at,
         }),
-        Ok(ClaimOutcome::Claimed {
+        ClaimOutcome::Claimed {
             lease_expires_at, ..
-        }) => {
-            let retry_at = match watched.load(&deliver.key) {
+        } => {
+            let retry_at = match store.load(key) {
                 Ok(Some(record)) => record.retry_at(now),
                 _ => lease_expires_at,
             };
-            Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(
-                ClaimOutcome::DuplicateInflight {
-                    lease_expires_at,
-                    retry_at,
-                },
-            )))
+            declined(ClaimOutcome::DuplicateInflight {
+                lease_expires_at,
+                retry_at,
+            })
         }
-        Ok(declined) => Begin::Reply(AuthorityReply::Delivery(Delivery::Declined(declined))),
-        Err(error) => Begin::Reply(error.into()),
-    };
-    (begin, watched.wake_needed())
+        other => declined(other),
+    }
 }
 
 /// How the delivery stands when its sender is answered.

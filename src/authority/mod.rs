@@ -310,16 +310,27 @@ pub fn handle<S: ClaimStore>(
     salt: Nonce,
 ) -> (AuthorityReply, WakeBy) {
     let mut store = Watched::new(store);
-    let store = &mut store;
-    let result = match request {
+    match run(&mut store, request, body, now, salt) {
+        Ok(reply) => (reply, store.wake_needed()),
+        Err(error) => (error.into(), None),
+    }
+}
+
+fn run<S: ClaimStore>(
+    store: &mut Watched<'_, S>,
+    request: &AuthorityRequest,
+    body: &[u8],
+    now: Millis,
+    salt: Nonce,
+) -> Result<AuthorityReply, StoreError> {
+    match request {
         AuthorityRequest::Claim {
             key,
             policy,
             nonce,
             source,
-        } => claim::claim(
-            store,
-            &ClaimRequest {
+        } => {
+            let request = ClaimRequest {
                 key,
                 now,
                 policy: *policy,
@@ -327,9 +338,9 @@ pub fn handle<S: ClaimStore>(
                 salt,
                 source,
                 answer_within_ms: None,
-            },
-        )
-        .map(AuthorityReply::Claim),
+            };
+            claim::claim(store, &request).map(AuthorityReply::Claim)
+        }
         AuthorityRequest::Finalize {
             key,
             fence,
@@ -337,28 +348,7 @@ pub fn handle<S: ClaimStore>(
             response,
         } => claim::finalize(store, key, fence, now, *policy, response.clone())
             .map(AuthorityReply::Finalize),
-        AuthorityRequest::Release {
-            key,
-            fence,
-            reason,
-            policy,
-            only_after_lease,
-        } => {
-            let live = match *only_after_lease {
-                true => claim::inspect(store, key, now).map(|record| {
-                    record.filter(|record| record.fence() == fence && record.has_live_lease(now))
-                }),
-                false => Ok(None),
-            };
-            match live {
-                Ok(Some(record)) => Ok(AuthorityReply::LeaseLive {
-                    lease_expires_at: record.lease.until,
-                }),
-                Ok(None) => claim::release(store, key, fence, now, *reason, *policy)
-                    .map(AuthorityReply::Release),
-                Err(error) => Err(error),
-            }
-        }
+        AuthorityRequest::Release { .. } => release(store, request, now),
         AuthorityRequest::Forget { key, fence } => {
             claim::forget(store, key, fence, now).map(AuthorityReply::Forget)
         }
@@ -367,28 +357,7 @@ pub fn handle<S: ClaimStore>(
                 record: record.map(Box::new),
             })
         }
-        AuthorityRequest::Enqueue {
-            key,
-            provider,
-            policy,
-            headers,
-            known_only,
-        } => match known_only
-            .then(|| refuse_unknown(store, key, now))
-            .flatten()
-        {
-            Some(refusal) => Ok(refusal),
-            None => claim::enqueue(
-                store,
-                key,
-                *provider,
-                now,
-                *policy,
-                salt,
-                &queue::payload(headers, body),
-            )
-            .map(AuthorityReply::Enqueue),
-        },
+        AuthorityRequest::Enqueue { .. } => enqueue(store, request, body, now, salt),
         AuthorityRequest::Redeliver { key, policy } => {
             claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver)
         }
@@ -399,11 +368,62 @@ pub fn handle<S: ClaimStore>(
         AuthorityRequest::Trap { .. } => Err(StoreError::Fatal(
             "a trap is made by the object, never by a rule".into(),
         )),
-    };
-    match result {
-        Ok(reply) => (reply, store.wake_needed()),
-        Err(error) => (error.into(), None),
     }
+}
+
+/// A release; an operator's without force is refused while the claim's lease is live by the
+/// object's own clock.
+fn release<S: ClaimStore>(
+    store: &mut Watched<'_, S>,
+    request: &AuthorityRequest,
+    now: Millis,
+) -> Result<AuthorityReply, StoreError> {
+    let AuthorityRequest::Release {
+        key,
+        fence,
+        reason,
+        policy,
+        only_after_lease,
+    } = request
+    else {
+        return Err(StoreError::Fatal("not a release".into()));
+    };
+    if *only_after_lease {
+        let record = claim::inspect(store, key, now)?;
+        if let Some(live) = record.filter(|r| r.fence() == fence && r.has_live_lease(now)) {
+            return Ok(AuthorityReply::LeaseLive {
+                lease_expires_at: live.lease.until,
+            });
+        }
+    }
+    claim::release(store, key, fence, now, *reason, *policy).map(AuthorityReply::Release)
+}
+
+/// Stores an event for queue mode (one past the replay limit only when its key is known).
+fn enqueue<S: ClaimStore>(
+    store: &mut Watched<'_, S>,
+    request: &AuthorityRequest,
+    body: &[u8],
+    now: Millis,
+    salt: Nonce,
+) -> Result<AuthorityReply, StoreError> {
+    let AuthorityRequest::Enqueue {
+        key,
+        provider,
+        policy,
+        headers,
+        known_only,
+    } = request
+    else {
+        return Err(StoreError::Fatal("not an event to store".into()));
+    };
+    if *known_only {
+        if let Some(refusal) = refuse_unknown(store, key, now) {
+            return Ok(refusal);
+        }
+    }
+    let payload = queue::payload(headers, body);
+    claim::enqueue(store, key, *provider, now, *policy, salt, &payload).map(AuthorityReply::Enqueue)
 }
 
 /// A store that remembers the alarm the record it last saved needs (`wake`), and the one the

@@ -3,7 +3,7 @@
 //! A queued event is stored as one value: a frame (see [`super::frame_prefix`]) holding the
 //! headers to forward as JSON, then the raw body.
 
-use super::{frame_json_range, frame_prefix, WakeBy, Watched};
+use super::{frame_json_range, frame_prefix, WakeBy, Watched, Won};
 use crate::claim::{
     self, AttemptOutcome, ClaimPolicy, ClaimStore, FailedOutcome, Failure, Fence, FinalizeOutcome,
     Millis, Nonce, RetryPolicy, StoreError,
@@ -60,6 +60,17 @@ pub fn outgoing<'a>(
     Some((headers, body))
 }
 
+/// What the alarm finds for a stored event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// An attempt started: forward the stored event from `provider` under this claim.
+    Attempt(Won, Provider),
+    /// No attempt was left when one came due: dead-lettered for this reason, nothing forwarded.
+    Dead(Reason, Provider),
+    /// Nothing to do now.
+    Nothing,
+}
+
 /// Starts the attempt due at `now` for `key` (see [`claim::start_attempt`]), and the alarm the
 /// write needs (the lease's end, so an attempt that dies is taken over).
 pub fn start<S: ClaimStore>(
@@ -69,10 +80,29 @@ pub fn start<S: ClaimStore>(
     policy: ClaimPolicy,
     retry: RetryPolicy,
     nonce: Nonce,
-) -> (Result<AttemptOutcome, StoreError>, WakeBy) {
+) -> (Result<Due, StoreError>, WakeBy) {
     let mut watched = Watched::new(store);
     let outcome = claim::start_attempt(&mut watched, key, now, policy, retry, nonce);
-    (outcome, watched.wake)
+    let due = outcome.map(|outcome| match outcome {
+        AttemptOutcome::Start {
+            fence,
+            attempt,
+            takeover,
+            lease_expires_at,
+            provider,
+        } => {
+            let won = Won {
+                fence,
+                attempt,
+                takeover,
+                lease_expires_at,
+            };
+            Due::Attempt(won, provider)
+        }
+        AttemptOutcome::Dead { reason, provider } => Due::Dead(reason, provider),
+        AttemptOutcome::NotDue { .. } | AttemptOutcome::Idle => Due::Nothing,
+    });
+    (due, watched.wake)
 }
 
 /// How a queued attempt ended, as settled.
@@ -234,7 +264,7 @@ mod tests {
         )
         .unwrap();
         let (started, wake) = start(&mut store, "evt_q", 5, POLICY, RETRY, Nonce([1; 16]));
-        let Ok(AttemptOutcome::Start { fence, .. }) = started else {
+        let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
             panic!("{started:?}")
         };
         assert_eq!(
@@ -266,7 +296,7 @@ mod tests {
             "a time-out is a failed attempt in queue mode"
         );
         let (started, _) = start(&mut store, "evt_q", 10_005, POLICY, RETRY, Nonce([2; 16]));
-        let Ok(AttemptOutcome::Start { fence, .. }) = started else {
+        let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
             panic!("{started:?}")
         };
         let (end, wake) = settle_attempt(
@@ -333,7 +363,7 @@ mod tests {
             )
             .unwrap();
             let (started, _) = start(&mut store, "evt_q", 0, POLICY, RETRY, Nonce([1; 16]));
-            let Ok(AttemptOutcome::Start { fence, .. }) = started else {
+            let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
                 panic!("{started:?}")
             };
             let (end, _) = settle_attempt(

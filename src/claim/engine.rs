@@ -200,13 +200,7 @@ pub fn claim<S: ClaimStore>(
     request: &ClaimRequest<'_>,
 ) -> Result<ClaimOutcome, StoreError> {
     let ClaimRequest {
-        key,
-        now,
-        policy,
-        nonce,
-        salt,
-        source,
-        ..
+        key, now, source, ..
     } = *request;
     let current = load_current(store, key, now)?;
     if current
@@ -215,24 +209,44 @@ pub fn claim<S: ClaimStore>(
     {
         return Ok(ClaimOutcome::FingerprintMismatch);
     }
-    let (attempts, first_seen_at, takeover, last_failure) = match current {
+    if let Some(declined) = current
+        .as_ref()
+        .and_then(|record| decline(record, request.nonce, now))
+    {
+        return Ok(declined);
+    }
+    let record = claimed(request, current);
+    store.save(&record)?;
+    Ok(ClaimOutcome::Claimed {
+        fence: record.lease.fence,
+        attempt: record.attempts,
+        takeover: record.lease.takeover,
+        lease_expires_at: record.lease.until,
+        repeated: false,
+    })
+}
+
+/// The record of a claim won by `request` over `previous` (none, released, or a claim whose
+/// lease ran out): attempt + 1, a takeover when the previous outcome is unknown, the history
+/// kept.
+fn claimed(request: &ClaimRequest<'_>, previous: Option<ClaimRecord>) -> ClaimRecord {
+    let ClaimRequest {
+        key, now, policy, ..
+    } = *request;
+    let (attempts, first_seen_at, takeover, last_failure) = match previous {
         None => (0, now, false, None),
-        Some(record) => match decline(&record, nonce, now) {
-            Some(declined) => return Ok(declined),
-            None => (
-                record.attempts,
-                record.first_seen_at,
-                record.state() == ClaimState::Processing || record.outcome_unknown(),
-                record.last_failure,
-            ),
-        },
+        Some(record) => (
+            record.attempts,
+            record.first_seen_at,
+            record.state() == ClaimState::Processing || record.outcome_unknown(),
+            record.last_failure,
+        ),
     };
     let attempt = attempts.saturating_add(1);
     let lease_expires_at = now.saturating_add(policy.lease_ms);
-    let fence = Fence::new(attempt, salt.0);
-    store.save(&ClaimRecord {
+    ClaimRecord {
         key: key.to_owned(),
-        source: source.clone(),
+        source: request.source.clone(),
         attempts: attempt,
         first_seen_at,
         // A claim's record lives until retention after its lease ends: an abandoned claim is
@@ -240,8 +254,8 @@ pub fn claim<S: ClaimStore>(
         // the alarm set now for this time deletes it without being set again.
         expires_at: lease_expires_at.saturating_add(policy.retention_ms),
         lease: Lease {
-            fence: fence.clone(),
-            request: Some(nonce),
+            fence: Fence::new(attempt, request.salt.0),
+            request: Some(request.nonce),
             claimed_at: now,
             until: lease_expires_at,
             takeover,
@@ -251,14 +265,7 @@ pub fn claim<S: ClaimStore>(
         },
         last_failure,
         stage: Stage::Claim(ClaimStage::Processing),
-    })?;
-    Ok(ClaimOutcome::Claimed {
-        fence,
-        attempt,
-        takeover,
-        lease_expires_at,
-        repeated: false,
-    })
+    }
 }
 
 /// The answer to a claim that meets `record` with `nonce` at `now`, when it does not claim.

@@ -99,9 +99,8 @@ impl RecordV4 {
     /// reason parsed from its text, and the stage from the state and the queue schedule. A
     /// queued or dead record whose last attempt's lease outlasted its failure lost its answer,
     /// and a dead record cut off without one: the next attempt of either is a takeover.
-    pub(super) fn upgrade(self) -> Result<ClaimRecord, StoreError> {
-        let fatal = |what: &str| StoreError::Fatal(format!("stored claim record {what}"));
-        let source = match self.fingerprint {
+    pub(super) fn upgrade(mut self) -> Result<ClaimRecord, StoreError> {
+        let source = match self.fingerprint.take() {
             Some(fingerprint) => Source::Api { fingerprint },
             None => Source::Webhook(Provider::of_key(&self.key).0),
         };
@@ -112,49 +111,7 @@ impl RecordV4 {
             ),
             None => None,
         };
-        let finished_at = self.finished_at.unwrap_or(self.claimed_at);
-        let released_at = self.released_at.unwrap_or(self.claimed_at);
-        // The last attempt's answer was lost (its lease was left running past its failure), or
-        // it was cut off with no answer.
-        let unknown = self
-            .released_at
-            .is_some_and(|at| self.lease_expires_at > at)
-            || last_failure == Some(Reason::CutOff);
-        let stage = match (self.queue, self.state) {
-            (None, ClaimState::Processing) => Stage::Claim(ClaimStage::Processing),
-            (None, ClaimState::Done) => Stage::Claim(ClaimStage::Done(Finished {
-                finished_at,
-                response: self.response,
-            })),
-            (None, ClaimState::Released) => Stage::Claim(ClaimStage::Released {
-                released_at,
-                unknown: false,
-            }),
-            (None, state) => return Err(fatal(&format!("is {state:?} without queue mode"))),
-            (Some(queue), state) => {
-                let step = match state {
-                    ClaimState::Queued => QueueStep::Queued {
-                        next_attempt_at: queue.next_attempt_at.unwrap_or(self.claimed_at),
-                        unknown,
-                    },
-                    ClaimState::Processing if queue.body_held => QueueStep::Attempting,
-                    ClaimState::Done => QueueStep::Delivered { finished_at },
-                    ClaimState::Dead => QueueStep::Dead {
-                        died_at: released_at,
-                        unknown,
-                    },
-                    other => return Err(fatal(&format!("of queue mode is {other:?}"))),
-                };
-                Stage::Queue(QueueStage {
-                    accepted_at: queue.accepted_at,
-                    budget: Budget {
-                        first_attempt: queue.budget_first_attempt,
-                        started_at: queue.budget_started_at,
-                    },
-                    step,
-                })
-            }
-        };
+        let stage = self.stage(last_failure)?;
         Ok(ClaimRecord {
             key: self.key,
             source,
@@ -174,4 +131,57 @@ impl RecordV4 {
             stage,
         })
     }
+
+    /// The stage the record's state and queue schedule stand for.
+    fn stage(&mut self, last_failure: Option<Reason>) -> Result<Stage, StoreError> {
+        let finished_at = self.finished_at.unwrap_or(self.claimed_at);
+        let released_at = self.released_at.unwrap_or(self.claimed_at);
+        // The last attempt's answer was lost (its lease was left running past its failure), or
+        // it was cut off with no answer.
+        let unknown = self
+            .released_at
+            .is_some_and(|at| self.lease_expires_at > at)
+            || last_failure == Some(Reason::CutOff);
+        let Some(queue) = self.queue.take() else {
+            return Ok(Stage::Claim(match self.state {
+                ClaimState::Processing => ClaimStage::Processing,
+                ClaimState::Done => ClaimStage::Done(Finished {
+                    finished_at,
+                    response: self.response.take(),
+                }),
+                ClaimState::Released => ClaimStage::Released {
+                    released_at,
+                    unknown: false,
+                },
+                state => return Err(fatal(&format!("is {state:?} without queue mode"))),
+            }));
+        };
+        let step = match self.state {
+            ClaimState::Queued => QueueStep::Queued {
+                next_attempt_at: queue.next_attempt_at.unwrap_or(self.claimed_at),
+                unknown,
+            },
+            ClaimState::Processing if queue.body_held => QueueStep::Attempting,
+            ClaimState::Done => QueueStep::Delivered { finished_at },
+            ClaimState::Dead => QueueStep::Dead {
+                died_at: released_at,
+                unknown,
+            },
+            other => return Err(fatal(&format!("of queue mode is {other:?}"))),
+        };
+        let budget = Budget {
+            first_attempt: queue.budget_first_attempt,
+            started_at: queue.budget_started_at,
+        };
+        Ok(Stage::Queue(QueueStage {
+            accepted_at: queue.accepted_at,
+            budget,
+            step,
+        }))
+    }
+}
+
+/// A stored record that does not fit the typed record.
+fn fatal(what: &str) -> StoreError {
+    StoreError::Fatal(format!("stored claim record {what}"))
 }

@@ -73,11 +73,10 @@ pub enum EnqueueOutcome {
 
 /// Stores the event `key` from `provider` with `payload` (its body and headers) at `now`, due
 /// at once, with a fence of its own made from `salt` (fresh random bytes from the claim
-/// authority), unless the key is already known. A
-/// record past its retention counts as absent. A record left by a forward made while its
-/// sender waited (before a switch to queue mode) is replaced when that forward was released or
-/// its lease ran out (its outcome unknown: the first attempt is then a takeover), and answered
-/// in flight while its lease is live.
+/// authority), unless the key is already known. A record past its retention counts as absent.
+/// A record left by a forward made while its sender waited (before a switch to queue mode) is
+/// replaced when that forward was released or its lease ran out (its outcome unknown: the
+/// first attempt is then a takeover), and answered in flight while its lease is live.
 pub fn enqueue<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -88,31 +87,14 @@ pub fn enqueue<S: ClaimStore>(
     payload: &[u8],
 ) -> Result<EnqueueOutcome, StoreError> {
     let previous = load_current(store, key, now)?;
-    let unknown = match &previous {
+    let unknown = match previous.as_ref().map(|record| replaceable(record, now)) {
         None => false,
-        Some(record) => match record.stage {
-            // A released claim of a forward made while its sender waited is no delivery.
-            Stage::Claim(ClaimStage::Released { unknown, .. }) => unknown,
-            // Such a forward under a live lease may still fail and be released: the sender
-            // must come back. Once its lease ran out with no outcome learned (a crash, a lost
-            // answer): stored, its first attempt a takeover.
-            Stage::Claim(ClaimStage::Processing) if record.has_live_lease(now) => {
-                return Ok(EnqueueOutcome::InFlight {
-                    retry_at: record.retry_at(now),
-                })
-            }
-            Stage::Claim(ClaimStage::Processing) => true,
-            _ => {
-                return Ok(EnqueueOutcome::Duplicate {
-                    state: record.state(),
-                })
-            }
-        },
+        Some(Ok(unknown)) => unknown,
+        Some(Err(outcome)) => return Ok(outcome),
     };
     // Attempt numbers keep increasing over a forward made before, as they do in sync mode.
     let attempts = previous.as_ref().map_or(0, |record| record.attempts);
-    store.save_payload(key, payload)?;
-    store.save(&ClaimRecord {
+    let record = ClaimRecord {
         key: key.to_owned(),
         source: Source::Webhook(provider),
         attempts,
@@ -140,8 +122,31 @@ pub fn enqueue<S: ClaimStore>(
                 unknown,
             },
         }),
-    })?;
+    };
+    store.save_payload(key, payload)?;
+    store.save(&record)?;
     Ok(EnqueueOutcome::Queued)
+}
+
+/// Whether an event may be stored over `record` at `now`: `Ok` with whether the record's last
+/// outcome is unknown, or the answer when it may not.
+fn replaceable(record: &ClaimRecord, now: Millis) -> Result<bool, EnqueueOutcome> {
+    match record.stage {
+        // A released claim of a forward made while its sender waited is no delivery.
+        Stage::Claim(ClaimStage::Released { unknown, .. }) => Ok(unknown),
+        // Such a forward under a live lease may still fail and be released: the sender must
+        // come back. Once its lease ran out with no outcome learned (a crash, a lost answer):
+        // stored, its first attempt a takeover.
+        Stage::Claim(ClaimStage::Processing) if record.has_live_lease(now) => {
+            Err(EnqueueOutcome::InFlight {
+                retry_at: record.retry_at(now),
+            })
+        }
+        Stage::Claim(ClaimStage::Processing) => Ok(true),
+        _ => Err(EnqueueOutcome::Duplicate {
+            state: record.state(),
+        }),
+    }
 }
 
 /// The answer to starting an attempt.
@@ -199,39 +204,15 @@ pub fn start_attempt<S: ClaimStore>(
     let (Stage::Queue(queue), Some(provider)) = (&record.stage, record.source.provider()) else {
         return Ok(AttemptOutcome::Idle);
     };
-    let (takeover, cut_off) = match queue.step {
-        QueueStep::Queued {
-            next_attempt_at, ..
-        } if next_attempt_at > now => {
-            return Ok(AttemptOutcome::NotDue {
-                at: next_attempt_at,
-            })
-        }
-        QueueStep::Queued { unknown, .. } => (unknown, false),
-        QueueStep::Attempting if now < record.lease.until => {
-            return Ok(AttemptOutcome::NotDue {
-                at: record.lease.until,
-            })
-        }
-        QueueStep::Attempting => (true, true),
-        QueueStep::Delivered { .. } | QueueStep::Dead { .. } => return Ok(AttemptOutcome::Idle),
+    let queue = queue.clone();
+    let (takeover, cut_off) = match due(&record, &queue, now) {
+        Ok(due) => due,
+        Err(outcome) => return Ok(outcome),
     };
     let made = record.attempts.saturating_sub(queue.budget.first_attempt);
     let too_late = now > queue.budget.started_at.saturating_add(retry.max_age_ms);
     if made >= retry.max_attempts || too_late {
-        let reason = match (cut_off, record.last_failure) {
-            (true, _) => Reason::CutOff,
-            (false, Some(last)) => last,
-            (false, None) => Reason::NoAttemptInTime,
-        };
-        record.stage = Stage::Queue(QueueStage {
-            step: QueueStep::Dead {
-                died_at: now,
-                unknown: takeover,
-            },
-            ..queue.clone()
-        });
-        record.last_failure = Some(reason);
+        let reason = dead_letter(&mut record, queue, now, takeover, cut_off);
         record.expires_at = record
             .expires_at
             .max(now.saturating_add(policy.retention_ms));
@@ -239,32 +220,75 @@ pub fn start_attempt<S: ClaimStore>(
         return Ok(AttemptOutcome::Dead { reason, provider });
     }
     let attempt = record.attempts.saturating_add(1);
-    let fence = Fence::new(attempt, nonce.0);
-    let lease_expires_at = now.saturating_add(policy.lease_ms);
     record.stage = Stage::Queue(QueueStage {
         step: QueueStep::Attempting,
-        ..queue.clone()
+        ..queue
     });
     record.attempts = attempt;
     record.lease = Lease {
-        fence: fence.clone(),
+        fence: Fence::new(attempt, nonce.0),
         request: None,
         claimed_at: now,
-        until: lease_expires_at,
+        until: now.saturating_add(policy.lease_ms),
         takeover,
         wait_ends_at: None,
     };
     record.expires_at = record
         .expires_at
-        .max(lease_expires_at.saturating_add(policy.retention_ms));
+        .max(record.lease.until.saturating_add(policy.retention_ms));
     store.save(&record)?;
     Ok(AttemptOutcome::Start {
-        fence,
+        fence: record.lease.fence,
         attempt,
         takeover,
-        lease_expires_at,
+        lease_expires_at: record.lease.until,
         provider,
     })
+}
+
+/// Dead-letters `record` at `now`, its budget spent when an attempt came due: the reason is its
+/// last failure, or that the last attempt was cut off, or that none could start in time.
+fn dead_letter(
+    record: &mut ClaimRecord,
+    queue: QueueStage,
+    now: Millis,
+    takeover: bool,
+    cut_off: bool,
+) -> Reason {
+    let reason = match (cut_off, record.last_failure) {
+        (true, _) => Reason::CutOff,
+        (false, Some(last)) => last,
+        (false, None) => Reason::NoAttemptInTime,
+    };
+    let step = QueueStep::Dead {
+        died_at: now,
+        unknown: takeover,
+    };
+    record.stage = Stage::Queue(QueueStage { step, ..queue });
+    record.last_failure = Some(reason);
+    reason
+}
+
+/// Whether `record`'s next attempt is due at `now`: whether it is a takeover, and whether the
+/// last attempt was cut off (its lease ran out with no answer); or the answer when none is.
+fn due(
+    record: &ClaimRecord,
+    queue: &QueueStage,
+    now: Millis,
+) -> Result<(bool, bool), AttemptOutcome> {
+    match queue.step {
+        QueueStep::Queued {
+            next_attempt_at, ..
+        } if next_attempt_at > now => Err(AttemptOutcome::NotDue {
+            at: next_attempt_at,
+        }),
+        QueueStep::Queued { unknown, .. } => Ok((unknown, false)),
+        QueueStep::Attempting if now < record.lease.until => Err(AttemptOutcome::NotDue {
+            at: record.lease.until,
+        }),
+        QueueStep::Attempting => Ok((true, true)),
+        QueueStep::Delivered { .. } | QueueStep::Dead { .. } => Err(AttemptOutcome::Idle),
+    }
 }
 
 /// The answer to a failed attempt.
@@ -332,18 +356,7 @@ pub fn attempt_failed<S: ClaimStore>(
     };
     let dead = failed >= retry.max_attempts
         || next > queue.budget.started_at.saturating_add(retry.max_age_ms);
-    let unknown = failure.answer_lost;
-    let step = if dead {
-        QueueStep::Dead {
-            died_at: now,
-            unknown,
-        }
-    } else {
-        QueueStep::Queued {
-            next_attempt_at: next,
-            unknown,
-        }
-    };
+    let (outcome, step) = after_failure(dead, next, now, failure.answer_lost);
     record.stage = Stage::Queue(QueueStage { step, ..queue });
     record.last_failure = Some(failure.reason);
     // Never expire before the next attempt has had its lease: an acknowledged event is kept
@@ -357,13 +370,32 @@ pub fn attempt_failed<S: ClaimStore>(
         .expires_at
         .max(kept_from.saturating_add(policy.retention_ms));
     store.save(&record)?;
-    Ok(if dead {
-        FailedOutcome::Dead
-    } else {
-        FailedOutcome::Retry {
-            next_attempt_at: next,
-        }
-    })
+    Ok(outcome)
+}
+
+/// Where a failed attempt leaves its event: dead-lettered at `now` (`dead`), else queued for
+/// `next`; either way remembering whether its outcome is unknown.
+fn after_failure(
+    dead: bool,
+    next: Millis,
+    now: Millis,
+    unknown: bool,
+) -> (FailedOutcome, QueueStep) {
+    if dead {
+        let step = QueueStep::Dead {
+            died_at: now,
+            unknown,
+        };
+        return (FailedOutcome::Dead, step);
+    }
+    let step = QueueStep::Queued {
+        next_attempt_at: next,
+        unknown,
+    };
+    let outcome = FailedOutcome::Retry {
+        next_attempt_at: next,
+    };
+    (outcome, step)
 }
 
 /// The answer to an operator's redelivery.

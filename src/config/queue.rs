@@ -114,67 +114,82 @@ impl QueueConfig {
                 },
             )
         });
-        let queued: Vec<&str> = Provider::ALL
-            .iter()
-            .zip(modes)
-            .filter(|(p, mode)| enabled.contains(p) && *mode == DeliveryMode::Queue)
-            .map(|(p, _)| p.name())
-            .collect();
-        let base_ms = r.integer(RETRY_BASE_SECONDS, DEFAULT_RETRY_BASE_SECONDS, 1, 86_400) * 1_000;
-        let max_delay_ms = r.integer(
-            RETRY_MAX_DELAY_SECONDS,
-            DEFAULT_RETRY_MAX_DELAY_SECONDS,
-            1,
-            7 * 86_400,
-        ) * 1_000;
-        if max_delay_ms < base_ms {
-            r.problem(
-                RETRY_MAX_DELAY_SECONDS,
-                format!("must be at least {RETRY_BASE_SECONDS}"),
-            );
-        }
-        let max_attempts =
-            r.integer(RETRY_MAX_ATTEMPTS, DEFAULT_RETRY_MAX_ATTEMPTS, 1, 10_000) as u32;
-        let max_age_hours = r.hours(RETRY_MAX_AGE_HOURS, DEFAULT_RETRY_MAX_AGE_HOURS);
+        let retry = retry_policy(r);
         let forward_timeout_ms = r.integer(
             QUEUE_FORWARD_TIMEOUT_MS,
             DEFAULT_QUEUE_FORWARD_TIMEOUT_MS,
             1,
             MAX_QUEUE_FORWARD_TIMEOUT_MS,
         );
+        let queued: Vec<&str> = Provider::ALL
+            .iter()
+            .zip(modes)
+            .filter(|(p, mode)| enabled.contains(p) && *mode == DeliveryMode::Queue)
+            .map(|(p, _)| p.name())
+            .collect();
         if !queued.is_empty() {
-            let who = queued.join(", ");
-            let margin_ms = settle_margin_ms(delivery.lease_ms);
-            if forward_timeout_ms + margin_ms > delivery.lease_ms {
-                r.problem(
-                    QUEUE_FORWARD_TIMEOUT_MS,
-                    format!(
-                        "plus a settle margin ({margin_ms} ms) must fit in {LEASE_SECONDS} \
-                         ({} ms), as queue mode is used by {who}",
-                        delivery.lease_ms
-                    ),
-                );
-            }
-            if delivery.max_body_bytes > QUEUE_MAX_BODY_BYTES {
-                r.problem(
-                    MAX_BODY_BYTES,
-                    format!(
-                        "queue mode (used by {who}) stores each event in one value of at \
-                         most about 2 MB: at most {QUEUE_MAX_BODY_BYTES} bytes, or set \
-                         those providers' <PROVIDER>_DELIVERY_MODE=sync"
-                    ),
-                );
-            }
+            check_queue_fits(r, delivery, forward_timeout_ms, &queued.join(", "));
         }
         QueueConfig {
             modes,
-            retry: RetryPolicy {
-                base_ms,
-                max_delay_ms,
-                max_attempts,
-                max_age_ms: super::hours_to_ms(max_age_hours),
-            },
+            retry,
             forward_timeout_ms,
         }
+    }
+}
+
+/// The `RETRY_…` keys: the back-off (its cap at least its start), the attempts, the age limit.
+fn retry_policy<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> RetryPolicy {
+    let base_ms = r.integer(RETRY_BASE_SECONDS, DEFAULT_RETRY_BASE_SECONDS, 1, 86_400) * 1_000;
+    let max_delay_ms = r.integer(
+        RETRY_MAX_DELAY_SECONDS,
+        DEFAULT_RETRY_MAX_DELAY_SECONDS,
+        1,
+        7 * 86_400,
+    ) * 1_000;
+    if max_delay_ms < base_ms {
+        r.problem(
+            RETRY_MAX_DELAY_SECONDS,
+            format!("must be at least {RETRY_BASE_SECONDS}"),
+        );
+    }
+    let max_attempts = r.integer(RETRY_MAX_ATTEMPTS, DEFAULT_RETRY_MAX_ATTEMPTS, 1, 10_000) as u32;
+    let max_age_hours = r.hours(RETRY_MAX_AGE_HOURS, DEFAULT_RETRY_MAX_AGE_HOURS);
+    RetryPolicy {
+        base_ms,
+        max_delay_ms,
+        max_attempts,
+        max_age_ms: super::hours_to_ms(max_age_hours),
+    }
+}
+
+/// With queue mode used by `who`: the lease must outlast an attempt with its settle margin,
+/// and the body cap must fit one stored value.
+fn check_queue_fits<F: Fn(&str) -> Option<String>>(
+    r: &mut Reader<F>,
+    delivery: &DeliveryConfig,
+    forward_timeout_ms: u64,
+    who: &str,
+) {
+    let margin_ms = settle_margin_ms(delivery.lease_ms);
+    if forward_timeout_ms + margin_ms > delivery.lease_ms {
+        r.problem(
+            QUEUE_FORWARD_TIMEOUT_MS,
+            format!(
+                "plus a settle margin ({margin_ms} ms) must fit in {LEASE_SECONDS} \
+                 ({} ms), as queue mode is used by {who}",
+                delivery.lease_ms
+            ),
+        );
+    }
+    if delivery.max_body_bytes > QUEUE_MAX_BODY_BYTES {
+        r.problem(
+            MAX_BODY_BYTES,
+            format!(
+                "queue mode (used by {who}) stores each event in one value of at \
+                 most about 2 MB: at most {QUEUE_MAX_BODY_BYTES} bytes, or set \
+                 those providers' <PROVIDER>_DELIVERY_MODE=sync"
+            ),
+        );
     }
 }

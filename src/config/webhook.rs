@@ -38,39 +38,8 @@ impl WebhookConfig {
         r: &mut Reader<F>,
         delivery: &DeliveryConfig,
     ) -> Option<WebhookConfig> {
-        let allow_short = r.flag(ALLOW_SHORT_RETENTION);
-        let retention_hours = r.hours(RETENTION_HOURS, DEFAULT_RETENTION_HOURS);
-        if retention_hours < MIN_SAFE_RETENTION_HOURS && !allow_short {
-            r.problem(
-                RETENTION_HOURS,
-                format!(
-                    "shorter than Stripe's 3-day retries, so a late retry could run an event \
-                     twice; set {ALLOW_SHORT_RETENTION}=true to force it"
-                ),
-            );
-        }
-        let retention_ms = hours_to_ms(retention_hours);
-        if retention_ms <= delivery.lease_ms {
-            r.problem(
-                RETENTION_HOURS,
-                "must be longer than the lease (LEASE_SECONDS)",
-            );
-        }
-        let signature_tolerance_seconds = match r.raw(SIGNATURE_TOLERANCE_SECONDS).as_deref() {
-            Some("0") => {
-                r.problem(
-                    SIGNATURE_TOLERANCE_SECONDS,
-                    "0 would turn off the replay check; use a positive number of seconds",
-                );
-                DEFAULT_SIGNATURE_TOLERANCE_SECONDS
-            }
-            _ => r.integer(
-                SIGNATURE_TOLERANCE_SECONDS,
-                DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
-                1,
-                MAX_TOLERANCE_SECONDS,
-            ),
-        };
+        let retention_ms = retention(r, delivery);
+        let signature_tolerance_seconds = tolerance(r);
         // A delivery is accepted from at most `tolerance` before its timestamp (Standard
         // Webhooks; Stripe 60 s, never more than the tolerance) to `tolerance` after it: its
         // record must outlive that window, or a replay inside it would run the event again.
@@ -119,4 +88,45 @@ impl WebhookConfig {
             claims: delivery.claims(retention_ms),
         })
     }
+}
+
+/// `RETENTION_HOURS` in milliseconds: at least Stripe's 3 days unless `ALLOW_SHORT_RETENTION`,
+/// and always longer than the lease.
+fn retention<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>, delivery: &DeliveryConfig) -> u64 {
+    let allow_short = r.flag(ALLOW_SHORT_RETENTION);
+    let retention_hours = r.hours(RETENTION_HOURS, DEFAULT_RETENTION_HOURS);
+    if retention_hours < MIN_SAFE_RETENTION_HOURS && !allow_short {
+        r.problem(
+            RETENTION_HOURS,
+            format!(
+                "shorter than Stripe's 3-day retries, so a late retry could run an event \
+                 twice; set {ALLOW_SHORT_RETENTION}=true to force it"
+            ),
+        );
+    }
+    let retention_ms = hours_to_ms(retention_hours);
+    if retention_ms <= delivery.lease_ms {
+        r.problem(
+            RETENTION_HOURS,
+            "must be longer than the lease (LEASE_SECONDS)",
+        );
+    }
+    retention_ms
+}
+
+/// `SIGNATURE_TOLERANCE_SECONDS`: positive (0 would turn the replay check off).
+fn tolerance<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> u64 {
+    if r.raw(SIGNATURE_TOLERANCE_SECONDS).as_deref() == Some("0") {
+        r.problem(
+            SIGNATURE_TOLERANCE_SECONDS,
+            "0 would turn off the replay check; use a positive number of seconds",
+        );
+        return DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
+    }
+    r.integer(
+        SIGNATURE_TOLERANCE_SECONDS,
+        DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+        1,
+        MAX_TOLERANCE_SECONDS,
+    )
 }

@@ -332,3 +332,13 @@ fn the_origin_gets_the_client_s_headers_but_not_hop_by_hop_ones_nor_a_client_cho
     let sent = origin_request_headers(without, &["host", "connection"]);
     assert!(sent.iter().all(|(n, _)| n != "x-real-ip"));
 }
+
+proptest::proptest! {
+    #[test]
+    fn the_key_parser_never_panics_and_keeps_keys_printable(raw in proptest::prop_oneof!["\"?[ -~]{0,300}\"?", proptest::prelude::any::<String>()]) {
+        if let Ok(key) = parse_key(&raw) {
+            proptest::prop_assert!((1..=255).contains(&key.len()));
+            proptest::prop_assert!(key.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+        }
+    }
+}

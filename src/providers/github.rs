@@ -1,7 +1,7 @@
 //! GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`, the delivery id in
 //! `X-GitHub-Delivery` (kept by redeliveries), the event in `X-GitHub-Event`. No timestamp.
 
-use super::{Inbound, Refusal};
+use super::{SenderError, Unverified};
 
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";
@@ -11,7 +11,7 @@ pub const ID_HEADER: &str = "x-github-delivery";
 pub const EVENT_HEADER: &str = "x-github-event";
 
 /// Reads a delivery's headers: its signature, id and event.
-pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
+pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Unverified, SenderError> {
     let decode = |text: &str| {
         let mut mac = [0u8; 32];
         let digits = text.strip_prefix("sha256=")?;
@@ -59,7 +59,7 @@ mod tests {
                 0,
                 300
             ),
-            Err(Refusal::SignatureMismatch)
+            Err(SenderError::SignatureMismatch)
         );
         assert_eq!(
             verify(
@@ -70,7 +70,7 @@ mod tests {
                 0,
                 300
             ),
-            Err(Refusal::MalformedSignature)
+            Err(SenderError::MalformedSignature)
         );
         assert_eq!(
             verify(
@@ -81,7 +81,7 @@ mod tests {
                 0,
                 300
             ),
-            Err(Refusal::InvalidId)
+            Err(SenderError::InvalidId)
         );
     }
 }

@@ -1,6 +1,6 @@
 //! The senders this product serves, each a small unit: how its signature is verified, where its
 //! event id and type come from, which timestamp (if any) bounds replays, and how its records
-//! are named. Stripe's own rules are in [`crate::stripe`]; the senders that identify a delivery
+//! are named. Stripe's own rules are in [`crate::providers::stripe`]; the senders that identify a delivery
 //! by headers are here.
 //!
 //! | route | provider | signature | event id |
@@ -17,6 +17,7 @@ use crate::mac;
 pub mod github;
 pub mod shopify;
 pub mod standard;
+pub mod stripe;
 
 /// A sender of webhooks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -120,7 +121,7 @@ fn is_token(value: &str, max: usize) -> bool {
 /// Why a delivery from a header-identified sender (Standard Webhooks, GitHub, Shopify) was
 /// refused. Each maps to one code, answered 400 with nothing stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub enum SenderError {
     /// No signature header, or an empty one.
     MissingSignature,
     /// The signature header is not in the sender's format.
@@ -141,35 +142,35 @@ pub enum Refusal {
     InvalidId,
 }
 
-impl Refusal {
+impl SenderError {
     /// A stable code for answers and log lines.
     pub fn code(self) -> &'static str {
         match self {
-            Refusal::MissingSignature => "missing_signature",
-            Refusal::MalformedSignature => "malformed_signature",
-            Refusal::SignatureMismatch => "signature_mismatch",
-            Refusal::MissingTimestamp => "missing_timestamp",
-            Refusal::MalformedTimestamp => "malformed_timestamp",
-            Refusal::TimestampTooOld => "timestamp_too_old",
-            Refusal::TimestampInFuture => "timestamp_in_future",
-            Refusal::MissingId => "missing_delivery_id",
-            Refusal::InvalidId => "invalid_delivery_id",
+            SenderError::MissingSignature => "missing_signature",
+            SenderError::MalformedSignature => "malformed_signature",
+            SenderError::SignatureMismatch => "signature_mismatch",
+            SenderError::MissingTimestamp => "missing_timestamp",
+            SenderError::MalformedTimestamp => "malformed_timestamp",
+            SenderError::TimestampTooOld => "timestamp_too_old",
+            SenderError::TimestampInFuture => "timestamp_in_future",
+            SenderError::MissingId => "missing_delivery_id",
+            SenderError::InvalidId => "invalid_delivery_id",
         }
     }
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for SenderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Refusal::MissingSignature => "no signature header",
-            Refusal::MalformedSignature => "the signature header is not in the sender's format",
-            Refusal::SignatureMismatch => "no signature matches the endpoint's secrets",
-            Refusal::MissingTimestamp => "no timestamp header",
-            Refusal::MalformedTimestamp => "the timestamp is not whole Unix seconds",
-            Refusal::TimestampTooOld => "the timestamp is older than the tolerance",
-            Refusal::TimestampInFuture => "the timestamp is further ahead than the tolerance",
-            Refusal::MissingId => "no delivery id header",
-            Refusal::InvalidId => {
+            SenderError::MissingSignature => "no signature header",
+            SenderError::MalformedSignature => "the signature header is not in the sender's format",
+            SenderError::SignatureMismatch => "no signature matches the endpoint's secrets",
+            SenderError::MissingTimestamp => "no timestamp header",
+            SenderError::MalformedTimestamp => "the timestamp is not whole Unix seconds",
+            SenderError::TimestampTooOld => "the timestamp is older than the tolerance",
+            SenderError::TimestampInFuture => "the timestamp is further ahead than the tolerance",
+            SenderError::MissingId => "no delivery id header",
+            SenderError::InvalidId => {
                 "the delivery id (for Shopify, with its topic) must be 1 to 255 printable ASCII \
                  characters without spaces"
             }
@@ -198,7 +199,7 @@ pub struct Signed {
 
 /// A header-identified delivery as read from its headers, before its MAC is checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Inbound {
+pub struct Unverified {
     /// Its id and type, as its headers give them.
     pub identity: Identity,
     /// What its signature covers and the signatures given.
@@ -207,29 +208,29 @@ pub struct Inbound {
     pub timestamp: Option<i64>,
 }
 
-/// The verdict on an inbound delivery given the MACs `expected` under each configured key:
+/// The verdict on an unverified delivery given the MACs `expected` under each configured key:
 /// some signature must match (constant time), then the timestamp, when there is one, must be
 /// within `tolerance_seconds` of `now` both ways; its identity once verified. The MAC is
 /// checked first, so an unsigned request learns nothing about the clock.
 pub fn decide(
-    inbound: Inbound,
+    unverified: Unverified,
     expected: &[[u8; 32]],
     now: i64,
     tolerance_seconds: u64,
-) -> Result<Identity, Refusal> {
-    if !mac::any_matches(&inbound.signed.signatures, expected) {
-        return Err(Refusal::SignatureMismatch);
+) -> Result<Identity, SenderError> {
+    if !mac::any_matches(&unverified.signed.signatures, expected) {
+        return Err(SenderError::SignatureMismatch);
     }
-    if let Some(timestamp) = inbound.timestamp {
+    if let Some(timestamp) = unverified.timestamp {
         let age = now.saturating_sub(timestamp);
         if age > tolerance_seconds as i64 {
-            return Err(Refusal::TimestampTooOld);
+            return Err(SenderError::TimestampTooOld);
         }
         if -age > tolerance_seconds as i64 {
-            return Err(Refusal::TimestampInFuture);
+            return Err(SenderError::TimestampInFuture);
         }
     }
-    Ok(inbound.identity)
+    Ok(unverified.identity)
 }
 
 /// Reads a delivery of `provider` (not Stripe) from its headers (`header` looks one up by its
@@ -237,12 +238,12 @@ pub fn decide(
 pub fn read(
     provider: Provider,
     header: &dyn Fn(&str) -> Option<String>,
-) -> Result<Inbound, Refusal> {
+) -> Result<Unverified, SenderError> {
     match provider {
         Provider::Standard => standard::read(header),
         Provider::Github => github::read(header),
         Provider::Shopify => shopify::read(header),
-        Provider::Stripe => Err(Refusal::MalformedSignature),
+        Provider::Stripe => Err(SenderError::MalformedSignature),
     }
 }
 
@@ -254,13 +255,13 @@ pub fn verify(
     keys: &[Vec<u8>],
     now: i64,
     tolerance_seconds: u64,
-) -> Result<Identity, Refusal> {
-    let inbound = read(provider, header)?;
+) -> Result<Identity, SenderError> {
+    let unverified = read(provider, header)?;
     let expected: Vec<[u8; 32]> = keys
         .iter()
-        .map(|key| mac::hmac_sha256(key, &inbound.signed.prefix, body))
+        .map(|key| mac::hmac_sha256(key, &unverified.signed.prefix, body))
         .collect();
-    decide(inbound, &expected, now, tolerance_seconds)
+    decide(unverified, &expected, now, tolerance_seconds)
 }
 
 /// The rate-limit key of a verified delivery of `provider` whose signed bytes carry neither
@@ -333,8 +334,8 @@ pub fn refresh_signature(
 ) {
     match provider {
         Provider::Stripe => {
-            let header = crate::stripe::signature::HEADER;
-            let prefix = crate::stripe::signature::signed_prefix(now);
+            let header = crate::providers::stripe::signature::HEADER;
+            let prefix = crate::providers::stripe::signature::signed_prefix(now);
             let mac = mac::hmac_sha256(hmac_key, prefix.as_bytes(), body);
             stored.retain(|(name, _)| name != header);
             stored.push((header.into(), format!("t={now},v1={}", hex::encode(mac))));
@@ -357,10 +358,10 @@ pub fn is_event_type(value: &str) -> bool {
 fn signature_header(
     header: &dyn Fn(&str) -> Option<String>,
     name: &str,
-) -> Result<String, Refusal> {
+) -> Result<String, SenderError> {
     header(name)
         .filter(|v| !v.trim().is_empty())
-        .ok_or(Refusal::MissingSignature)
+        .ok_or(SenderError::MissingSignature)
 }
 
 /// Reads a delivery whose signature is one HMAC-SHA256 of the body alone (GitHub, Shopify):
@@ -372,11 +373,11 @@ fn read_body_mac(
     decode: impl Fn(&str) -> Option<[u8; 32]>,
     id: &str,
     event_type: &str,
-) -> Result<Inbound, Refusal> {
-    let mac =
-        decode(signature_header(header, signature)?.trim()).ok_or(Refusal::MalformedSignature)?;
+) -> Result<Unverified, SenderError> {
+    let mac = decode(signature_header(header, signature)?.trim())
+        .ok_or(SenderError::MalformedSignature)?;
     let id = header_id(header(id).as_deref())?;
-    Ok(Inbound {
+    Ok(Unverified {
         identity: Identity {
             id,
             event_type: header(event_type).filter(|t| is_event_type(t)),
@@ -390,11 +391,11 @@ fn read_body_mac(
 }
 
 /// The header id of a delivery: present, and 1 to 255 printable ASCII without spaces.
-pub fn header_id(value: Option<&str>) -> Result<String, Refusal> {
+pub fn header_id(value: Option<&str>) -> Result<String, SenderError> {
     match value {
-        None => Err(Refusal::MissingId),
+        None => Err(SenderError::MissingId),
         Some(id) if is_header_id(id) => Ok(id.to_owned()),
-        Some(_) => Err(Refusal::InvalidId),
+        Some(_) => Err(SenderError::InvalidId),
     }
 }
 
@@ -434,9 +435,9 @@ mod tests {
                 .len(),
             36
         );
-        assert_eq!(header_id(None), Err(Refusal::MissingId));
+        assert_eq!(header_id(None), Err(SenderError::MissingId));
         for bad in ["", "a b", "caf\u{e9}", "tab\t", &"x".repeat(256)] {
-            assert_eq!(header_id(Some(bad)), Err(Refusal::InvalidId), "{bad:?}");
+            assert_eq!(header_id(Some(bad)), Err(SenderError::InvalidId), "{bad:?}");
         }
         assert!(header_id(Some(&"x".repeat(255))).is_ok());
     }
@@ -468,7 +469,7 @@ mod tests {
             body,
         );
         assert_eq!(stripe.len(), 2);
-        assert!(crate::stripe::signature::verify(
+        assert!(crate::providers::stripe::signature::verify(
             Some(&stripe[1].1),
             body,
             &[crate::secret::Secret::new("whsec_k")],

@@ -8,7 +8,7 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{Inbound, Refusal};
+use super::{SenderError, Unverified};
 
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "x-shopify-hmac-sha256";
@@ -23,21 +23,21 @@ pub const TOPIC_HEADER: &str = "x-shopify-topic";
 /// (1 to 100 printable ASCII characters without spaces), or an id longer than
 /// [`super::MAX_HEADER_ID_LEN`], is refused as invalid: dropping the topic would let two
 /// deliveries meet in one record and one of them never run.
-pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
+pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Unverified, SenderError> {
     let decode = |text: &str| BASE64.decode(text).ok()?.try_into().ok();
-    let mut inbound =
+    let mut unverified =
         super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, TOPIC_HEADER)?;
     if header(TOPIC_HEADER).is_some_and(|topic| !super::is_event_type(&topic)) {
-        return Err(Refusal::InvalidId);
+        return Err(SenderError::InvalidId);
     }
-    if let Some(topic) = &inbound.identity.event_type {
-        let id = format!("{topic}:{}", inbound.identity.id);
+    if let Some(topic) = &unverified.identity.event_type {
+        let id = format!("{topic}:{}", unverified.identity.id);
         if !super::is_header_id(&id) {
-            return Err(Refusal::InvalidId);
+            return Err(SenderError::InvalidId);
         }
-        inbound.identity.id = id;
+        unverified.identity.id = id;
     }
-    Ok(inbound)
+    Ok(unverified)
 }
 
 #[cfg(test)]
@@ -81,7 +81,7 @@ mod tests {
                 0,
                 300
             ),
-            Err(Refusal::MalformedSignature)
+            Err(SenderError::MalformedSignature)
         );
         assert_eq!(
             verify(
@@ -92,7 +92,7 @@ mod tests {
                 0,
                 300
             ),
-            Err(Refusal::SignatureMismatch)
+            Err(SenderError::SignatureMismatch)
         );
     }
 
@@ -108,7 +108,7 @@ mod tests {
                 TOPIC_HEADER => topic.clone(),
                 _ => None,
             })
-            .map(|inbound| inbound.identity.id)
+            .map(|unverified| unverified.identity.id)
         };
         let id = |topic: &str| read_with(Some(topic.into()), "e-1".into());
         assert_eq!(id("orders/create"), Ok("orders/create:e-1".into()));
@@ -120,17 +120,17 @@ mod tests {
         );
         assert_eq!(
             read_with(Some("a b".into()), "e-1".into()),
-            Err(Refusal::InvalidId),
+            Err(SenderError::InvalidId),
             "a topic that is not a token is refused, not dropped: two such deliveries of one \
              event id would otherwise meet in one record"
         );
         assert_eq!(
             read_with(Some("t".repeat(101)), "e-1".into()),
-            Err(Refusal::InvalidId)
+            Err(SenderError::InvalidId)
         );
         assert_eq!(
             read_with(Some("orders/create".into()), "e".repeat(250)),
-            Err(Refusal::InvalidId),
+            Err(SenderError::InvalidId),
             "no longer than any other header id"
         );
     }

@@ -8,7 +8,7 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{header_id, Identity, Inbound, Refusal, Signed};
+use super::{header_id, Identity, SenderError, Signed, Unverified};
 
 /// The delivery id header.
 pub const ID_HEADER: &str = "webhook-id";
@@ -75,16 +75,16 @@ fn signed_prefix(id: &str, timestamp: i64) -> Vec<u8> {
 /// Reads a delivery's headers (the unbranded names, else Svix's): its id, timestamp and `v1`
 /// signatures (others, such as asymmetric `v1a`, and entries that are not 32 bytes of base64,
 /// are skipped).
-pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal> {
+pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Unverified, SenderError> {
     let [id_name, timestamp_name, signature_name] = *family(header);
     let signature = super::signature_header(header, signature_name)?;
     let id = header_id(header(id_name).as_deref())?;
-    let timestamp = header(timestamp_name).ok_or(Refusal::MissingTimestamp)?;
+    let timestamp = header(timestamp_name).ok_or(SenderError::MissingTimestamp)?;
     let timestamp: i64 = match timestamp.trim() {
         t if !t.is_empty() && t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit()) => {
-            t.parse().map_err(|_| Refusal::MalformedTimestamp)?
+            t.parse().map_err(|_| SenderError::MalformedTimestamp)?
         }
-        _ => return Err(Refusal::MalformedTimestamp),
+        _ => return Err(SenderError::MalformedTimestamp),
     };
     let signatures: Vec<[u8; 32]> = signature
         .split(' ')
@@ -94,9 +94,9 @@ pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Inbound, Refusal>
         .take(16)
         .collect();
     if signatures.is_empty() {
-        return Err(Refusal::MalformedSignature);
+        return Err(SenderError::MalformedSignature);
     }
-    Ok(Inbound {
+    Ok(Unverified {
         signed: Signed {
             prefix: signed_prefix(&id, timestamp),
             signatures,
@@ -205,7 +205,7 @@ mod tests {
         };
         assert_eq!(
             check(&good, "msg_2", &NOW.to_string()),
-            Err(Refusal::SignatureMismatch)
+            Err(SenderError::SignatureMismatch)
         );
         assert_eq!(
             check(
@@ -213,7 +213,7 @@ mod tests {
                 "msg_1",
                 &(NOW - 301).to_string()
             ),
-            Err(Refusal::TimestampTooOld)
+            Err(SenderError::TimestampTooOld)
         );
         assert_eq!(
             check(
@@ -221,23 +221,23 @@ mod tests {
                 "msg_1",
                 &(NOW + 301).to_string()
             ),
-            Err(Refusal::TimestampInFuture)
+            Err(SenderError::TimestampInFuture)
         );
         assert_eq!(
             check(&good, "msg_1", "soon"),
-            Err(Refusal::MalformedTimestamp)
+            Err(SenderError::MalformedTimestamp)
         );
         assert_eq!(
             check("v1a,abc", "msg_1", &NOW.to_string()),
-            Err(Refusal::MalformedSignature)
+            Err(SenderError::MalformedSignature)
         );
         assert_eq!(
             check(&good, "has space", &NOW.to_string()),
-            Err(Refusal::InvalidId)
+            Err(SenderError::InvalidId)
         );
         assert_eq!(
             check("", "msg_1", &NOW.to_string()),
-            Err(Refusal::MissingSignature)
+            Err(SenderError::MissingSignature)
         );
         let rotated = format!("v1,{} {good}", BASE64.encode([7u8; 32]));
         assert!(

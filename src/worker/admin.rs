@@ -31,50 +31,50 @@ async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Res
     if !admin::authorized(authorization.as_deref(), token.expose_str()) {
         return Ok(AdminAnswer::unauthorized());
     }
-    let route = match admin::route(req.method().as_ref(), rest) {
+    let call = match admin::call(req.method().as_ref(), rest) {
         Ok(route) => route,
-        Err(error) => return Ok(AdminAnswer::for_route_error(error)),
+        Err(error) => return Ok(AdminAnswer::for_call_error(error)),
     };
-    line.key = Some(route.key.clone());
+    line.key = Some(call.key.clone());
     let force = req
         .url()?
         .query_pairs()
         .any(|(name, value)| name == "force" && value == "true");
     let policy = admin::policy_for(
-        route.family,
+        call.family,
         config.webhook.claims,
         config.api.as_ref().map(|api| api.claims),
     );
     let client = AuthorityClient::new(env)?;
     let inspected = client
         .send(&AuthorityRequest::Inspect {
-            key: route.key.clone(),
+            key: call.key.clone(),
         })
         .await;
-    let change = match admin::after_inspect(route.action, &inspected, clock::now_ms(), force) {
+    let change = match admin::after_inspect(call.action, &inspected, clock::now_ms(), force) {
         Next::Answer(answer) => return Ok(answer),
         Next::Release {
             fence,
             reason,
             only_after_lease,
         } => AuthorityRequest::Release {
-            key: route.key.clone(),
+            key: call.key.clone(),
             fence,
             reason,
             policy,
             only_after_lease,
         },
         Next::Forget { fence } => AuthorityRequest::Forget {
-            key: route.key.clone(),
+            key: call.key.clone(),
             fence,
         },
         Next::Redeliver => AuthorityRequest::Redeliver {
-            key: route.key.clone(),
+            key: call.key.clone(),
             policy,
         },
     };
     let answer = admin::after_change(&client.send(&change).await);
-    if answer.status < 400 && route.action != Action::Inspect {
+    if answer.status < 400 && call.action != Action::Inspect {
         line.raise(Level::Warn); // an operator changed a record
     }
     Ok(answer)

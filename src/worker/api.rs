@@ -11,8 +11,7 @@ use super::env_config;
 use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
 use super::inbound::Inbound;
 use super::rate_limit;
-use crate::authority::{Deliver, Door, Forward, Head};
-use crate::claim::Source;
+use crate::authority::{Deliver, Forward, Head};
 use crate::config::{self, ApiConfig, Config};
 use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
 use crate::log_line::{LogLine, Outcome, Route};
@@ -86,17 +85,13 @@ async fn keyed(
 ) -> std::result::Result<Response, Problem> {
     let header = |name: &str| req.headers().get(name).map_err(internal);
     let client_value = header(&api.client_header)?;
-    let client = idem::client_identity(client_value.as_deref());
-    if client.is_none() && !api.allow_anonymous {
-        return Err(Problem::anonymous(&api.client_header));
-    }
-    let keys = [
-        idem::rate_limit_client_key(client),
-        idem::rate_limit_address_key(header("cf-connecting-ip")?.as_deref()),
-    ];
-    if !rate_limit::within(env, RATE_LIMITER, &keys).await {
-        return Err(Problem::rate_limited());
-    }
+    let client = admit(
+        env,
+        api,
+        client_value.as_deref(),
+        header("cf-connecting-ip")?,
+    )
+    .await?;
     let limit = config.delivery.max_body_bytes;
     let body = body::read_capped(&req, limit)
         .await
@@ -104,10 +99,10 @@ async fn keyed(
             BodyError::TooLarge => Problem::body_too_large(limit),
             BodyError::Unreadable => Problem::body_unreadable(),
         })?;
-    let method = req.method();
+    let method = req.method().to_string();
     let content_type = header("content-type")?;
     let fingerprint = idem::fingerprint(
-        method.as_ref(),
+        &method,
         &request.path_and_query,
         content_type.as_deref(),
         &body.to_vec(),
@@ -116,22 +111,12 @@ async fn keyed(
     line.key = Some(scope.clone());
     let forward = Forward {
         url: request.target,
-        method: method.to_string(),
+        method,
         headers: idem::origin_request_headers(req.headers().entries(), HOP_BY_HOP),
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
-    let make = |nonce| Deliver {
-        known_only: false,
-        key: scope,
-        policy: api.claims,
-        nonce,
-        source: Source::Api { fingerprint },
-        forward,
-        door: Door::Api {
-            max_cached_body: api.max_response_bytes,
-        },
-    };
+    let make = |nonce| Deliver::api(scope, api, nonce, fingerprint, forward);
     let (reply, stream) = door::deliver(env, ctx, make, &body, line).await;
     match idem::after_delivery(&reply, clock::now_ms()) {
         ApiAnswer::Live(head) => {
@@ -144,6 +129,25 @@ async fn keyed(
         }
         ApiAnswer::Refuse(problem) => Err(problem),
     }
+}
+
+/// The client a keyed request comes from, when it may go on: it names itself (unless anonymous
+/// callers are allowed), and it and its `address` are within the rate limit.
+async fn admit<'a>(
+    env: &Env,
+    api: &ApiConfig,
+    client_value: Option<&'a str>,
+    address: Option<String>,
+) -> std::result::Result<Option<&'a str>, Problem> {
+    let client = idem::client_identity(client_value);
+    if client.is_none() && !api.allow_anonymous {
+        return Err(Problem::anonymous(&api.client_header));
+    }
+    let keys = idem::rate_limit_keys(client, address.as_deref());
+    if !rate_limit::within(env, RATE_LIMITER, &keys).await {
+        return Err(Problem::rate_limited());
+    }
+    Ok(client)
 }
 
 /// The binding name of the optional rate limiter of keyed requests (`[[ratelimits]]`): both a

@@ -1,6 +1,9 @@
 //! Reading a request body with a size cap; shared by both front doors.
 
+use js_sys::futures::JsFuture;
+use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
+use worker::web_sys::ReadableStreamDefaultReader;
 
 use super::inbound::Inbound;
 
@@ -22,10 +25,9 @@ fn declared_length(req: &Inbound) -> Option<u64> {
 /// Reads the whole body into JavaScript memory (it crosses into WebAssembly only where a rule
 /// needs its bytes), refusing one larger than `limit` bytes whatever its `Content-Length`
 /// claims, without reading it all.
-pub async fn read_capped(req: &Inbound, limit: u64) -> Result<js_sys::Uint8Array, BodyError> {
-    use js_sys::futures::JsFuture;
+pub async fn read_capped(req: &Inbound, limit: u64) -> Result<Uint8Array, BodyError> {
     match declared_length(req) {
-        Some(length) if length > limit => return Err(BodyError::TooLarge),
+        Some(length) if length > limit => Err(BodyError::TooLarge),
         // A declared length within the cap: the runtime enforces it, so read it in one call
         // (and check what arrived all the same: the cap must not rest on the runtime alone).
         Some(_) => {
@@ -36,19 +38,22 @@ pub async fn read_capped(req: &Inbound, limit: u64) -> Result<js_sys::Uint8Array
             let buffer = JsFuture::from(promise)
                 .await
                 .map_err(|_| BodyError::Unreadable)?;
-            let body = js_sys::Uint8Array::new(&buffer);
+            let body = Uint8Array::new(&buffer);
             if u64::from(body.length()) > limit {
                 return Err(BodyError::TooLarge);
             }
-            return Ok(body);
+            Ok(body)
         }
-        None => {}
+        None => read_stream(req, limit).await,
     }
-    // No declared length: read the stream chunk by chunk, counting, then join the chunks.
+}
+
+/// A body without a declared length: read chunk by chunk, counting, then joined.
+async fn read_stream(req: &Inbound, limit: u64) -> Result<Uint8Array, BodyError> {
     let Some(stream) = req.inner().body() else {
-        return Ok(js_sys::Uint8Array::new_with_length(0));
+        return Ok(Uint8Array::new_with_length(0));
     };
-    let reader: worker::web_sys::ReadableStreamDefaultReader = stream
+    let reader: ReadableStreamDefaultReader = stream
         .get_reader()
         .dyn_into()
         .map_err(|_| BodyError::Unreadable)?;
@@ -58,14 +63,14 @@ pub async fn read_capped(req: &Inbound, limit: u64) -> Result<js_sys::Uint8Array
         let result = JsFuture::from(reader.read())
             .await
             .map_err(|_| BodyError::Unreadable)?;
-        let done = js_sys::Reflect::get(&result, &"done".into())
+        let done = Reflect::get(&result, &"done".into())
             .ok()
             .and_then(|d| d.as_bool())
             .unwrap_or(true);
         if done {
             break;
         }
-        let chunk: js_sys::Uint8Array = js_sys::Reflect::get(&result, &"value".into())
+        let chunk: Uint8Array = Reflect::get(&result, &"value".into())
             .ok()
             .and_then(|v| v.dyn_into().ok())
             .ok_or(BodyError::Unreadable)?;
@@ -76,7 +81,7 @@ pub async fn read_capped(req: &Inbound, limit: u64) -> Result<js_sys::Uint8Array
         }
         chunks.push(chunk);
     }
-    let body = js_sys::Uint8Array::new_with_length(total as u32);
+    let body = Uint8Array::new_with_length(total as u32);
     let mut at = 0;
     for chunk in chunks {
         body.set(&chunk, at);

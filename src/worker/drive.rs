@@ -138,18 +138,8 @@ impl Io {
         keeper: &Keeper,
     ) -> Option<Event> {
         match command {
-            Command::Reply(report) => {
-                self.answer(Early::Reply(forwarded(report)));
-                None
-            }
-            Command::ReplyStreaming(report) => match Sink::new() {
-                Ok((sink, stream)) => {
-                    self.sink = Some(sink);
-                    self.answer(Early::Stream(forwarded(report), stream));
-                    None
-                }
-                Err(_) => Some(Event::CallerGone),
-            },
+            Command::Reply(report) => self.answer(Early::Reply(forwarded(report))),
+            Command::ReplyStreaming(report) => return self.stream(report),
             Command::Abort => {
                 if let Some(aborter) = &self.aborter {
                     aborter.abort();
@@ -157,32 +147,22 @@ impl Io {
                 if let Some(reader) = self.reader.as_mut() {
                     reader.cancel();
                 }
-                None
             }
             Command::DiscardBody => {
                 if let Some(response) = &self.response {
                     forward::discard_body(response);
                 }
-                None
             }
             Command::Keep => {
                 if let Some(chunk) = &self.chunk {
                     attempt.keep(&chunk.to_vec());
                 }
-                None
             }
-            Command::Pass => self.pass(attempt.poll_timeout()).await,
-            Command::CloseStream => {
+            Command::Pass => return self.pass(attempt.poll_timeout()).await,
+            Command::CloseStream | Command::AbortStream => {
                 if let Some(sink) = self.sink.take() {
-                    sink.close();
+                    sink.end(command == Command::CloseStream);
                 }
-                None
-            }
-            Command::AbortStream => {
-                if let Some(sink) = self.sink.take() {
-                    sink.abort();
-                }
-                None
             }
             Command::Settle(op) => {
                 let now = clock::now_ms();
@@ -192,13 +172,24 @@ impl Io {
                     })
                     .await
                     .and_then(|settled| settled);
-                Some(Event::Settled(result))
+                return Some(Event::Settled(result));
             }
             Command::Report(summary) => {
                 log::record(keeper.env(), &LogLine::ended(&summary, clock::now_ms()));
-                None
             }
         }
+        None
+    }
+
+    /// Answers the caller with `report` and a stream for the origin's body; `CallerGone` when
+    /// no stream can be made.
+    fn stream(&mut self, report: crate::authority::Report) -> Option<Event> {
+        let Ok((sink, stream)) = Sink::new() else {
+            return Some(Event::CallerGone);
+        };
+        self.sink = Some(sink);
+        self.answer(Early::Stream(forwarded(report), stream));
+        None
     }
 
     /// Passes the last chunk on to the caller by `deadline`; `CallerGone` when it cannot.
@@ -214,7 +205,7 @@ impl Io {
             return None;
         }
         if let Some(sink) = self.sink.take() {
-            sink.abort();
+            sink.end(false);
         }
         Some(Event::CallerGone)
     }
@@ -248,11 +239,12 @@ impl Sink {
             .is_ok()
     }
 
-    fn close(self) {
-        let _ = self.writer.close();
-    }
-
-    fn abort(self) {
-        let _ = self.writer.abort();
+    /// Ends the caller's stream: closed when the body ended, else broken.
+    fn end(self, closed: bool) {
+        let _ = if closed {
+            self.writer.close()
+        } else {
+            self.writer.abort()
+        };
     }
 }

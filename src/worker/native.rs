@@ -1,8 +1,8 @@
 //! The runtime's own native code for the per-byte work of a webhook delivery, so the body never
 //! has to cross into WebAssembly: HMAC-SHA256 with WebCrypto (`crypto.subtle`, keys imported
 //! once per isolate), UTF-8 decoding with `TextDecoder`, and `JSON.parse`. The decisions stay
-//! in the pure modules ([`crate::stripe::signature::decide`], [`crate::providers::decide`],
-//! [`crate::stripe::envelope`]).
+//! in the pure modules ([`crate::providers::stripe::signature::decide`], [`crate::providers::decide`],
+//! [`crate::providers::stripe::envelope`]).
 
 use std::cell::RefCell;
 
@@ -11,7 +11,7 @@ use js_sys::{Array, ArrayBuffer, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::stripe::envelope::{EnvelopeError, FieldValue, Fields};
+use crate::providers::stripe::envelope::{EnvelopeError, FieldValue, Fields};
 
 #[wasm_bindgen]
 extern "C" {

@@ -14,10 +14,13 @@ use super::env_config;
 use super::forward::{Exchange, Outgoing};
 use super::keeper::Keeper;
 use super::log;
-use crate::authority::{queue, Attempt, Won};
-use crate::claim::{AttemptOutcome, ClaimStore, Nonce};
+use crate::authority::queue::{self, Due};
+use crate::authority::{Attempt, Won};
+use crate::claim::{ClaimStore, Nonce};
+use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::origin::OriginOutcome;
+use crate::providers::Provider;
 
 /// Runs the attempt due for `key`, if one is: claims it under a lease (the alarm is moved to
 /// the lease's end first, so an attempt that dies is taken over), forwards the stored event
@@ -33,36 +36,36 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
     let now = clock::now_ms();
     let policy = config.queue.attempt_policy(config.webhook.claims);
     let retry = config.queue.retry;
-    let started = keeper
+    let due = keeper
         .with_store(key, "attempt", |store| {
             queue::start(store, key, now, policy, retry, nonce)
         })
         .await
-        .and_then(|started| started);
-    let (won, provider) = match started {
-        Ok(AttemptOutcome::Start {
-            fence,
-            attempt,
-            takeover,
-            lease_expires_at,
-            provider,
-        }) => (
-            Won {
-                fence,
-                attempt,
-                takeover,
-                lease_expires_at,
-            },
-            provider,
-        ),
-        Ok(AttemptOutcome::Dead { reason, provider }) => {
-            return log::record(
-                keeper.env(),
-                &LogLine::dead_before_attempt(provider, key, reason),
-            )
+        .and_then(|due| due);
+    let (won, provider) = match due {
+        Ok(Due::Attempt(won, provider)) => (won, provider),
+        Ok(Due::Dead(reason, provider)) => {
+            let line = LogLine::dead_before_attempt(provider, key, reason);
+            return log::record(keeper.env(), &line);
         }
-        _ => return,
+        Ok(Due::Nothing) | Err(_) => return,
     };
+    let sent = send_stored(keeper, &config, provider, key, &won).await;
+    let timeout_ms = config.queue.forward_timeout_ms;
+    let jitter = random_fraction();
+    let attempt = Attempt::queued(provider, key, won, now, policy, retry, timeout_ms, jitter);
+    drive::run(keeper, attempt, sent, None).await;
+}
+
+/// Sends the stored event of `provider`'s `key` for the attempt `won` (see
+/// [`queue::outgoing`]); `NotSent` when it cannot be.
+async fn send_stored(
+    keeper: &Keeper,
+    config: &Config,
+    provider: Provider,
+    key: &str,
+    won: &Won,
+) -> Result<Exchange, OriginOutcome> {
     let stored = keeper
         .with_store(key, "payload", |store| (store.load_payload(key), None))
         .await
@@ -72,30 +75,17 @@ pub async fn run_due(keeper: &Rc<Keeper>, key: &str) {
     let sender = config.sender(provider);
     let secrets = sender.as_ref().map(|(keys, _)| keys.as_slice());
     let now_seconds = (clock::now_ms() / 1_000) as i64;
-    let prepared = queue::outgoing(stored.as_deref(), secrets, provider, key, &won, now_seconds);
-    let sent = match (prepared, sender.as_ref().map(|(_, url)| url.to_string())) {
-        (Some((headers, body)), Some(url)) => {
-            let body = JsValue::from(Uint8Array::from(body));
-            Exchange::start(&Outgoing {
-                url: &url,
-                method: "POST",
-                headers: &headers,
-                body: Some(&body),
-            })
-        }
-        _ => Err(OriginOutcome::NotSent),
+    let prepared = queue::outgoing(stored.as_deref(), secrets, provider, key, won, now_seconds);
+    let (Some((headers, body)), Some((_, url))) = (prepared, &sender) else {
+        return Err(OriginOutcome::NotSent);
     };
-    let attempt = Attempt::queued(
-        provider,
-        key,
-        won,
-        now,
-        policy,
-        retry,
-        config.queue.forward_timeout_ms,
-        random_fraction(),
-    );
-    drive::run(keeper, attempt, sent, None).await;
+    let body = JsValue::from(Uint8Array::from(body));
+    Exchange::start(&Outgoing {
+        url: url.as_str(),
+        method: "POST",
+        headers: &headers,
+        body: Some(&body),
+    })
 }
 
 /// A fraction in `[0, 1)` from the platform's secure random source (for back-off jitter).

@@ -14,8 +14,8 @@ use super::inbound::Inbound;
 use super::native;
 use crate::claim::Nonce;
 use crate::log_line::Route;
+use crate::providers::stripe::signature;
 use crate::secret::Secret;
-use crate::stripe::signature;
 use crate::test_routes::{self, SettleBody, TestRoute};
 
 /// Serves one test route; `rest` is the path after `/_test/`.

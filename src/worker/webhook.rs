@@ -1,7 +1,7 @@
 //! `POST /webhooks/{provider}`: verify the delivery as its sender signs it, then have its
 //! claim authority claim, forward and settle it (sync mode), or store it for the object to
 //! deliver (queue mode); answer from its report. One sequence for every provider; what differs
-//! (signature, id, type) is in [`crate::stripe`] and [`crate::providers`].
+//! (signature, id, type) is in [`crate::providers::stripe`] and [`crate::providers`].
 
 use js_sys::Uint8Array;
 use worker::{Context, Env, Headers, Method, Response, Result};
@@ -13,13 +13,13 @@ use super::env_config;
 use super::inbound::Inbound;
 use super::native;
 use super::rate_limit;
-use crate::authority::{AuthorityRequest, Deliver, Door, Forward};
+use crate::authority::{AuthorityRequest, Deliver, Forward};
 use crate::claim::Source;
-use crate::config::DeliveryMode;
+use crate::config::{Config, DeliveryMode};
 use crate::log_line::{LogLine, Route};
+use crate::providers::stripe::envelope;
+use crate::providers::stripe::signature::{self, SignatureError};
 use crate::providers::{self, Identity, Provider};
-use crate::stripe::envelope;
-use crate::stripe::signature::{self, SignatureError};
 use crate::webhook::{self, Answer, Refusal};
 
 /// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
@@ -53,43 +53,19 @@ async fn deliver(
             return webhook::refusal_answer(&Refusal::Misconfigured(problems.to_vec()))
         }
     };
-    let Some((keys, origin_url)) = config.sender(provider) else {
-        return webhook::refusal_answer(&Refusal::NotEnabled(provider));
-    };
-    // After the sender check, so that a disabled route answers as an unknown path does.
-    if req.method() != Method::Post {
-        return webhook::refusal_answer(&Refusal::MethodNotAllowed);
-    }
-    let limit = config.delivery.max_body_bytes;
-    let body = match body::read_capped(req, limit).await {
-        Ok(body) => body,
-        Err(BodyError::TooLarge) => {
-            return webhook::refusal_answer(&Refusal::BodyTooLarge { limit })
-        }
-        Err(BodyError::Unreadable) => return webhook::refusal_answer(&Refusal::UnreadableBody),
-    };
-    let headers = req.headers();
-    let tolerance = config.webhook.signature_tolerance_seconds;
-    let identified = match provider {
-        Provider::Stripe => identify_stripe(headers, &keys, &body, tolerance)
-            .await
-            .map(|identity| (identity, None)),
-        other => identify(other, headers, &keys, &body, tolerance).await,
-    };
-    let (Identity { id, event_type }, replay_key) = match identified {
-        Ok(identified) => identified,
+    let verified = match verify(provider, req, env, &config).await {
+        Ok(verified) => verified,
         Err(refusal) => return webhook::refusal_answer(&refusal),
     };
+    let Verified {
+        identity: Identity { id, event_type },
+        known_only,
+        body,
+    } = verified;
     let key = provider.key(&id);
     line.key = Some(key.clone());
     line.event_type = event_type;
-    // Past the replay limit only a delivery its object already knows is served (a repeat is
-    // still answered as a duplicate); one that would make a new record is refused.
-    let known_only = match replay_key {
-        Some(replay_key) => !rate_limit::within(env, REPLAY_LIMITER, &[replay_key]).await,
-        None => false,
-    };
-    let forwarded = forwarded_headers(provider, headers);
+    let headers = forwarded_headers(provider, req.headers());
     let policy = config.webhook.claims;
     if config.queue.mode(provider) == DeliveryMode::Queue {
         // Stored, then acknowledged; the object delivers it from its alarm, signing each attempt
@@ -98,30 +74,77 @@ async fn deliver(
             key,
             provider,
             policy,
-            headers: forwarded,
+            headers,
             known_only,
         };
         let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
         return webhook::after_enqueue(&reply, &id, clock::now_ms());
     }
     let forward = Forward {
-        url: origin_url.to_string(),
+        url: config
+            .sender(provider)
+            .map(|(_, url)| url.to_string())
+            .unwrap_or_default(),
         method: "POST".into(),
-        headers: forwarded,
+        headers,
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
-    let make = |nonce| Deliver {
-        key,
-        policy,
-        nonce,
-        source: Source::Webhook(provider),
-        forward,
-        door: Door::Webhook,
-        known_only,
-    };
+    let source = Source::Webhook(provider);
+    let make = |nonce| Deliver::webhook(key, policy, nonce, source, forward, known_only);
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
     webhook::after_delivery(&reply, &id, clock::now_ms())
+}
+
+/// A verified delivery: who sent what, whether only a key its object knows may be served, and
+/// its body.
+struct Verified {
+    identity: Identity,
+    known_only: bool,
+    body: Uint8Array,
+}
+
+/// Sender enabled, method, body within the cap, then the signature (and Stripe's envelope),
+/// and the replay limit: past it only a delivery its object already knows is served (a repeat
+/// is still answered as a duplicate); one that would make a new record is refused.
+async fn verify(
+    provider: Provider,
+    req: &Inbound,
+    env: &Env,
+    config: &Config,
+) -> std::result::Result<Verified, Refusal> {
+    let Some((keys, _)) = config.sender(provider) else {
+        return Err(Refusal::NotEnabled(provider));
+    };
+    // After the sender check, so that a disabled route answers as an unknown path does.
+    if req.method() != Method::Post {
+        return Err(Refusal::MethodNotAllowed);
+    }
+    let limit = config.delivery.max_body_bytes;
+    let body = body::read_capped(req, limit)
+        .await
+        .map_err(|error| match error {
+            BodyError::TooLarge => Refusal::BodyTooLarge { limit },
+            BodyError::Unreadable => Refusal::UnreadableBody,
+        })?;
+    let headers = req.headers();
+    let tolerance = config.webhook.signature_tolerance_seconds;
+    let (identity, replay_key) = match provider {
+        Provider::Stripe => (
+            identify_stripe(headers, &keys, &body, tolerance).await?,
+            None,
+        ),
+        other => identify(other, headers, &keys, &body, tolerance).await?,
+    };
+    let known_only = match replay_key {
+        Some(replay_key) => !rate_limit::within(env, REPLAY_LIMITER, &[replay_key]).await,
+        None => false,
+    };
+    Ok(Verified {
+        identity,
+        known_only,
+        body,
+    })
 }
 
 /// A Stripe delivery: `Stripe-Signature` parsed and decided by the pure rules over MACs that
@@ -164,15 +187,15 @@ async fn identify(
     tolerance: u64,
 ) -> std::result::Result<(Identity, Option<String>), Refusal> {
     let header = |name: &str| headers.get(name).ok().flatten();
-    let inbound = providers::read(provider, &header).map_err(Refusal::Sender)?;
-    let expected = native::macs(keys, &inbound.signed.prefix, body)
+    let unverified = providers::read(provider, &header).map_err(Refusal::Sender)?;
+    let expected = native::macs(keys, &unverified.signed.prefix, body)
         .await
         .unwrap_or_default();
     let replay_key = expected
         .first()
         .and_then(|mac| providers::replay_limit_key(provider, mac));
-    let identity =
-        providers::decide(inbound, &expected, now_seconds(), tolerance).map_err(Refusal::Sender)?;
+    let identity = providers::decide(unverified, &expected, now_seconds(), tolerance)
+        .map_err(Refusal::Sender)?;
     Ok((identity, replay_key))
 }
 

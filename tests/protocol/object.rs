@@ -10,9 +10,7 @@ use webhook_dedup::authority::{
     self, queue, Attempt, AuthorityReply, AuthorityRequest, Begin, Deliver, Door as AuthorityDoor,
     Forward as ForwardTerms, Head, WakeBy, Won,
 };
-use webhook_dedup::claim::{
-    self, AttemptOutcome, ClaimRecord, ClaimState, ClaimStore, Nonce, Source,
-};
+use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce, Source};
 use webhook_dedup::config::{Config, DeliveryMode};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::providers::Provider;
@@ -430,19 +428,8 @@ impl World {
             started
         });
         let won = match started {
-            Ok(AttemptOutcome::Start {
-                fence,
-                attempt,
-                takeover,
-                lease_expires_at,
-                ..
-            }) => Won {
-                fence,
-                attempt,
-                takeover,
-                lease_expires_at,
-            },
-            Ok(AttemptOutcome::Dead { .. }) => {
+            Ok(queue::Due::Attempt(won, _)) => won,
+            Ok(queue::Due::Dead(..)) => {
                 self.reach(Reached::DeadLettered);
                 return;
             }

@@ -6,7 +6,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use webhook_dedup::config::Config;
 use webhook_dedup::idempotency::fingerprint;
-use webhook_dedup::stripe::{envelope, signature};
+use webhook_dedup::providers::stripe::{envelope, signature};
 
 const NOW: i64 = 1_700_000_000;
 

@@ -726,27 +726,30 @@ impl Attempt {
                 self.push_report(End::Late(LateWord::LateAnswer, step))
             }
             (Settled::Claim(step), After::Report(word)) => self.push_report(End::Late(word, step)),
-            (Settled::Claim(step), After::Stream(head)) => {
-                if self.caller == Caller::Waiting {
-                    let report = self.report(step, Some(head.clone()), now);
-                    self.reply_streaming(report);
-                }
-                let streamed = self.caller == Caller::Streaming;
-                if !streamed {
-                    self.commands.push_back(Command::Abort);
-                    self.push_report(End::Late(LateWord::LateAnswer, step));
-                    return;
-                }
-                self.phase = Phase::Body(Body {
-                    head,
-                    cap: 0,
-                    kept: Vec::new(),
-                    too_large: false,
-                    streamed,
-                    early_step: step,
-                });
-            }
+            (Settled::Claim(step), After::Stream(head)) => self.stream(head, step, now),
         }
+    }
+
+    /// A non-final answer, settled with `step`: its head and body passed on to the caller, if
+    /// it still waits; else reported, its body unread.
+    fn stream(&mut self, head: Head, step: SettleStep, now: Millis) {
+        if self.caller == Caller::Waiting {
+            let report = self.report(step, Some(head.clone()), now);
+            self.reply_streaming(report);
+        }
+        if self.caller != Caller::Streaming {
+            self.commands.push_back(Command::Abort);
+            self.push_report(End::Late(LateWord::LateAnswer, step));
+            return;
+        }
+        self.phase = Phase::Body(Body {
+            head,
+            cap: 0,
+            kept: Vec::new(),
+            too_large: false,
+            streamed: true,
+            early_step: step,
+        });
     }
 
     fn report(&self, step: SettleStep, head: Option<Head>, now: Millis) -> Report {

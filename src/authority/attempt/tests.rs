@@ -6,9 +6,7 @@ use super::*;
 const SALT: Nonce = Nonce([77; 16]);
 use crate::authority::{begin, queue, Begin, Forward};
 use crate::claim::Source;
-use crate::claim::{
-    enqueue, AttemptOutcome, ClaimState, MemoryClaimStore, Nonce, RetryPolicy, StoreError,
-};
+use crate::claim::{enqueue, ClaimState, MemoryClaimStore, Nonce, RetryPolicy, StoreError};
 use crate::origin::{NetworkError, Reason};
 use crate::providers::Provider;
 
@@ -71,21 +69,8 @@ fn queued() -> (Attempt, MemoryClaimStore) {
     )
     .unwrap();
     let (started, _) = queue::start(&mut store, KEY, 0, POLICY, RETRY, Nonce([2; 16]));
-    let Ok(AttemptOutcome::Start {
-        fence,
-        attempt,
-        takeover,
-        lease_expires_at,
-        ..
-    }) = started
-    else {
+    let Ok(queue::Due::Attempt(won, _)) = started else {
         panic!("started")
-    };
-    let won = Won {
-        fence,
-        attempt,
-        takeover,
-        lease_expires_at,
     };
     (
         Attempt::queued(Provider::Stripe, KEY, won, 0, POLICY, RETRY, 2_000, 0.5),

@@ -115,17 +115,7 @@ pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
                 if timestamp.is_some() {
                     return Err(SignatureError::Malformed("t appears twice"));
                 }
-                if value.is_empty()
-                    || value.len() > 12
-                    || !value.bytes().all(|b| b.is_ascii_digit())
-                {
-                    return Err(SignatureError::Malformed("t is not a Unix timestamp"));
-                }
-                timestamp = Some(
-                    value
-                        .parse::<i64>()
-                        .map_err(|_| SignatureError::Malformed("t is not a Unix timestamp"))?,
-                );
+                timestamp = Some(unix_timestamp(value)?);
             }
             "v1" => {
                 let mut bytes = [0u8; 32];
@@ -150,6 +140,15 @@ pub fn parse_header(header: &str) -> Result<SignatureHeader, SignatureError> {
         });
     }
     Ok(SignatureHeader { timestamp, v1 })
+}
+
+/// A `t` value: whole Unix seconds, at most 12 digits.
+fn unix_timestamp(value: &str) -> Result<i64, SignatureError> {
+    let not_a_timestamp = SignatureError::Malformed("t is not a Unix timestamp");
+    if value.is_empty() || value.len() > 12 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(not_a_timestamp);
+    }
+    value.parse::<i64>().map_err(|_| not_a_timestamp)
 }
 
 /// The `v1` signature of `body` at `timestamp` with `secret`: HMAC-SHA256 of `"{t}.{body}"`.

@@ -1,0 +1,229 @@
+//! The source's shape, read with the Rust parser itself (`syn`): the modules import only the
+//! layers below their own (so no two import each other), and no function outside tests runs
+//! past 60 lines.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+
+/// The top-level modules, bottom layer first. A module may use the modules of the layers below
+/// its own, never one of its own layer or above: so no import runs up, and no two modules
+/// import each other.
+const LAYERS: &[&[&str]] = &[
+    // What every rule builds on: MACs and secrets.
+    &["mac", "secret"],
+    // The senders (each one's signature and id rules) and what an origin's answer means.
+    &["providers", "origin"],
+    // The claim record and its rules.
+    &["claim"],
+    // Every configuration key.
+    &["config"],
+    // The claim authority: its messages, the attempt driver, the alarm.
+    &["authority"],
+    // What the doors share: answers and the log line.
+    &["answer", "log_line"],
+    // The doors' rules.
+    &["webhook", "idempotency", "admin", "health"],
+    // The test routes, which show records as the admin API does.
+    &["test_routes"],
+    // The adapter to the runtime.
+    &["worker"],
+];
+
+/// The longest function outside tests, in lines.
+const MAX_FUNCTION_LINES: usize = 60;
+
+fn source_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("src/ is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            source_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every source file with its top-level module (`claim` for `src/claim/engine.rs`), test files
+/// (`tests.rs`, `tests/…`) left out.
+fn modules() -> Vec<(String, PathBuf, syn::File)> {
+    let mut files = Vec::new();
+    source_files(&src(), &mut files);
+    files
+        .into_iter()
+        .filter(|path| {
+            let relative = path.strip_prefix(src()).unwrap();
+            !relative
+                .components()
+                .any(|part| part.as_os_str() == "tests.rs" || part.as_os_str() == "tests")
+        })
+        .filter_map(|path| {
+            let relative = path.strip_prefix(src()).unwrap();
+            let first = relative.components().next()?.as_os_str().to_str()?;
+            let module = first.trim_end_matches(".rs").to_owned();
+            if module == "lib" {
+                return None;
+            }
+            let text = fs::read_to_string(&path).expect("a source file is readable");
+            let file = syn::parse_file(&text)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            Some((module, path, file))
+        })
+        .collect()
+}
+
+/// True for an item marked `#[cfg(test)]`.
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Meta>()
+                .is_ok_and(|meta| meta.path().is_ident("test"))
+    })
+}
+
+/// What a file refers to and how long its functions are, tests left out.
+#[derive(Default)]
+struct Reader {
+    /// Top-level modules named as `crate::…`.
+    uses: Vec<String>,
+    /// Functions: name, first line, lines.
+    functions: Vec<(String, usize, usize)>,
+}
+
+impl Reader {
+    fn function(&mut self, name: &syn::Ident, span: proc_macro2::Span) {
+        let lines = span.end().line - span.start().line + 1;
+        self.functions
+            .push((name.to_string(), span.start().line, lines));
+    }
+}
+
+impl<'ast> Visit<'ast> for Reader {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !is_test(&item.attrs) {
+            visit::visit_item_mod(self, item);
+        }
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !is_test(&item.attrs) {
+            self.function(&item.sig.ident, item.span());
+            visit::visit_item_fn(self, item);
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if !is_test(&item.attrs) {
+            self.function(&item.sig.ident, item.span());
+            visit::visit_impl_item_fn(self, item);
+        }
+    }
+
+    fn visit_use_tree(&mut self, tree: &'ast syn::UseTree) {
+        if let syn::UseTree::Path(path) = tree {
+            if path.ident == "crate" {
+                let mut next = &*path.tree;
+                match next {
+                    syn::UseTree::Path(inner) => self.uses.push(inner.ident.to_string()),
+                    syn::UseTree::Name(inner) => self.uses.push(inner.ident.to_string()),
+                    syn::UseTree::Group(group) => {
+                        for item in &group.items {
+                            next = item;
+                            match next {
+                                syn::UseTree::Path(inner) => {
+                                    self.uses.push(inner.ident.to_string())
+                                }
+                                syn::UseTree::Name(inner) => {
+                                    self.uses.push(inner.ident.to_string())
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                return;
+            }
+        }
+        visit::visit_use_tree(self, tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let mut segments = path.segments.iter();
+        if segments.next().is_some_and(|first| first.ident == "crate") {
+            if let Some(module) = segments.next() {
+                self.uses.push(module.ident.to_string());
+            }
+        }
+        visit::visit_path(self, path);
+    }
+}
+
+fn layer_of(module: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|layer| layer.contains(&module))
+        .unwrap_or_else(|| panic!("src/{module} is in no layer: add it to LAYERS"))
+}
+
+#[test]
+fn every_import_runs_down_the_layers() {
+    let mut wrong = Vec::new();
+    let mut edges = 0;
+    for (module, path, file) in modules() {
+        let mut reader = Reader::default();
+        reader.visit_file(&file);
+        for used in reader.uses {
+            if used == module {
+                continue;
+            }
+            edges += 1;
+            if layer_of(&used) >= layer_of(&module) {
+                wrong.push(format!(
+                    "{} ({module}) uses crate::{used}, which is not below it",
+                    path.strip_prefix(src()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(edges > 50, "the check read the imports ({edges} seen)");
+    wrong.sort();
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "imports up the layers:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_function_outside_tests_runs_past_sixty_lines() {
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for (_, path, file) in modules() {
+        let mut reader = Reader::default();
+        reader.visit_file(&file);
+        seen += reader.functions.len();
+        for (name, line, lines) in reader.functions {
+            if lines > MAX_FUNCTION_LINES {
+                long.push(format!(
+                    "{}:{line} {name}: {lines} lines",
+                    path.strip_prefix(src()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(seen > 300, "the check read the functions ({seen} seen)");
+    assert!(
+        long.is_empty(),
+        "functions longer than {MAX_FUNCTION_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
