@@ -22,12 +22,15 @@ pub fn config(env: &Env) -> Loaded {
     LOADED.with(|loaded| loaded.get_or_init(|| load(env)).clone())
 }
 
+/// A var, else a secret of the same name: an empty var (such as the `ORIGIN_URL = ""` that
+/// `wrangler.toml` ships with) gives way to a secret.
 fn load(env: &Env) -> Loaded {
     Config::load(|key| {
         env.var(key)
             .map(|v| v.to_string())
-            .or_else(|_| env.secret(key).map(|s| s.to_string()))
             .ok()
+            .filter(|value| !value.trim().is_empty())
+            .or_else(|| env.secret(key).map(|s| s.to_string()).ok())
     })
     .map(Rc::new)
     .map_err(Rc::from)
