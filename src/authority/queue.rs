@@ -310,7 +310,14 @@ mod tests {
             0.5,
         );
         assert_eq!(end, Ok(AttemptEnd::DeadLettered));
-        assert_eq!(wake.map(|w| w.due), Some(false), "only the expiry is left");
+        assert_eq!(
+            wake,
+            Some(crate::authority::Wake {
+                at: 10_006,
+                due: true
+            }),
+            "the dead letter is reported to the failure index at once"
+        );
         assert_eq!(
             store.load("evt_q").unwrap().unwrap().state(),
             ClaimState::Dead

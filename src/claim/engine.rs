@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fence::{Fence, Nonce};
 use super::record::{
-    CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis, QueueStage,
-    QueueStep, Source, Stage,
+    CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis, PendingReport,
+    QueueStage, QueueStep, Source, Stage, Transition,
 };
 use super::store::{ClaimStore, StoreError};
 use crate::origin::Reason;
@@ -339,8 +339,12 @@ pub fn finalize<S: ClaimStore>(
             });
             false
         }
-        Stage::Queue(QueueStage { step, .. }) if *step == QueueStep::Attempting => {
-            *step = QueueStep::Delivered { finished_at: now };
+        Stage::Queue(queue) if queue.step == QueueStep::Attempting => {
+            queue.step = QueueStep::Delivered { finished_at: now };
+            if queue.dead_at.is_some() {
+                let pending = queue.report.take();
+                queue.report = Some(PendingReport::with(pending, Transition::Recovered, now));
+            }
             true
         }
         _ => return Ok(FinalizeOutcome::NotOwner),

@@ -173,10 +173,18 @@ impl RecordV4 {
             first_attempt: queue.budget_first_attempt,
             started_at: queue.budget_started_at,
         };
+        // A dead letter from before the failure index is not reported to it (see
+        // docs/upgrading.md); its time of death is kept.
+        let dead_at = match step {
+            QueueStep::Dead { died_at, .. } => Some(died_at),
+            _ => None,
+        };
         Ok(Stage::Queue(QueueStage {
             accepted_at: queue.accepted_at,
             budget,
             step,
+            dead_at,
+            report: None,
         }))
     }
 }

@@ -10,6 +10,7 @@ mod fence;
 mod legacy;
 mod queue;
 mod record;
+mod report;
 mod store;
 
 pub use codec::{decode_record, encode_record, SCHEMA_VERSION};
@@ -23,9 +24,10 @@ pub use queue::{
     FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
 pub use record::{
-    Budget, CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,
-    QueueStage, QueueStep, Source, Stage,
+    Budget, CachedResponse, Change, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,
+    PendingReport, QueueStage, QueueStep, Source, Stage, Transition,
 };
+pub use report::{holds, report_due, report_failed, report_sent};
 pub use store::{ClaimStore, MemoryClaimStore, StoreError};
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::engine::{load_current, ClaimPolicy};
 use super::fence::{Fence, Nonce};
 use super::record::{
-    Budget, ClaimRecord, ClaimStage, ClaimState, Lease, Millis, QueueStage, QueueStep, Source,
-    Stage,
+    Budget, ClaimRecord, ClaimStage, ClaimState, Lease, Millis, PendingReport, QueueStage,
+    QueueStep, Source, Stage, Transition,
 };
 use super::store::{ClaimStore, StoreError};
 use crate::origin::Reason;
@@ -121,6 +121,8 @@ pub fn enqueue<S: ClaimStore>(
                 next_attempt_at: now,
                 unknown,
             },
+            dead_at: None,
+            report: None,
         }),
     };
     store.save_payload(key, payload)?;
@@ -264,9 +266,23 @@ fn dead_letter(
         died_at: now,
         unknown: takeover,
     };
-    record.stage = Stage::Queue(QueueStage { step, ..queue });
+    record.stage = Stage::Queue(died(QueueStage { step, ..queue }, now));
     record.last_failure = Some(reason);
     reason
+}
+
+/// `queue` with a step just set: when that step is `dead`, its time of death kept and the
+/// dead letter noted for the failure index.
+fn died(mut queue: QueueStage, now: Millis) -> QueueStage {
+    if matches!(queue.step, QueueStep::Dead { .. }) {
+        queue.dead_at = Some(now);
+        queue.report = Some(PendingReport::with(
+            queue.report.take(),
+            Transition::DeadLettered,
+            now,
+        ));
+    }
+    queue
 }
 
 /// Whether `record`'s next attempt is due at `now`: whether it is a takeover, and whether the
@@ -357,7 +373,7 @@ pub fn attempt_failed<S: ClaimStore>(
     let dead = failed >= retry.max_attempts
         || next > queue.budget.started_at.saturating_add(retry.max_age_ms);
     let (outcome, step) = after_failure(dead, next, now, failure.answer_lost);
-    record.stage = Stage::Queue(QueueStage { step, ..queue });
+    record.stage = Stage::Queue(died(QueueStage { step, ..queue }, now));
     record.last_failure = Some(failure.reason);
     // Never expire before the next attempt has had its lease: an acknowledged event is kept
     // until it is delivered or dead, whatever the back-off and the retention.
@@ -442,6 +458,10 @@ pub fn redeliver<S: ClaimStore>(
     let Stage::Queue(queue) = &mut record.stage else {
         return Ok(RedeliverOutcome::NoBody);
     };
+    if matches!(queue.step, QueueStep::Dead { .. }) {
+        let pending = queue.report.take();
+        queue.report = Some(PendingReport::with(pending, Transition::Redelivered, now));
+    }
     queue.budget = Budget {
         first_attempt: record.attempts,
         started_at: now,
@@ -458,7 +478,8 @@ pub fn redeliver<S: ClaimStore>(
 }
 
 /// When the object must wake for `record`: its next attempt, the end of an attempt's lease (to
-/// take over an attempt that died), or its expiry, whichever comes first.
+/// take over an attempt that died), the next send of changes the failure index has not
+/// acknowledged, or its expiry, whichever comes first.
 pub fn next_wake(record: &ClaimRecord) -> Millis {
     let due = match record.queue().map(|queue| &queue.step) {
         Some(QueueStep::Queued {
@@ -467,13 +488,19 @@ pub fn next_wake(record: &ClaimRecord) -> Millis {
         Some(QueueStep::Attempting) => Some(record.lease.until),
         _ => None,
     };
-    due.map_or(record.expires_at, |at| at.min(record.expires_at))
+    let report = record.pending_report().map(|report| report.next_at);
+    [due, report]
+        .into_iter()
+        .flatten()
+        .fold(record.expires_at, Millis::min)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::{finalize, forget, FinalizeOutcome, ForgetOutcome, MemoryClaimStore};
+    use crate::claim::{
+        finalize, forget, Change, FinalizeOutcome, ForgetOutcome, MemoryClaimStore, Transition,
+    };
     use crate::origin::Reason;
 
     const KEY: &str = "evt_queued";
@@ -681,7 +708,21 @@ mod tests {
             store.load_payload(KEY).unwrap().is_some(),
             "a dead event keeps its body"
         );
-        assert_eq!(next_wake(&dead), dead.expires_at);
+        let died = Change {
+            transition: Transition::DeadLettered,
+            at: 3_300,
+        };
+        assert_eq!(dead.dead_at(), Some(3_300));
+        assert_eq!(
+            dead.pending_report().map(|r| r.changes.clone()),
+            Some(vec![died]),
+            "the dead letter waits in the record for the failure index"
+        );
+        assert_eq!(next_wake(&dead), 3_300, "the alarm sends it at once");
+        assert!(!crate::claim::report_sent(&mut store, KEY, &[died], 3_400).unwrap());
+        let dead = store.load(KEY).unwrap().unwrap();
+        assert_eq!(dead.pending_report(), None, "acknowledged, it leaves");
+        assert_eq!(next_wake(&dead), dead.expires_at, "only the expiry is left");
 
         assert_eq!(
             redeliver(&mut store, KEY, 5_000, POLICY).unwrap(),

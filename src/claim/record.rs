@@ -136,6 +136,75 @@ pub struct QueueStage {
     pub budget: Budget,
     /// Where the delivery stands.
     pub step: QueueStep,
+    /// When the event was last dead-lettered (kept after a redelivery: its later delivery is a
+    /// recovery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_at: Option<Millis>,
+    /// Changes the failure index has not acknowledged yet; the object's alarm sends them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<PendingReport>,
+}
+
+/// A change of a stored event that needs a person, as the failure index learns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transition {
+    /// Every attempt allowed failed.
+    DeadLettered,
+    /// An operator put it back in the queue after it was dead-lettered.
+    Redelivered,
+    /// Delivered after it had been dead-lettered.
+    Recovered,
+    /// An operator deleted it while the index showed it (reported by the admin API itself:
+    /// the record is gone).
+    Forgotten,
+}
+
+/// One transition and when it happened: together with the event's key, what makes it unique
+/// (the failure index applies each once, however often it is sent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Change {
+    /// What happened.
+    pub transition: Transition,
+    /// When, by the event's object's clock.
+    pub at: Millis,
+}
+
+/// The most changes a record keeps for the failure index; past it the oldest is dropped (the
+/// index still learns the event's state now from the newest).
+pub const MAX_PENDING_CHANGES: usize = 8;
+
+/// Changes not yet acknowledged by the failure index, oldest first: sent by the object's alarm,
+/// sent again with a growing pause until the index takes them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PendingReport {
+    /// The changes, oldest first.
+    pub changes: Vec<Change>,
+    /// How many sends failed so far.
+    pub tries: u32,
+    /// When to send them (again).
+    pub next_at: Millis,
+}
+
+impl PendingReport {
+    /// `pending` with `transition` at `now` added, to send at once (a new change is sent
+    /// without waiting out the back-off of older ones).
+    pub fn with(pending: Option<PendingReport>, transition: Transition, now: Millis) -> Self {
+        let mut report = pending.unwrap_or(PendingReport {
+            changes: Vec::new(),
+            tries: 0,
+            next_at: now,
+        });
+        report.changes.push(Change {
+            transition,
+            at: now,
+        });
+        let excess = report.changes.len().saturating_sub(MAX_PENDING_CHANGES);
+        report.changes.drain(..excess);
+        report.tries = 0;
+        report.next_at = now;
+        report
+    }
 }
 
 /// An attempt budget: how many attempts, until when.
@@ -345,6 +414,16 @@ impl ClaimRecord {
             Some(at) if at > now => at.min(self.lease.until),
             _ => self.lease.until,
         }
+    }
+
+    /// The changes the failure index has not acknowledged yet, if any.
+    pub fn pending_report(&self) -> Option<&PendingReport> {
+        self.queue()?.report.as_ref()
+    }
+
+    /// When the event was last dead-lettered (queue mode only).
+    pub fn dead_at(&self) -> Option<Millis> {
+        self.queue()?.dead_at
     }
 
     /// When a queued delivery's next attempt is due (`queued` only).

@@ -1,34 +1,67 @@
 //! `/admin/...`: inspect, release and forget records. Off unless `ADMIN_TOKEN` is set. The
 //! decisions are the answer table in [`crate::admin`]; this reads, asks, and renders.
 
-use worker::{Env, Response, Result};
+use worker::{Env, Method, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::clock;
 use super::door::Visit;
 use super::env_config;
 use super::inbound::Inbound;
-use crate::admin::{self, Action, AdminAnswer, Next};
+use crate::admin::{self, page, Action, AdminAnswer, Next};
+use crate::answer::HttpAnswer;
 use crate::authority::AuthorityRequest;
-use crate::log_line::{Level, LogLine, Route};
+use crate::config::Config;
+use crate::log_line::{Level, LogLine, Outcome, Route};
 
 /// Serves one admin request; `rest` is the path after `/admin/`.
 pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let mut visit = Visit::start(Route::Admin, &req.method());
-    let answer = answer(&req, env, rest, &mut visit.line).await?;
-    visit.line.outcome = answer.outcome;
-    visit.answer(env, answer.http())
+    match answer(&req, env, rest, &mut visit.line).await? {
+        Answer::Api(answer) => {
+            visit.line.outcome = answer.outcome;
+            visit.answer(env, answer.http())
+        }
+        Answer::Page(asset) => visit.answer(env, asset),
+    }
 }
 
-async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Result<AdminAnswer> {
+/// The answer: the operator page and its assets without a token (while the admin API is on),
+/// every other route with one.
+async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Result<Answer> {
     let Ok(config) = env_config::config(env) else {
-        return Ok(AdminAnswer::misconfigured());
+        return Ok(Answer::Api(AdminAnswer::misconfigured()));
     };
     let Some(token) = &config.admin.token else {
-        return Ok(AdminAnswer::off());
+        return Ok(Answer::Api(AdminAnswer::off()));
     };
+    if req.method() == Method::Get {
+        if let Some(asset) = page::asset(rest) {
+            line.outcome = Outcome::Code("admin_page");
+            return Ok(Answer::Page(asset));
+        }
+    }
+    record_call(req, env, &config, token.expose_str(), rest, line)
+        .await
+        .map(Answer::Api)
+}
+
+/// An admin API answer, or one of the page's assets.
+enum Answer {
+    Api(AdminAnswer),
+    Page(HttpAnswer),
+}
+
+async fn record_call(
+    req: &Inbound,
+    env: &Env,
+    config: &Config,
+    token: &str,
+    rest: &str,
+    line: &mut LogLine,
+) -> Result<AdminAnswer> {
     let authorization = req.headers().get("authorization")?;
-    if !admin::authorized(authorization.as_deref(), token.expose_str()) {
+    if !admin::authorized(authorization.as_deref(), token) {
         return Ok(AdminAnswer::unauthorized());
     }
     let call = match admin::call(req.method().as_ref(), rest) {

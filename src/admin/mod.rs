@@ -17,6 +17,8 @@ use crate::origin::Reason;
 use crate::providers::stripe::envelope::is_event_id;
 use crate::providers::{is_header_id, Provider};
 
+pub mod page;
+
 /// True when `authorization` is `Bearer <token>` with the configured token (the scheme's name
 /// in any case, as HTTP reads it). Compares SHA-256 digests in constant time, so neither the
 /// token's content nor its length leaks by timing.
@@ -592,6 +594,8 @@ mod tests {
                     started_at: 0,
                 },
                 step,
+                dead_at: None,
+                report: None,
             }),
             ..record(ClaimState::Processing, lease_expires_at)
         }
