@@ -128,67 +128,13 @@ pub fn parse<'a>(
 /// Sets filter `name` to `value`.
 fn set(query: &mut ListQuery, name: &str, value: &str) -> Result<(), QueryError> {
     match name {
-        "provider" => {
-            let provider = Provider::from_name(value).ok_or_else(|| {
-                refuse(
-                    "invalid_provider",
-                    "`provider` is one of stripe, standard, github, shopify",
-                )
-            })?;
-            query.provider = Some(provider);
-        }
-        "type" => {
-            if !providers::is_event_type(value) {
-                return Err(refuse(
-                    "invalid_type",
-                    "`type` is not an event type this service keeps",
-                ));
-            }
-            query.event_type = Some(value.to_owned());
-        }
-        "state" => {
-            let state = EntryState::from_name(value).ok_or_else(|| {
-                refuse(
-                    "invalid_state",
-                    "`state` is one of dead, redelivered, recovered, forgotten",
-                )
-            })?;
-            query.state = Some(state);
-        }
-        "since" | "until" => {
-            let at = crate::rfc3339::parse(value).ok_or_else(|| {
-                refuse(
-                    "invalid_time",
-                    format!("`{name}` is not an RFC 3339 time such as 2026-12-02T10:00:00Z"),
-                )
-            })?;
-            if name == "since" {
-                query.since = Some(at);
-            } else {
-                query.until = Some(at);
-            }
-        }
-        "limit" => {
-            query.limit = value
-                .parse()
-                .ok()
-                .filter(|limit| (1..=MAX_LIMIT).contains(limit))
-                .ok_or_else(|| {
-                    refuse(
-                        "invalid_limit",
-                        format!("`limit` is a whole number from 1 to {MAX_LIMIT}"),
-                    )
-                })?;
-        }
-        "cursor" => {
-            let cursor = Cursor::decode(value).ok_or_else(|| {
-                refuse(
-                    "invalid_cursor",
-                    "`cursor` is not a next_cursor this service gave",
-                )
-            })?;
-            query.cursor = Some(cursor);
-        }
+        "provider" => query.provider = Some(provider(value)?),
+        "type" => query.event_type = Some(event_type(value)?),
+        "state" => query.state = Some(state(value)?),
+        "since" => query.since = Some(time(name, value)?),
+        "until" => query.until = Some(time(name, value)?),
+        "limit" => query.limit = limit(value)?,
+        "cursor" => query.cursor = Some(cursor(value)?),
         other => {
             return Err(refuse(
                 "unknown_parameter",
@@ -199,6 +145,65 @@ fn set(query: &mut ListQuery, name: &str, value: &str) -> Result<(), QueryError>
         }
     }
     Ok(())
+}
+
+fn provider(value: &str) -> Result<Provider, QueryError> {
+    Provider::from_name(value).ok_or_else(|| {
+        refuse(
+            "invalid_provider",
+            "`provider` is one of stripe, standard, github, shopify",
+        )
+    })
+}
+
+fn event_type(value: &str) -> Result<String, QueryError> {
+    if !providers::is_event_type(value) {
+        return Err(refuse(
+            "invalid_type",
+            "`type` is 1 to 100 printable characters without spaces",
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+fn state(value: &str) -> Result<EntryState, QueryError> {
+    EntryState::from_name(value).ok_or_else(|| {
+        refuse(
+            "invalid_state",
+            "`state` is one of dead, redelivered, recovered, forgotten",
+        )
+    })
+}
+
+fn time(name: &str, value: &str) -> Result<Millis, QueryError> {
+    crate::rfc3339::parse(value).ok_or_else(|| {
+        refuse(
+            "invalid_time",
+            format!("`{name}` is not an RFC 3339 time such as 2026-12-02T10:00:00Z"),
+        )
+    })
+}
+
+fn limit(value: &str) -> Result<usize, QueryError> {
+    value
+        .parse()
+        .ok()
+        .filter(|limit| (1..=MAX_LIMIT).contains(limit))
+        .ok_or_else(|| {
+            refuse(
+                "invalid_limit",
+                format!("`limit` is a whole number from 1 to {MAX_LIMIT}"),
+            )
+        })
+}
+
+fn cursor(value: &str) -> Result<Cursor, QueryError> {
+    Cursor::decode(value).ok_or_else(|| {
+        refuse(
+            "invalid_cursor",
+            "`cursor` is not a next_cursor this service gave",
+        )
+    })
 }
 
 #[cfg(test)]

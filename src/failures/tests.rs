@@ -390,12 +390,7 @@ fn the_dispatcher_answers_each_request() {
         None,
     );
     assert!(matches!(applied, IndexReply::Applied(Applied { ref fresh, .. }) if fresh.len() == 1));
-    let page = handle(
-        &mut store,
-        &IndexRequest::List(everything()),
-        10,
-        None,
-    );
+    let page = handle(&mut store, &IndexRequest::List(everything()), 10, None);
     assert!(matches!(page, IndexReply::Page(Page { ref items, .. }) if items.len() == 1));
     assert_eq!(
         handle(
