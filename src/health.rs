@@ -1,11 +1,22 @@
-//! `GET /healthz`: whether the configuration is usable, and which senders are on in which
-//! delivery mode. Pure: the worker passes the loaded configuration and renders the answer.
+//! `GET /healthz`: whether the configuration is usable, for anyone; which senders are on in
+//! which delivery mode, only for the operator. Pure: the worker passes the loaded
+//! configuration and who asks, and renders the answer.
 
 use serde_json::{json, Map, Value};
 
 use crate::answer::HttpAnswer;
 use crate::config::{Config, ConfigProblem, DeliveryMode};
 use crate::providers::Provider;
+
+/// Who asks, as far as `/healthz` is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// Any caller: the name, the version and the status (and on a broken configuration, each
+    /// key with its problem, which the deployer needs before any token works).
+    Anonymous,
+    /// A caller with the admin bearer token: also each enabled sender and its delivery mode.
+    Operator,
+}
 
 /// Each enabled provider with its delivery mode, e.g. `{"stripe":"sync","github":"queue"}`.
 fn enabled_providers(config: &Config) -> Map<String, Value> {
@@ -22,22 +33,25 @@ fn enabled_providers(config: &Config) -> Map<String, Value> {
         .collect()
 }
 
-/// The answer to `GET /healthz` with `loaded` (the configuration, or every problem in it):
-/// 200 with the enabled providers and their delivery modes, else 503 naming each key with a
-/// problem (never a value).
-pub fn answer(loaded: Result<&Config, &[ConfigProblem]>) -> HttpAnswer {
+/// The answer to `GET /healthz` with `loaded` (the configuration, or every problem in it), for
+/// `view`: 200 `status: ok` (with the enabled providers and their delivery modes for the
+/// operator only, so an anonymous caller does not learn which senders are on), else 503
+/// naming each key with a problem (never a value).
+pub fn answer(loaded: Result<&Config, &[ConfigProblem]>, view: View) -> HttpAnswer {
     let name = env!("CARGO_PKG_NAME");
     let version = env!("CARGO_PKG_VERSION");
     match loaded {
-        Ok(config) => HttpAnswer::json(
-            200,
-            &json!({
+        Ok(config) => {
+            let mut body = json!({
                 "name": name,
                 "version": version,
                 "status": "ok",
-                "providers": enabled_providers(config),
-            }),
-        ),
+            });
+            if view == View::Operator {
+                body["providers"] = Value::Object(enabled_providers(config));
+            }
+            HttpAnswer::json(200, &body)
+        }
         Err(problems) => HttpAnswer::json(
             503,
             &json!({
@@ -62,7 +76,7 @@ mod tests {
     }
 
     #[test]
-    fn a_usable_configuration_names_each_sender_and_its_mode() {
+    fn a_usable_configuration_names_each_sender_and_its_mode_to_the_operator_only() {
         let config = Config::load(|key| match key {
             "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
             "ORIGIN_URL" => Some("http://127.0.0.1:9/hook".into()),
@@ -70,11 +84,21 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        let answer = answer(Ok(&config));
-        assert_eq!(answer.status, 200);
+        let operator = answer(Ok(&config), View::Operator);
+        assert_eq!(operator.status, 200);
         assert_eq!(
-            body(&answer)["providers"],
+            body(&operator)["providers"],
             json!({ "stripe": "sync", "github": "queue" })
+        );
+        let anonymous = answer(Ok(&config), View::Anonymous);
+        assert_eq!(anonymous.status, 200);
+        let shown = body(&anonymous);
+        assert_eq!(shown["status"], "ok");
+        assert_eq!(shown.get("providers"), None, "{shown}");
+        let text = String::from_utf8(anonymous.body.unwrap()).unwrap();
+        assert!(
+            !text.contains("github") && !text.contains("queue"),
+            "{text}"
         );
     }
 
@@ -82,7 +106,7 @@ mod tests {
     fn a_broken_configuration_names_its_keys_never_their_values() {
         let problems =
             Config::load(|key| (key == "LEASE_SECONDS").then(|| "x".into())).unwrap_err();
-        let answer = answer(Err(&problems));
+        let answer = answer(Err(&problems), View::Anonymous);
         assert_eq!(answer.status, 503);
         let text = String::from_utf8(answer.body.unwrap()).unwrap();
         assert!(text.contains("LEASE_SECONDS") && text.contains("\"misconfigured\""));

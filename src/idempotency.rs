@@ -99,12 +99,34 @@ pub fn client_identity(value: Option<&str>) -> Option<&str> {
     value.filter(|v| !v.trim().is_empty())
 }
 
+/// Request headers through which a client could tell the API origin which address, host or
+/// scheme it came from: never passed on as the client sent them. Besides these, every
+/// `x-forwarded-*` header is dropped (see [`is_client_address_header`]).
+pub const CLIENT_ADDRESS_HEADERS: &[&str] = &[
+    "forwarded",
+    "x-real-ip",
+    "true-client-ip",
+    "x-client-ip",
+    "client-ip",
+    "x-cluster-client-ip",
+];
+
+/// True for a header (lower-case name) that claims the caller's address, host or scheme:
+/// one of [`CLIENT_ADDRESS_HEADERS`], or any `x-forwarded-*` (`-for`, `-proto`, `-host`,
+/// `-port`, `-prefix`, …).
+pub fn is_client_address_header(name: &str) -> bool {
+    CLIENT_ADDRESS_HEADERS.contains(&name) || name.starts_with("x-forwarded-")
+}
+
 /// The client's request headers (lower-case names, as the runtime gives them) as they go to the
 /// API origin: without the hop-by-hop ones (`hop_by_hop`, and any a `Connection` header names),
-/// and with `X-Real-IP` set to the caller's address as Cloudflare saw it (`CF-Connecting-IP`),
-/// never to a value the client sent: Cloudflare derives the origin's `CF-Connecting-IP` from
-/// `X-Real-IP` for a Worker's requests to its own zone, so a client-chosen value would let it
-/// pose as any address to the origin's allow-lists and limits.
+/// without any header through which the client claims an address, host or scheme
+/// ([`is_client_address_header`]), and with `X-Real-IP` and `X-Forwarded-For` set to the
+/// caller's address as Cloudflare saw it (`CF-Connecting-IP`), never to a value the client
+/// sent: Cloudflare derives the origin's `CF-Connecting-IP` from `X-Real-IP` for a Worker's
+/// requests to its own zone, and origins trust `X-Forwarded-For`, `Forwarded` and
+/// `True-Client-IP` for allow-lists and limits, so a client-chosen value would let it pose as
+/// any address.
 pub fn origin_request_headers(
     entries: impl IntoIterator<Item = (String, String)>,
     hop_by_hop: &[&str],
@@ -125,13 +147,40 @@ pub fn origin_request_headers(
         .filter(|(name, _)| {
             !hop_by_hop.contains(&name.as_str())
                 && !named_by_connection.contains(name)
-                && name != "x-real-ip"
+                && !is_client_address_header(name)
         })
         .collect();
     if let Some(caller) = caller {
-        headers.push(("x-real-ip".to_owned(), caller));
+        headers.push(("x-real-ip".to_owned(), caller.clone()));
+        headers.push(("x-forwarded-for".to_owned(), caller));
     }
     headers
+}
+
+/// Checks the path of an `/api/` request (percent-encoded, without its query) before it is
+/// appended to `API_ORIGIN_URL`: an encoded slash or backslash (`%2F`, `%5C`, also encoded
+/// twice: `%252F`), a backslash, or a dot-segment (`.` or `..`, also encoded: `%2E%2E`) is
+/// refused, since an origin that decodes it before routing would read another path, perhaps
+/// one outside the base path of `API_ORIGIN_URL`. Nothing else is changed.
+pub fn check_path(path: &str) -> Result<(), Problem> {
+    let lower = path.to_ascii_lowercase();
+    let separator = ["%2f", "%5c", "%252f", "%255c", "\\"]
+        .iter()
+        .any(|encoded| lower.contains(encoded));
+    let dot_segment = lower.split('/').any(|segment| {
+        let decoded = segment.replace("%252e", ".").replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    });
+    if separator || dot_segment {
+        return Err(Problem::new(
+            400,
+            "path-refused",
+            "Path refused",
+            "the path holds an encoded slash or backslash (%2F, %5C) or a dot-segment (., .., \
+             also encoded), which the API origin could read as another path",
+        ));
+    }
+    Ok(())
 }
 
 /// The rate limiter's keys of a keyed request: its client (hashed) and its address
@@ -226,6 +275,8 @@ pub struct Problem {
     pub detail: String,
     /// `Retry-After` seconds, when the client should come back later.
     pub retry_after: Option<u64>,
+    /// What the log line says beside the answer (a runtime error's text); never sent.
+    pub note: Option<String>,
 }
 
 impl Problem {
@@ -242,6 +293,22 @@ impl Problem {
             title,
             detail: detail.into(),
             retry_after: None,
+            note: None,
+        }
+    }
+
+    /// The problem for a failure of the runtime itself (500): a fixed detail for the client,
+    /// and `cause` (the runtime error's text, which can quote URLs, headers or values) only
+    /// for the log line.
+    pub fn internal(cause: impl Into<String>) -> Problem {
+        Problem {
+            note: Some(cause.into()),
+            ..Problem::new(
+                500,
+                "internal-error",
+                "Internal error",
+                "an internal error; the service's log says more",
+            )
         }
     }
 
@@ -344,6 +411,16 @@ impl Problem {
             "body-unreadable",
             "Request body unreadable",
             "the body could not be read to its end",
+        )
+    }
+
+    /// The problem for a body that did not arrive in full within `ms` milliseconds (408).
+    pub fn body_timeout(ms: u64) -> Problem {
+        Problem::new(
+            408,
+            "body-timeout",
+            "Request body too slow",
+            format!("the whole body did not arrive within {ms} ms"),
         )
     }
 

@@ -15,6 +15,7 @@
 //! | [`admin`] | the admin API's routes, token check and answer table, and the operator page |
 //! | [`failures`] | the failure index (dead letters, redeliveries, recoveries), its queries and the operational notifications |
 //! | [`rfc3339`] | times as RFC 3339 text, both ways |
+//! | [`rate_limit`] | the rate limiters' verdicts, and failing open when a limiter fails |
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
 //! | [`config`] | every configuration key, in sections, with its default and check |
 //! | [`health`] | what `GET /healthz` answers |
@@ -38,6 +39,7 @@ pub mod log_line;
 pub mod mac;
 pub mod origin;
 pub mod providers;
+pub mod rate_limit;
 pub mod rfc3339;
 pub mod secret;
 pub mod test_routes;

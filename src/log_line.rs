@@ -10,6 +10,7 @@ use crate::authority::{AuthorityReply, Delivery, Door, SettleStep};
 use crate::claim::{ClaimState, Millis};
 use crate::origin::{OriginOutcome, Reason, Verdict};
 use crate::providers::Provider;
+use crate::rate_limit::Fault;
 
 /// How much a line matters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -66,6 +67,23 @@ impl Route {
         match door {
             Door::Webhook => Route::Webhook,
             Door::Api { .. } => Route::Idempotency,
+        }
+    }
+
+    /// The route a request's `path` reaches.
+    pub fn of_path(path: &str) -> Route {
+        if path == "/healthz" {
+            Route::Health
+        } else if path.starts_with("/webhooks/") {
+            Route::Webhook
+        } else if path.starts_with("/api/") {
+            Route::Idempotency
+        } else if path.starts_with("/admin/") {
+            Route::Admin
+        } else if path.starts_with("/_test/") {
+            Route::Test
+        } else {
+            Route::Unknown
         }
     }
 
@@ -136,6 +154,9 @@ pub enum Outcome {
     AlarmNotSet,
     /// The alarm's work failed (storage trouble, an unreadable record); it runs again later.
     AlarmFailed,
+    /// A rate limiter gave no verdict (a binding of the wrong kind, a failed call): the request
+    /// went on without a limit.
+    RateLimitFailed,
     /// One claim authority operation, for the storage usage log (`claim`, `deliver`, …).
     Operation(&'static str),
     /// A refusal or a failure, by the stable code of the typed error or problem behind it
@@ -170,6 +191,7 @@ impl Outcome {
             Outcome::ExpiredAbandonedClaim => "expired_abandoned_claim",
             Outcome::AlarmNotSet => "alarm_not_set",
             Outcome::AlarmFailed => "alarm_failed",
+            Outcome::RateLimitFailed => "rate_limit_failed",
             Outcome::Operation(word) | Outcome::Code(word) => word,
         }
     }
@@ -316,6 +338,20 @@ impl LogLine {
             rows_read: Some(rows_read),
             rows_written: Some(rows_written),
             ..LogLine::new(Route::Authority)
+        }
+    }
+
+    /// The line of a rate limiter (the binding `binding`) that gave no verdict on a request
+    /// to `route`: the request went on unlimited (see [`crate::rate_limit::Check::admits`]).
+    pub fn rate_limit_failed(route: Route, binding: &str, fault: Fault) -> LogLine {
+        LogLine {
+            level: Level::Error,
+            outcome: Outcome::RateLimitFailed,
+            detail: Some(format!(
+                "{binding}: {}; the request went on without a limit",
+                fault.describe()
+            )),
+            ..LogLine::new(route)
         }
     }
 

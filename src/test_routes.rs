@@ -1,7 +1,8 @@
 //! The test routes' rules (off unless `ENABLE_TEST_ROUTES=true`, and only for the admin bearer
 //! token): `/_test/claims/{key}[/claim|/finalize|/release|/panic|/trap]` reach the claim
 //! authority directly, for the end-to-end tests of its rules; `POST /_test/signature` computes
-//! one signature both ways the worker can; `POST /_test/panic` panics in the worker. Pure: the
+//! one signature both ways the worker can; `POST /_test/panic` panics in the worker and
+//! `POST /_test/error` makes it fail with a runtime error. Pure: the
 //! worker reads the request, asks here, and carries it out.
 
 use serde::Deserialize;
@@ -11,7 +12,7 @@ use crate::admin;
 use crate::answer::{HttpAnswer, StoreFailure};
 use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{ClaimPolicy, Fence, Nonce, Source};
-use crate::config::{Config, ConfigProblem};
+use crate::config::{self, Config, ConfigProblem};
 use crate::origin::{Reason, UnknownReason};
 use crate::providers::Provider;
 
@@ -22,6 +23,9 @@ pub enum TestRoute {
     Panic,
     /// `POST /_test/signature`: a signature computed by WebCrypto and by the `hmac` crate.
     Signature,
+    /// `POST /_test/error`: a runtime error in the worker, which must reach the log line and
+    /// never the answer.
+    Error,
     /// A request to the claim authority of `key`.
     Claims {
         /// The key.
@@ -65,27 +69,51 @@ pub struct SettleBody {
     pub reason: Option<String>,
 }
 
-/// Who may use the test routes: the refusal (status, code, detail) of a request, or `None` to
-/// serve it. A broken configuration is answered as on every other route, before anything else:
-/// it cannot say whether the test routes are on.
+/// A request to a test route refused: its answer, its log word and what its log line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// The answer.
+    pub answer: HttpAnswer,
+    /// The log's outcome word.
+    pub code: &'static str,
+    /// What the log line says.
+    pub note: String,
+}
+
+/// Who may use the test routes: the refusal of a request, or `None` to serve it. A caller
+/// without the admin token (`token`, the usable `ADMIN_TOKEN`, read even while other keys have
+/// problems) gets the admin API's one 401 whatever the configuration ([`admin::gate`]), so it
+/// learns neither whether the test routes are on nor whether the configuration is valid; a
+/// caller with it is told either.
 pub fn refusal(
     config: Result<&Config, &[ConfigProblem]>,
+    token: Option<&str>,
     authorization: Option<&str>,
-) -> Option<(u16, &'static str, &'static str)> {
-    let config = match config {
-        Ok(config) if config.admin.test_routes => config,
-        Ok(_) => return Some((404, "not_found", "test routes are off")),
-        Err(_) => return Some((500, "misconfigured", "see /healthz")),
+) -> Option<Refused> {
+    let refused = |answer: HttpAnswer, code, note: &str| Refused {
+        answer,
+        code,
+        note: note.to_owned(),
     };
-    let token = config.admin.token.as_ref().map(|token| token.expose_str());
-    if token.is_some_and(|token| admin::authorized(authorization, token)) {
-        return None;
+    if let Err(locked) = admin::gate(token, authorization) {
+        let answer = admin::AdminAnswer::unauthorized().http();
+        return Some(refused(answer, "unauthorized", locked.log_detail()));
     }
-    Some((
-        401,
-        "unauthorized",
-        "the test routes need the admin bearer token",
-    ))
+    match config {
+        Ok(config) if config.admin.test_routes => None,
+        Ok(_) => {
+            let answer = HttpAnswer::error(404, "not_found", "test routes are off");
+            Some(refused(answer, "not_found", "test routes are off"))
+        }
+        Err(problems) => {
+            let answer = HttpAnswer::error(500, "misconfigured", "see /healthz");
+            Some(refused(
+                answer,
+                "misconfigured",
+                &config::describe(problems),
+            ))
+        }
+    }
 }
 
 /// The test route `method` `rest` (the path after `/_test/`) names, if any.
@@ -93,6 +121,7 @@ pub fn route(method: &str, rest: &str) -> Option<TestRoute> {
     match (method, rest) {
         ("POST", "panic") => return Some(TestRoute::Panic),
         ("POST", "signature") => return Some(TestRoute::Signature),
+        ("POST", "error") => return Some(TestRoute::Error),
         _ => {}
     }
     let (key, op) = rest
@@ -223,6 +252,43 @@ mod tests {
         lease_ms: 1_000,
         retention_ms: 10_000,
     };
+
+    #[test]
+    fn without_the_token_every_configuration_answers_alike() {
+        let token = "a-long-admin-token-0123456789";
+        let bearer = format!("Bearer {token}");
+        let on = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("http://127.0.0.1:9/hook".into()),
+            "ADMIN_TOKEN" => Some(token.into()),
+            "ENABLE_TEST_ROUTES" => Some("true".into()),
+            _ => None,
+        })
+        .unwrap();
+        let mut off = on.clone();
+        off.admin.test_routes = false;
+        let problems = [ConfigProblem {
+            key: "LEASE_SECONDS",
+            problem: "x".into(),
+        }];
+        let unauthorized = admin::AdminAnswer::unauthorized().http();
+        for (config, token) in [
+            (Ok(&on), Some(token)),
+            (Ok(&off), Some(token)),
+            (Ok(&off), None),
+            (Err(&problems[..]), Some(token)),
+            (Err(&problems[..]), None),
+        ] {
+            for authorization in [None, Some("Bearer wrong-token-wrong")] {
+                let refused = refusal(config, token, authorization).expect("refused");
+                assert_eq!(refused.answer, unauthorized);
+            }
+        }
+        assert_eq!(refusal(Ok(&on), Some(token), Some(&bearer)), None);
+        let status = |config| refusal(config, Some(token), Some(&bearer)).map(|r| r.answer.status);
+        assert_eq!(status(Ok(&off)), Some(404));
+        assert_eq!(status(Err(&problems[..])), Some(500));
+    }
 
     #[test]
     fn routes_are_read_from_the_method_and_the_path() {

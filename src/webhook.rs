@@ -76,6 +76,11 @@ pub enum Refusal {
     },
     /// The body could not be read to its end (400).
     UnreadableBody,
+    /// The whole body did not arrive within `BODY_READ_TIMEOUT_MS` (408).
+    BodyTimeout {
+        /// The configured deadline, in milliseconds.
+        ms: u64,
+    },
     /// The signature check failed (400).
     Signature(SignatureError),
     /// The verified body is not a usable Stripe event (400).
@@ -140,6 +145,11 @@ fn refusal_table(refusal: &Refusal) -> Answer {
             400,
             "unreadable_body",
             "the body could not be read to its end",
+        ),
+        Refusal::BodyTimeout { ms } => Answer::error(
+            408,
+            "body_timeout",
+            format!("the whole body did not arrive within {ms} ms"),
         ),
         Refusal::Signature(error) => Answer::error(400, error.code(), error.to_string()),
         Refusal::Envelope(error) => Answer::error(400, error.code(), error.to_string()),
@@ -470,6 +480,15 @@ mod tests {
         assert_eq!(
             refusal_answer(&Refusal::BodyTooLarge { limit: 10 }).status,
             413
+        );
+        let slow = refusal_answer(&Refusal::BodyTimeout { ms: 10_000 });
+        assert_eq!(
+            (slow.status, slow.outcome),
+            (408, Outcome::Code("body_timeout"))
+        );
+        assert_eq!(
+            slow.body["detail"],
+            "the whole body did not arrive within 10000 ms"
         );
         let replayed = refusal_answer(&Refusal::ReplayLimited);
         assert_eq!(

@@ -160,11 +160,15 @@ describe('admin API', () => {
   });
 });
 
-test('the admin API is off without ADMIN_TOKEN', async (t) => {
+test('the admin API is off without ADMIN_TOKEN: every call is 401, as a wrong token is', async (t) => {
   const worker = await startWorker({ vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x' } });
   t.after(() => worker.dispose());
   const answer = await call(`${worker.url}/admin/events/evt_1`, { headers: auth() });
-  assert.equal(answer.status, 404);
+  assert.equal(answer.status, 401);
+  assert.equal(answer.json.error, 'unauthorized');
+  assert.equal((await call(`${worker.url}/admin/`)).status, 401, 'nor is the operator page served');
+  const line = await worker.waitForLog((l) => l.route === 'admin' && l.outcome === 'unauthorized');
+  assert.match(line.detail, /no usable ADMIN_TOKEN/, 'the log line says why');
 });
 
 test('with the Analytics Engine binding configured, deliveries are answered as without it', async (t) => {

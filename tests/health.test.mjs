@@ -28,8 +28,10 @@ test('healthz answers 200 with the name and version when configured', async (t) 
   assert.equal(unknown.status, 404);
   assert.equal(unknown.json.error, 'not_found');
 
+  assert.equal(health.json.providers, undefined, 'which senders are on is for the operator');
+
   const testRoute = await call(`${worker.url}/_test/claims/evt_x`);
-  assert.equal(testRoute.status, 404, 'test routes are off unless ENABLE_TEST_ROUTES=true');
+  assert.equal(testRoute.status, 401, 'test routes are off, and say so to no one without the token');
 });
 
 test('healthz names missing and invalid keys, never a secret value', async (t) => {
@@ -59,10 +61,10 @@ test('a lease too short for the time-out and the late-answer wait is a configura
   assert.equal(delivery.status, 500);
   assert.equal(delivery.json.error, 'misconfigured');
   assert.match(delivery.json.detail, /LATE_ANSWER_WAIT_SECONDS/);
-  // Every route says so, the test routes too (a broken configuration cannot say they are off).
+  // The test routes tell no one without the admin token (there is none here) anything.
   const testRoute = await call(`${worker.url}/_test/claims/evt_x`);
-  assert.equal(testRoute.status, 500);
-  assert.equal(testRoute.json.error, 'misconfigured');
+  assert.equal(testRoute.status, 401);
+  assert.equal(testRoute.json.error, 'unauthorized');
 });
 
 test('the shipped wrangler.toml asks for ORIGIN_URL until it is filled in', async (t) => {

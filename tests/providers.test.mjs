@@ -65,9 +65,10 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
   const inspect = (provider, id) => call(`${ctx.worker.url}/admin/deliveries/${provider}/${encodeURIComponent(claimId(provider, id))}`, { headers: adminHeaders(ctx.worker) });
   const done = async (provider, id) => (await inspect(provider, id)).json?.record?.state === 'done';
 
-  test('/healthz lists the enabled providers and their delivery modes', async () => {
-    const health = await call(`${ctx.worker.url}/healthz`);
+  test('/healthz lists the enabled providers and their delivery modes to the operator, never to anyone', async () => {
+    const health = await call(`${ctx.worker.url}/healthz`, { headers: adminHeaders(ctx.worker) });
     assert.deepEqual(health.json.providers, { stripe: 'sync', standard: 'sync', github: 'queue', shopify: 'queue' });
+    assert.equal((await call(`${ctx.worker.url}/healthz`)).json.providers, undefined);
   });
 
   for (const provider of ['standard', 'github', 'shopify']) {
@@ -302,7 +303,8 @@ describe('each provider picks its mode; a provider without a secret is off', () 
     }
     const line = await ctx.worker.waitForLog((l) => l.provider === 'shopify' && l.status === 404);
     assert.match(line.detail, /SHOPIFY_WEBHOOK_SECRET is not set/, 'the operator is');
-    assert.deepEqual((await call(`${ctx.worker.url}/healthz`)).json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
+    const health = await call(`${ctx.worker.url}/healthz`, { headers: adminHeaders(ctx.worker) });
+    assert.deepEqual(health.json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
   });
 
   test('github in sync mode: a failed handler answers 502 and runs again on the next delivery; then duplicates', async () => {

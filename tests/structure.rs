@@ -12,8 +12,8 @@ use syn::visit::{self, Visit};
 /// its own, never one of its own layer or above: so no import runs up, and no two modules
 /// import each other.
 const LAYERS: &[&[&str]] = &[
-    // What every rule builds on: MACs, secrets and times as text.
-    &["mac", "secret", "rfc3339"],
+    // What every rule builds on: MACs, secrets, times as text, rate limiters' verdicts.
+    &["mac", "secret", "rfc3339", "rate_limit"],
     // The senders (each one's signature and id rules) and what an origin's answer means.
     &["providers", "origin"],
     // The claim record and its rules.

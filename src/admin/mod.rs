@@ -35,6 +35,42 @@ pub fn authorized(authorization: Option<&str>, token: &str) -> bool {
     given.ct_eq(&expected).into()
 }
 
+/// Why a request to an admin route or a test route is refused at the gate: for the log line
+/// only, since every such request gets one answer ([`AdminAnswer::unauthorized`]) whatever the
+/// configuration, so that a caller without the token learns nothing about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locked {
+    /// No usable `ADMIN_TOKEN` (unset, or too short): the admin API and the test routes are off.
+    Off,
+    /// A token is configured, and the request did not present it.
+    WrongToken,
+}
+
+impl Locked {
+    /// What the log line says.
+    pub fn log_detail(self) -> &'static str {
+        match self {
+            Locked::Off => "no usable ADMIN_TOKEN: the admin API and the test routes are off",
+            Locked::WrongToken => "a missing or wrong admin bearer token",
+        }
+    }
+}
+
+/// The gate in front of every admin route (the operator page's assets aside) and every test
+/// route, before any other check: `Ok` when `authorization` presents `token`, the usable
+/// `ADMIN_TOKEN` (read even while other keys have problems); else why not. Whether the admin
+/// API is on, the test routes are on, or the configuration is valid is told only past it.
+pub fn gate(token: Option<&str>, authorization: Option<&str>) -> Result<(), Locked> {
+    match token {
+        None => Err(Locked::Off),
+        Some(token) if authorized(authorization, token) => Ok(()),
+        Some(_) => Err(Locked::WrongToken),
+    }
+}
+
+/// The `detail` of the one answer to a request without a valid token.
+pub const UNAUTHORIZED_DETAIL: &str = "a valid admin bearer token is required";
+
 /// Which records an admin route addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
@@ -247,28 +283,13 @@ impl AdminAnswer {
         AdminAnswer::new(status, json!({ "error": error, "detail": detail }), outcome)
     }
 
-    /// 401 for a missing or wrong token, whatever the path: it reveals neither routes nor
-    /// records.
+    /// 401 for a request without a valid token, whatever the path and the configuration (see
+    /// [`gate`]): it reveals neither routes, nor records, nor whether the admin API is on.
     pub fn unauthorized() -> AdminAnswer {
-        AdminAnswer::refused(
-            401,
-            "unauthorized",
-            "a valid admin bearer token is required",
-            "unauthorized",
-        )
+        AdminAnswer::refused(401, "unauthorized", UNAUTHORIZED_DETAIL, "unauthorized")
     }
 
-    /// 404 for every path while the admin API is off (no `ADMIN_TOKEN`).
-    pub fn off() -> AdminAnswer {
-        AdminAnswer::refused(
-            404,
-            "not_found",
-            "the admin API is off (no ADMIN_TOKEN)",
-            "not_found",
-        )
-    }
-
-    /// 500 while the configuration is invalid.
+    /// 500 while the configuration is invalid (told only to a caller with the token).
     pub fn misconfigured() -> AdminAnswer {
         AdminAnswer::refused(500, "misconfigured", "see /healthz", "misconfigured")
     }
@@ -561,6 +582,25 @@ mod tests {
         assert!(!authorized(Some(&format!("Bearer {token}x")), token));
         assert!(!authorized(Some("Bearer "), token));
         assert!(!authorized(Some(&format!("Basic {token}")), token));
+    }
+
+    #[test]
+    fn the_gate_answers_one_way_to_every_caller_without_the_token() {
+        let token = "a-long-admin-token-0123456789";
+        let bearer = format!("Bearer {token}");
+        assert_eq!(gate(Some(token), Some(&bearer)), Ok(()));
+        assert_eq!(gate(Some(token), None), Err(Locked::WrongToken));
+        assert_eq!(
+            gate(Some(token), Some("Bearer nope")),
+            Err(Locked::WrongToken)
+        );
+        assert_eq!(gate(None, Some(&bearer)), Err(Locked::Off));
+        assert_eq!(gate(None, None), Err(Locked::Off));
+        let answer = AdminAnswer::unauthorized().http();
+        assert_eq!(answer.status, 401);
+        assert!(answer
+            .headers
+            .contains(&("www-authenticate".into(), "Bearer".into())));
     }
 
     fn record(state: ClaimState, lease_expires_at: Millis) -> ClaimRecord {

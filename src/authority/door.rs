@@ -68,8 +68,10 @@ pub fn is_final(status: u16) -> bool {
         || ((400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 409 | 425 | 429))
 }
 
-/// Response headers kept with a cached answer and replayed (lower-case); everything else
-/// (cookies, hop-by-hop headers, anything client-specific) is dropped.
+/// Response headers kept with a cached answer and replayed (lower-case): the answer's own
+/// description, and the CORS and browser-safety headers a browser client needs to read a
+/// replay as it read the first answer. Everything else (`Set-Cookie` above all, hop-by-hop
+/// headers, anything client-specific) is dropped.
 pub const CACHED_HEADERS: &[&str] = &[
     "content-type",
     "content-language",
@@ -83,6 +85,22 @@ pub const CACHED_HEADERS: &[&str] = &[
     "vary",
     "request-id",
     "x-request-id",
+    "access-control-allow-origin",
+    "access-control-allow-credentials",
+    "access-control-expose-headers",
+    "access-control-allow-methods",
+    "access-control-allow-headers",
+    "access-control-max-age",
+    "content-security-policy",
+    "content-security-policy-report-only",
+    "x-content-type-options",
+    "x-frame-options",
+    "referrer-policy",
+    "strict-transport-security",
+    "cross-origin-resource-policy",
+    "cross-origin-opener-policy",
+    "cross-origin-embedder-policy",
+    "permissions-policy",
 ];
 
 /// The safe headers of a response, lower-cased, in order.

@@ -42,3 +42,14 @@ impl AdminConfig {
         AdminConfig { token, test_routes }
     }
 }
+
+/// The admin token alone, read as [`AdminConfig::load`] reads it, when it is usable (set, and
+/// at least [`MIN_ADMIN_TOKEN_LEN`] characters): the gate of the admin API and the test routes
+/// needs it even while other keys have problems, so that a caller without it gets the same
+/// answer whatever the configuration.
+pub fn admin_token(lookup: impl Fn(&str) -> Option<String>) -> Option<Secret> {
+    Reader::new(lookup)
+        .raw(ADMIN_TOKEN)
+        .map(Secret::new)
+        .filter(|token| token.char_count() >= MIN_ADMIN_TOKEN_LEN)
+}

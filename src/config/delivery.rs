@@ -1,6 +1,10 @@
-//! How every delivery runs: the lease, the forward time-out, the late-answer wait, the body cap.
+//! How every delivery runs: the lease, the forward time-out, the late-answer wait, the body cap
+//! and the body's read deadline.
 
-use super::keys::{FORWARD_TIMEOUT_MS, LATE_ANSWER_WAIT_SECONDS, LEASE_SECONDS, MAX_BODY_BYTES};
+use super::keys::{
+    BODY_READ_TIMEOUT_MS, FORWARD_TIMEOUT_MS, LATE_ANSWER_WAIT_SECONDS, LEASE_SECONDS,
+    MAX_BODY_BYTES,
+};
 use super::reader::Reader;
 use crate::claim::ClaimPolicy;
 
@@ -16,6 +20,11 @@ pub const MAX_FORWARD_TIMEOUT_MS: u64 = 25_000;
 pub const DEFAULT_LATE_ANSWER_WAIT_SECONDS: u64 = 10 * 60;
 /// Default cap on a request body.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 512 * 1024;
+/// Default read deadline of a request body: a sender that has not sent its whole body by then
+/// is answered 408.
+pub const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// Longest read deadline of a request body.
+pub const MAX_BODY_READ_TIMEOUT_MS: u64 = 60_000;
 
 const MAX_LEASE_SECONDS: u64 = 24 * 60 * 60;
 const MAX_LATE_ANSWER_WAIT_SECONDS: u64 = MAX_LEASE_SECONDS;
@@ -33,6 +42,8 @@ pub struct DeliveryConfig {
     pub late_answer_wait_ms: u64,
     /// Largest accepted request body (`MAX_BODY_BYTES`).
     pub max_body_bytes: u64,
+    /// How long a request body may take to arrive in full (`BODY_READ_TIMEOUT_MS`).
+    pub body_read_timeout_ms: u64,
 }
 
 impl DeliveryConfig {
@@ -69,11 +80,18 @@ impl DeliveryConfig {
             1,
             MAX_BODY_CAP_BYTES,
         );
+        let body_read_timeout_ms = r.integer(
+            BODY_READ_TIMEOUT_MS,
+            DEFAULT_BODY_READ_TIMEOUT_MS,
+            1,
+            MAX_BODY_READ_TIMEOUT_MS,
+        );
         DeliveryConfig {
             lease_ms,
             forward_timeout_ms,
             late_answer_wait_ms,
             max_body_bytes,
+            body_read_timeout_ms,
         }
     }
 

@@ -13,7 +13,7 @@ mod reader;
 mod senders;
 mod webhook;
 
-pub use admin::{AdminConfig, MIN_ADMIN_TOKEN_LEN};
+pub use admin::{admin_token, AdminConfig, MIN_ADMIN_TOKEN_LEN};
 pub use alerts::{AlertConfig, DEFAULT_ALERT_MIN_INTERVAL_SECONDS};
 pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
@@ -40,6 +40,8 @@ pub mod keys {
     pub const LATE_ANSWER_WAIT_SECONDS: &str = "LATE_ANSWER_WAIT_SECONDS";
     /// Largest accepted request body (bytes).
     pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+    /// How long a request body may take to arrive (milliseconds).
+    pub const BODY_READ_TIMEOUT_MS: &str = "BODY_READ_TIMEOUT_MS";
     /// The Stripe endpoint's signing secrets, comma-separated.
     pub const STRIPE_WEBHOOK_SECRET: &str = "STRIPE_WEBHOOK_SECRET";
     /// Where verified events are forwarded.
@@ -114,6 +116,7 @@ pub mod keys {
         LATE_ANSWER_WAIT_SECONDS,
         SIGNATURE_TOLERANCE_SECONDS,
         MAX_BODY_BYTES,
+        BODY_READ_TIMEOUT_MS,
         DELIVERY_MODE,
         STRIPE_DELIVERY_MODE,
         STANDARD_DELIVERY_MODE,

@@ -31,6 +31,7 @@ fn defaults() {
     assert_eq!(config.delivery.late_answer_wait_ms, 600_000);
     assert_eq!(config.webhook.signature_tolerance_seconds, 300);
     assert_eq!(config.delivery.max_body_bytes, 524_288);
+    assert_eq!(config.delivery.body_read_timeout_ms, 10_000);
     assert!(!config.admin.test_routes);
     assert!(!config.log_storage_usage);
     assert!(
@@ -38,6 +39,17 @@ fn defaults() {
             .unwrap()
             .log_storage_usage
     );
+}
+
+#[test]
+fn the_body_read_deadline_is_bounded() {
+    let config = load(&[("BODY_READ_TIMEOUT_MS", "2500")]).unwrap();
+    assert_eq!(config.delivery.body_read_timeout_ms, 2_500);
+    for bad in ["0", "60001", "soon", "-5"] {
+        let problems = load(&[("BODY_READ_TIMEOUT_MS", bad)]).unwrap_err();
+        assert_eq!(keys(problems), ["BODY_READ_TIMEOUT_MS"], "{bad}");
+    }
+    assert!(load(&[("BODY_READ_TIMEOUT_MS", "60000")]).is_ok());
 }
 
 #[test]
@@ -676,4 +688,18 @@ fn notifications_need_a_url_and_a_standard_webhooks_secret_together() {
         .0,
         "ALERT_MIN_INTERVAL_SECONDS"
     );
+}
+
+#[test]
+fn the_admin_token_is_read_alone_while_other_keys_have_problems() {
+    let lookup = |key: &str| match key {
+        "ADMIN_TOKEN" => Some(" a-long-admin-token-0123456789 ".into()),
+        "LEASE_SECONDS" => Some("soon".into()),
+        _ => None,
+    };
+    assert!(Config::load(lookup).is_err());
+    let token = admin_token(lookup).expect("usable");
+    assert_eq!(token.expose_str(), "a-long-admin-token-0123456789");
+    assert!(admin_token(|key| (key == "ADMIN_TOKEN").then(|| "short".into())).is_none());
+    assert!(admin_token(|_| None).is_none());
 }

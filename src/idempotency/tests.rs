@@ -287,6 +287,8 @@ fn handling_is_decided_before_any_io() {
     assert_eq!(live_outcome(201), Outcome::Executed);
     assert_eq!(live_outcome(503), Outcome::OriginFailed);
     assert_eq!(Problem::body_too_large(9).status, 413);
+    let slow = Problem::body_timeout(10_000);
+    assert_eq!((slow.status, slow.slug), (408, "body-timeout"));
     assert_eq!(Problem::door_off().status, 404);
     let problem = Problem::misconfigured(&[ConfigProblem {
         key: "API_ORIGIN_URL",
@@ -304,33 +306,116 @@ fn the_origin_gets_the_client_s_headers_but_not_hop_by_hop_ones_nor_a_client_cho
         ("x-secret-hop", "only for the next hop"),
         ("host", "api.example"),
         ("x-real-ip", "6.6.6.6"),
+        ("x-forwarded-for", "6.6.6.6"),
+        ("x-forwarded-proto", "http"),
+        ("x-forwarded-host", "evil.example"),
+        ("x-forwarded-prefix", "/admin"),
+        ("forwarded", "for=6.6.6.6;proto=http;host=evil.example"),
+        ("true-client-ip", "6.6.6.6"),
+        ("x-client-ip", "6.6.6.6"),
         ("cf-connecting-ip", "203.0.113.7"),
         ("x-request-id", "r-1"),
     ]
     .map(|(n, v)| (n.to_owned(), v.to_owned()));
     let sent = origin_request_headers(entries.clone(), &["host", "connection"]);
-    let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
-        names,
+        sent,
         [
-            "authorization",
-            "cf-connecting-ip",
-            "x-request-id",
-            "x-real-ip"
+            ("authorization", "Bearer alice"),
+            ("cf-connecting-ip", "203.0.113.7"),
+            ("x-request-id", "r-1"),
+            ("x-real-ip", "203.0.113.7"),
+            ("x-forwarded-for", "203.0.113.7"),
         ]
+        .map(|(n, v)| (n.to_owned(), v.to_owned())),
+        "the address Cloudflare saw, never one the client chose"
     );
-    assert_eq!(
-        sent.last().unwrap().1,
-        "203.0.113.7",
-        "the address Cloudflare saw"
-    );
-    // No address from Cloudflare: no X-Real-IP at all, never the client's.
+    // No address from Cloudflare: no X-Real-IP nor X-Forwarded-For at all, never the client's.
     let without: Vec<(String, String)> = entries
         .into_iter()
         .filter(|(n, _)| n != "cf-connecting-ip")
         .collect();
     let sent = origin_request_headers(without, &["host", "connection"]);
-    assert!(sent.iter().all(|(n, _)| n != "x-real-ip"));
+    assert!(sent.iter().all(|(n, _)| !is_client_address_header(n)));
+    assert_eq!(sent.len(), 2, "{sent:?}");
+}
+
+#[test]
+fn encoded_separators_and_dot_segments_in_the_path_are_refused() {
+    for path in [
+        "/api/a/..%2F..%2Fadmin",
+        "/api/a%2fb",
+        "/api/a%5Cb",
+        "/api/a%5cb",
+        "/api/a\\b",
+        "/api/a%252Fb",
+        "/api/%2E%2E/x",
+        "/api/.%2e/x",
+        "/api/%2e/x",
+        "/api/x/..",
+        "/api/./x",
+        "/api/%252e%252e/x",
+    ] {
+        let refused = check_path(path).unwrap_err();
+        assert_eq!(
+            (refused.status, refused.slug),
+            (400, "path-refused"),
+            "{path}"
+        );
+    }
+    for path in [
+        "/api/charges",
+        "/api/charges/ch_1/refund",
+        "/api/files/a.b",
+        "/api/files/..hidden",
+        "/api/files/...",
+        "/api/a%20b",
+        "/api/caf%C3%A9",
+        "/api/",
+    ] {
+        assert_eq!(check_path(path), Ok(()), "{path}");
+    }
+}
+
+#[test]
+fn a_runtime_error_s_text_goes_to_the_log_never_to_the_client() {
+    let cause = "TypeError: fetch failed for https://user:pass@api.example/x";
+    let problem = Problem::internal(cause);
+    assert_eq!((problem.status, problem.slug), (500, "internal-error"));
+    assert_eq!(problem.note.as_deref(), Some(cause), "the log line has it");
+    let sent = String::from_utf8(problem.http().body.unwrap()).unwrap();
+    assert!(
+        !sent.contains("user:pass") && !sent.contains("TypeError"),
+        "{sent}"
+    );
+    assert!(sent.contains("an internal error"));
+}
+
+#[test]
+fn replays_keep_the_cors_and_browser_safety_headers_never_a_cookie() {
+    let kept = [
+        ("Access-Control-Allow-Origin", "https://app.example"),
+        ("Access-Control-Allow-Credentials", "true"),
+        ("Access-Control-Expose-Headers", "Request-Id"),
+        ("Content-Security-Policy", "default-src 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Vary", "Origin"),
+    ];
+    let mut headers: Vec<(String, String)> = kept
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+    headers.push(("Set-Cookie".into(), "session=secret".into()));
+    let cached = to_cache(200, &headers, BodyKept::Whole(b"{}".to_vec()));
+    let replayed = replay(&cached).unwrap();
+    for (name, value) in kept {
+        let name = name.to_ascii_lowercase();
+        assert!(
+            replayed.headers.contains(&(name.clone(), value.to_owned())),
+            "{name} kept"
+        );
+    }
+    assert!(replayed.headers.iter().all(|(n, _)| n != "set-cookie"));
 }
 
 proptest::proptest! {

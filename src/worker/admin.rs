@@ -13,7 +13,7 @@ use super::index_client;
 use crate::admin::{self, dead_letters, page, Action, AdminAnswer};
 use crate::answer::HttpAnswer;
 use crate::authority::AuthorityRequest;
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::failures::IndexRequest;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 
@@ -29,25 +29,31 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     }
 }
 
-/// The answer: the operator page and its assets without a token (while the admin API is on),
-/// every other route with one.
+/// The answer: the operator page and its assets without a token (while a usable admin token
+/// is set); every other route only past the gate ([`admin::gate`]): without the token, one
+/// answer whatever the configuration; with it, 500 while the configuration is invalid.
 async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Result<Answer> {
-    let Ok(config) = env_config::config(env) else {
-        return Ok(Answer::Api(AdminAnswer::misconfigured()));
-    };
-    let Some(token) = &config.admin.token else {
-        return Ok(Answer::Api(AdminAnswer::off()));
-    };
-    if req.method() == Method::Get {
+    let loaded = env_config::config(env);
+    let token = env_config::admin_token(env, &loaded);
+    if req.method() == Method::Get && token.is_some() {
         if let Some(asset) = page::asset(rest) {
             line.outcome = Outcome::Code("admin_page");
             return Ok(Answer::Page(asset));
         }
     }
     let authorization = req.headers().get("authorization")?;
-    if !admin::authorized(authorization.as_deref(), token.expose_str()) {
+    let token = token.as_ref().map(|token| token.expose_str());
+    if let Err(locked) = admin::gate(token, authorization.as_deref()) {
+        line.detail = Some(locked.log_detail().to_owned());
         return Ok(Answer::Api(AdminAnswer::unauthorized()));
     }
+    let config = match loaded {
+        Ok(config) => config,
+        Err(problems) => {
+            line.detail = Some(config::describe(&problems));
+            return Ok(Answer::Api(AdminAnswer::misconfigured()));
+        }
+    };
     let url = req.url()?;
     let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
     let pairs = pairs

@@ -1,6 +1,7 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL` (its rules are in
 //! [`crate::idempotency`]).
 
+use js_sys::Uint8Array;
 use worker::web_sys::{self, ReadableStream};
 use worker::{Context, Env, Response, Result};
 
@@ -23,6 +24,9 @@ pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
         Ok(response) => Ok(visit.finish(env, response)),
         Err(problem) => {
             visit.line.outcome = problem.outcome();
+            if problem.note.is_some() {
+                visit.line.detail.clone_from(&problem.note);
+            }
             visit.answer(env, problem.http())
         }
     }
@@ -44,6 +48,7 @@ async fn handle(
         return Err(Problem::door_off());
     };
     let url = req.url().map_err(internal)?;
+    idem::check_path(url.path())?;
     let path_and_query = match url.query() {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_owned(),
@@ -92,13 +97,7 @@ async fn keyed(
         header("cf-connecting-ip")?,
     )
     .await?;
-    let limit = config.delivery.max_body_bytes;
-    let body = body::read_capped(&req, limit)
-        .await
-        .map_err(|error| match error {
-            BodyError::TooLarge => Problem::body_too_large(limit),
-            BodyError::Unreadable => Problem::body_unreadable(),
-        })?;
+    let body = read_body(&req, config).await?;
     let method = req.method().to_string();
     let content_type = header("content-type")?;
     let fingerprint = idem::fingerprint(
@@ -131,6 +130,21 @@ async fn keyed(
     }
 }
 
+/// A keyed request's body, within `MAX_BODY_BYTES` and `BODY_READ_TIMEOUT_MS`.
+async fn read_body(req: &Inbound, config: &Config) -> std::result::Result<Uint8Array, Problem> {
+    let limits = body::Limits {
+        bytes: config.delivery.max_body_bytes,
+        deadline_ms: config.delivery.body_read_timeout_ms,
+    };
+    body::read_capped(req, limits)
+        .await
+        .map_err(|error| match error {
+            BodyError::TooLarge => Problem::body_too_large(limits.bytes),
+            BodyError::Unreadable => Problem::body_unreadable(),
+            BodyError::TimedOut => Problem::body_timeout(limits.deadline_ms),
+        })
+}
+
 /// The client a keyed request comes from, when it may go on: it names itself (unless anonymous
 /// callers are allowed), and it and its `address` are within the rate limit.
 async fn admit<'a>(
@@ -144,7 +158,7 @@ async fn admit<'a>(
         return Err(Problem::anonymous(&api.client_header));
     }
     let keys = idem::rate_limit_keys(client, address.as_deref());
-    if !rate_limit::within(env, RATE_LIMITER, &keys).await {
+    if !rate_limit::within(env, Route::Idempotency, RATE_LIMITER, &keys).await {
         return Err(Problem::rate_limited());
     }
     Ok(client)
@@ -212,15 +226,12 @@ fn live(
     Ok(response)
 }
 
+/// A runtime error as a problem: its text goes to the log line only.
 fn internal(error: worker::Error) -> Problem {
-    Problem::new(500, "internal-error", "Internal error", error.to_string())
+    Problem::internal(error.to_string())
 }
 
-fn js_internal(_: wasm_bindgen::JsValue) -> Problem {
-    Problem::new(
-        500,
-        "internal-error",
-        "Internal error",
-        "the answer could not be built",
-    )
+/// A JavaScript error while building the answer, as a problem (see [`internal`]).
+fn js_internal(error: wasm_bindgen::JsValue) -> Problem {
+    Problem::internal(format!("the answer could not be built: {error:?}"))
 }

@@ -84,6 +84,22 @@ pub fn refuse(
     visit.answer(env, answer)
 }
 
+/// Answers a runtime error met while serving a request on `route`: 500 `internal_error` with a
+/// fixed detail; the error's text (which can quote URLs, headers or values) goes to the log
+/// line only.
+pub fn internal_error(
+    env: &Env,
+    route: Route,
+    method: &Method,
+    error: &worker::Error,
+) -> Result<Response> {
+    let mut visit = Visit::start(route, method);
+    visit.line.outcome = Outcome::Code("internal_error");
+    visit.line.detail = Some(error.to_string());
+    let detail = "an internal error; the service's log says more";
+    visit.answer(env, HttpAnswer::error(500, "internal_error", detail))
+}
+
 /// Runs a delivery in its key's claim authority and returns the reply, with the origin's
 /// answer when it streams back. `make` builds the delivery around a fresh nonce. What the reply
 /// reports is noted on `line`. Failures come back as a `StoreFailed` reply.

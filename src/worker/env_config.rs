@@ -5,7 +5,8 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use crate::config::{Config, ConfigProblem};
+use crate::config::{self, Config, ConfigProblem};
+use crate::secret::Secret;
 
 /// The configuration of this isolate, or every problem in it; shared, never copied per request.
 pub type Loaded = Result<Rc<Config>, Rc<[ConfigProblem]>>;
@@ -22,16 +23,27 @@ pub fn config(env: &Env) -> Loaded {
     LOADED.with(|loaded| loaded.get_or_init(|| load(env)).clone())
 }
 
+/// The usable admin token: the loaded configuration's, or while it has problems, the token
+/// read alone (see [`config::admin_token`]).
+pub fn admin_token(env: &Env, loaded: &Loaded) -> Option<Secret> {
+    match loaded {
+        Ok(config) => config.admin.token.clone(),
+        Err(_) => config::admin_token(|key| lookup(env, key)),
+    }
+}
+
+fn load(env: &Env) -> Loaded {
+    Config::load(|key| lookup(env, key))
+        .map(Rc::new)
+        .map_err(Rc::from)
+}
+
 /// A var, else a secret of the same name: an empty var (such as the `ORIGIN_URL = ""` that
 /// `wrangler.toml` ships with) gives way to a secret.
-fn load(env: &Env) -> Loaded {
-    Config::load(|key| {
-        env.var(key)
-            .map(|v| v.to_string())
-            .ok()
-            .filter(|value| !value.trim().is_empty())
-            .or_else(|| env.secret(key).map(|s| s.to_string()).ok())
-    })
-    .map(Rc::new)
-    .map_err(Rc::from)
+fn lookup(env: &Env, key: &str) -> Option<String> {
+    env.var(key)
+        .map(|v| v.to_string())
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .or_else(|| env.secret(key).map(|s| s.to_string()).ok())
 }

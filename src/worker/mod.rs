@@ -39,34 +39,43 @@ use crate::health;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::providers::Provider;
 
-/// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
+/// Serves one request (see [`route`]). A runtime error on the way is logged with its text and
+/// answered 500 `internal_error` with a fixed detail: its text can quote URLs, headers or
+/// values, and never reaches the caller.
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response> {
     let req = Inbound::new(req);
     let path = req.path();
+    let method = req.method();
+    match route(req, &path, &env, &ctx).await {
+        Ok(response) => Ok(response),
+        Err(error) => door::internal_error(&env, Route::of_path(&path), &method, &error),
+    }
+}
+
+/// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
+async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Response> {
     if path == "/healthz" {
-        return health(&req, &env);
+        return health(&req, env);
     }
     if let Some(provider) = path
         .strip_prefix("/webhooks/")
         .and_then(Provider::from_name)
     {
-        return webhook::serve(provider, req, &env, &ctx).await;
+        return webhook::serve(provider, req, env, ctx).await;
     }
     if path.starts_with("/api/") {
-        return api::serve(req, &env, &ctx).await;
+        return api::serve(req, env, ctx).await;
     }
     if let Some(rest) = path.strip_prefix("/admin/") {
-        let rest = rest.to_owned();
-        return admin::serve(req, &env, &rest).await;
+        return admin::serve(req, env, rest).await;
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
-        let rest = rest.to_owned();
-        return test_routes::serve(req, &env, &rest).await;
+        return test_routes::serve(req, env, rest).await;
     }
     let detail = format!("no route for {path}");
     door::refuse(
-        &env,
+        env,
         Route::Unknown,
         &req.method(),
         404,
@@ -76,8 +85,8 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response
     )
 }
 
-/// `GET /healthz` (see [`health::answer`]); a broken configuration is logged at `error`,
-/// naming its keys.
+/// `GET /healthz` (see [`health::answer`]): the sender details only for a caller with the
+/// admin token; a broken configuration is logged at `error`, naming its keys.
 fn health(req: &Inbound, env: &Env) -> Result<Response> {
     let method = req.method();
     if method != Method::Get && method != Method::Head {
@@ -102,6 +111,23 @@ fn health(req: &Inbound, env: &Env) -> Result<Response> {
             ..LogLine::new(Route::Health)
         });
     }
-    let answer = health::answer(config.as_deref().map_err(|problems| &**problems));
-    door::render(answer)
+    let loaded = config.as_deref().map_err(|problems| &**problems);
+    let view = health_view(req, loaded)?;
+    door::render(health::answer(loaded, view))
+}
+
+/// What `/healthz` shows its caller: the sender details to a caller with the admin token.
+fn health_view(
+    req: &Inbound,
+    loaded: std::result::Result<&config::Config, &[config::ConfigProblem]>,
+) -> Result<health::View> {
+    let Ok(config) = loaded else {
+        return Ok(health::View::Anonymous);
+    };
+    let authorization = req.headers().get("authorization")?;
+    let token = config.admin.token.as_ref().map(|token| token.expose_str());
+    Ok(match crate::admin::gate(token, authorization.as_deref()) {
+        Ok(()) => health::View::Operator,
+        Err(_) => health::View::Anonymous,
+    })
 }

@@ -5,15 +5,16 @@
 
 use js_sys::Uint8Array;
 use serde::Deserialize;
-use worker::{Env, Response, Result};
+use worker::{Env, Method, Response, Result};
 
 use super::authority_client::AuthorityClient;
 use super::door::{self, Visit};
 use super::env_config;
 use super::inbound::Inbound;
 use super::native;
+use crate::answer::HttpAnswer;
 use crate::claim::Nonce;
-use crate::log_line::Route;
+use crate::log_line::{Outcome, Route};
 use crate::providers::stripe::signature;
 use crate::secret::Secret;
 use crate::test_routes::{self, SettleBody, TestRoute};
@@ -24,22 +25,28 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let refuse = |(status, code, detail): (u16, &'static str, &str)| {
         door::refuse(env, Route::Test, &method, status, code, detail, None)
     };
-    let config = env_config::config(env);
+    let loaded = env_config::config(env);
+    let token = env_config::admin_token(env, &loaded);
     let authorization = req.headers().get("authorization")?;
-    let loaded = config.as_deref().map_err(|problems| &**problems);
-    if let Some(refusal) = test_routes::refusal(loaded, authorization.as_deref()) {
-        return refuse(refusal);
+    let config = loaded.as_deref().map_err(|problems| &**problems);
+    let token = token.as_ref().map(|token| token.expose_str());
+    if let Some(refused) = test_routes::refusal(config, token, authorization.as_deref()) {
+        let mut visit = Visit::start(Route::Test, &method);
+        visit.line.outcome = Outcome::Code(refused.code);
+        visit.line.detail = Some(refused.note);
+        return visit.answer(env, refused.answer);
     }
-    let Ok(config) = config else {
+    let Ok(config) = loaded else {
         return refuse((500, "misconfigured", "see /healthz"));
     };
     let (key, op) = match test_routes::route(method.as_ref(), rest) {
         None => return refuse((404, "not_found", "unknown test route")),
         Some(TestRoute::Panic) => panic!("a panic asked for by POST /_test/panic"),
+        Some(TestRoute::Error) => return Err(worker::Error::RustError(ERROR_TEXT.into())),
         Some(TestRoute::Signature) => {
             return match req.json::<SignatureVector>().await {
                 Ok(vector) => cross_check(vector).await,
-                Err(error) => refuse((400, "bad_request", &error.to_string())),
+                Err(error) => bad_body(env, &method, &error),
             }
         }
         Some(TestRoute::Claims { key, op }) => (key, op),
@@ -47,7 +54,7 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let body = match op.takes_body() {
         true => match req.json::<SettleBody>().await {
             Ok(body) => Some(body),
-            Err(error) => return refuse((400, "bad_request", &error.to_string())),
+            Err(error) => return bad_body(env, &method, &error),
         },
         false => None,
     };
@@ -58,6 +65,25 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     };
     let reply = AuthorityClient::new(env)?.send(&request).await;
     Visit::start(Route::Test, &method).answer(env, test_routes::view(&reply))
+}
+
+/// The text of the runtime error `POST /_test/error` raises: the tests check that it reaches
+/// the log line and never the answer.
+const ERROR_TEXT: &str =
+    "a runtime error asked for by POST /_test/error (https://user:secret@origin.example)";
+
+/// 400 for a body that is not the JSON the route reads: a fixed detail; the error's text (the
+/// runtime's, or the parser's) goes to the log line only.
+fn bad_body(env: &Env, method: &Method, error: &worker::Error) -> Result<Response> {
+    let mut visit = Visit::start(Route::Test, method);
+    visit.line.outcome = Outcome::Code("bad_request");
+    visit.line.detail = Some(error.to_string());
+    let answer = HttpAnswer::error(
+        400,
+        "bad_request",
+        "the body is not the JSON this route reads",
+    );
+    visit.answer(env, answer)
 }
 
 /// A signature test vector: a secret, a timestamp and a body (base64).

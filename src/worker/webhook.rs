@@ -120,12 +120,20 @@ async fn verify(
     if req.method() != Method::Post {
         return Err(Refusal::MethodNotAllowed);
     }
-    let limit = config.delivery.max_body_bytes;
-    let body = body::read_capped(req, limit)
+    let limits = body::Limits {
+        bytes: config.delivery.max_body_bytes,
+        deadline_ms: config.delivery.body_read_timeout_ms,
+    };
+    let body = body::read_capped(req, limits)
         .await
         .map_err(|error| match error {
-            BodyError::TooLarge => Refusal::BodyTooLarge { limit },
+            BodyError::TooLarge => Refusal::BodyTooLarge {
+                limit: limits.bytes,
+            },
             BodyError::Unreadable => Refusal::UnreadableBody,
+            BodyError::TimedOut => Refusal::BodyTimeout {
+                ms: limits.deadline_ms,
+            },
         })?;
     let headers = req.headers();
     let tolerance = config.webhook.signature_tolerance_seconds;
@@ -137,7 +145,9 @@ async fn verify(
         other => identify(other, headers, &keys, &body, tolerance).await?,
     };
     let known_only = match replay_key {
-        Some(replay_key) => !rate_limit::within(env, REPLAY_LIMITER, &[replay_key]).await,
+        Some(replay_key) => {
+            !rate_limit::within(env, Route::Webhook, REPLAY_LIMITER, &[replay_key]).await
+        }
         None => false,
     };
     Ok(Verified {

@@ -1,0 +1,419 @@
+// The defences of issue 31 on the real runtime, each against a real HTTP origin that records
+// what reaches it: a body read deadline (a sender that trickles its body), one answer for every
+// admin or test-route request without the token whatever the configuration, /healthz without
+// sender details for an anonymous caller, rate limiters that fail open and say so, the API
+// door's forwarding headers and paths, and no runtime error text to a client.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { ROOT, call, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { deliverAs, deliveryId } from './provider-helpers.mjs';
+import { eventId, eventPayload, signatureFor } from './stripe-helpers.mjs';
+
+const SECRET = 'whsec_security_tests';
+const GITHUB_SECRET = 'github-security-secret';
+const TOKEN = 'security-admin-token-0123456789';
+const bearer = (token = TOKEN) => ({ authorization: `Bearer ${token}` });
+
+/**
+ * Sends `head` (the request line and headers, without the blank line) on a raw socket, then
+ * `body` in `pieces` pieces, one every `everyMs`, and resolves with the answer's status, its
+ * body and the milliseconds it took, as soon as the answer is complete (the rest of the body is
+ * never sent once an answer has come).
+ */
+function trickle(url, head, body, { pieces = 1, everyMs = 0 } = {}) {
+  const { hostname, port } = new URL(url);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let data = '';
+    let answered = false;
+    socket.on('data', (chunk) => {
+      data += chunk;
+      const end = data.indexOf('\r\n\r\n');
+      const status = data.match(/^HTTP\/1\.1 (\d{3})/);
+      const length = data.match(/\r\ncontent-length: (\d+)/i);
+      if (status && end >= 0 && length && data.length >= end + 4 + Number(length[1])) {
+        answered = true;
+        socket.destroy();
+        resolve({ status: Number(status[1]), text: data.slice(end + 4), ms: Date.now() - started });
+      }
+    });
+    // An answer without a length (chunked) ends with the connection.
+    socket.on('close', () => {
+      const status = data.match(/^HTTP\/1\.1 (\d{3})/);
+      if (answered) return;
+      if (!status) reject(new Error('the connection closed without an answer'));
+      answered = true;
+      const text = data.slice(data.indexOf('\r\n\r\n') + 4);
+      resolve({ status: Number(status[1]), text: dechunk(text), ms: Date.now() - started });
+    });
+    socket.on('error', (error) => { if (!answered) reject(error); });
+    socket.setTimeout(15_000, () => { socket.destroy(); reject(new Error(`no whole answer: ${JSON.stringify(data)}`)); });
+    socket.on('connect', async () => {
+      socket.write(`${head}\r\n\r\n`);
+      const size = Math.ceil(body.length / pieces);
+      for (let at = 0; at < body.length && !answered && !socket.destroyed; at += size) {
+        socket.write(body.slice(at, at + size));
+        await new Promise((r) => setTimeout(r, everyMs));
+      }
+    });
+  });
+}
+
+/** The payload of a chunked body as received (unchanged when it is not chunked). */
+function dechunk(text) {
+  if (!/^[0-9a-f]+\r\n/i.test(text)) return text;
+  let out = '';
+  let rest = text;
+  for (;;) {
+    const line = rest.indexOf('\r\n');
+    const size = parseInt(rest.slice(0, line), 16);
+    if (!size) return out;
+    out += rest.slice(line + 2, line + 2 + size);
+    rest = rest.slice(line + 2 + size + 2);
+  }
+}
+
+/** A raw request line and headers for `method` `target` on `url`'s host. */
+const headLines = (method, target, headers) => [`${method} ${target} HTTP/1.1`, 'Host: 127.0.0.1',
+  ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)].join('\r\n');
+
+describe('admin on, test routes off, the API door on (BODY_READ_TIMEOUT_MS=1500)', () => {
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req) => (behaviour.get(req.url.split('?')[0]) ?? (() => ({ status: 200, body: 'ok' })))(req));
+    worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: SECRET,
+        ORIGIN_URL: `${origin.url}/stripe`,
+        GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+        API_ORIGIN_URL: `${origin.url}/v1`,
+        ADMIN_TOKEN: TOKEN,
+        BODY_READ_TIMEOUT_MS: '1500',
+      },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  for (const [name, framing] of [['Content-Length', 'length'], ['chunked', 'chunked']]) {
+    test(`a webhook body that trickles past the deadline (${name}) is 408 body_timeout, nothing written, nothing forwarded`, async () => {
+      const before = storageDump(worker.persistDir);
+      const seen = origin.requests.length;
+      const payload = eventPayload(eventId('slow'));
+      const headers = { 'Content-Type': 'application/json', 'Stripe-Signature': signatureFor(payload, SECRET) };
+      // 20 pieces, one every 400 ms: 8 s in all, far past the 1.5 s deadline.
+      let body = payload;
+      if (framing === 'length') {
+        headers['Content-Length'] = Buffer.byteLength(payload);
+      } else {
+        headers['Transfer-Encoding'] = 'chunked';
+        const size = Math.ceil(payload.length / 20);
+        body = '';
+        for (let at = 0; at < payload.length; at += size) {
+          const piece = payload.slice(at, at + size);
+          body += `${Buffer.byteLength(piece).toString(16)}\r\n${piece}\r\n`;
+        }
+        body += '0\r\n\r\n';
+      }
+      const answer = await trickle(worker.url, headLines('POST', '/webhooks/stripe', headers), body, { pieces: 20, everyMs: 400 });
+      assert.equal(answer.status, 408, answer.text);
+      assert.equal(JSON.parse(answer.text).error, 'body_timeout');
+      assert.ok(answer.ms >= 1_400 && answer.ms < 5_000, `answered after ${answer.ms} ms`);
+      assert.equal(origin.requests.length, seen, 'nothing reached the origin');
+      assert.equal(storageDump(worker.persistDir), before, 'nothing written');
+      const line = await worker.waitForLog((l) => l.route === 'webhook' && l.outcome === 'body_timeout');
+      assert.equal(line?.status, 408);
+    });
+  }
+
+  test('a keyed API body that trickles past the deadline is 408 body-timeout, nothing written, nothing forwarded', async () => {
+    const before = storageDump(worker.persistDir);
+    const seen = origin.requests.length;
+    const body = JSON.stringify({ amount: 100, note: 'x'.repeat(200) });
+    const headers = {
+      'Content-Type': 'application/json', 'Content-Length': body.length,
+      Authorization: 'Bearer slow-client', 'Idempotency-Key': `slow-${Date.now()}`,
+    };
+    const answer = await trickle(worker.url, headLines('POST', '/api/charges', headers), body, { pieces: 20, everyMs: 400 });
+    assert.equal(answer.status, 408, answer.text);
+    assert.equal(JSON.parse(answer.text).type, 'urn:webhook-dedup:problem:body-timeout');
+    assert.equal(origin.requests.length, seen, 'nothing reached the origin');
+    assert.equal(storageDump(worker.persistDir), before, 'nothing written');
+  });
+
+  test('a body sent in pieces that ends within the deadline is served', async () => {
+    const id = eventId('pieces');
+    const payload = eventPayload(id);
+    const headers = {
+      'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload),
+      'Stripe-Signature': signatureFor(payload, SECRET), Connection: 'close',
+    };
+    const answer = await trickle(worker.url, headLines('POST', '/webhooks/stripe', headers), payload, { pieces: 3, everyMs: 300 });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(JSON.parse(answer.text).status, 'processed');
+  });
+
+  test('/healthz shows an anonymous caller its status, not which senders are on; the operator sees them', async () => {
+    const anonymous = await call(`${worker.url}/healthz`);
+    assert.equal(anonymous.status, 200);
+    assert.deepEqual(Object.keys(anonymous.json).sort(), ['name', 'status', 'version']);
+    assert.equal(anonymous.json.status, 'ok');
+    assert.doesNotMatch(anonymous.text, /github|stripe|sync|queue/);
+    const wrong = await call(`${worker.url}/healthz`, { headers: bearer('wrong-token-wrong-token') });
+    assert.deepEqual(wrong.json, anonymous.json, 'a wrong token sees what anyone sees');
+    const operator = await call(`${worker.url}/healthz`, { headers: bearer() });
+    assert.deepEqual(operator.json.providers, { stripe: 'sync', github: 'queue' });
+  });
+
+  test('the API origin never sees a client-chosen address, host or scheme (keyed and pass-through)', async () => {
+    const spoof = {
+      'cf-connecting-ip': '203.0.113.7',
+      'x-real-ip': '6.6.6.6',
+      'x-forwarded-for': '6.6.6.6',
+      'x-forwarded-proto': 'http',
+      'x-forwarded-host': 'evil.example',
+      'x-forwarded-prefix': '/admin',
+      forwarded: 'for=6.6.6.6;proto=http;host=evil.example',
+      'true-client-ip': '6.6.6.6',
+    };
+    const target = `/api/address/${Date.now()}`;
+    const keyed = await call(`${worker.url}${target}`, {
+      method: 'POST', headers: { ...spoof, authorization: 'Bearer alice', 'idempotency-key': `addr-${Date.now()}` }, body: '{}',
+    });
+    assert.equal(keyed.status, 200, keyed.text);
+    assert.equal((await call(`${worker.url}${target}`, { headers: spoof })).status, 200);
+    const seen = origin.requests.filter((r) => r.url === `/v1${target}`);
+    assert.equal(seen.length, 2);
+    for (const request of seen) {
+      assert.equal(request.headers['x-forwarded-for'], '203.0.113.7', request.method);
+      assert.equal(request.headers['x-real-ip'], '203.0.113.7', request.method);
+      for (const name of ['forwarded', 'true-client-ip', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-prefix']) {
+        assert.equal(request.headers[name], undefined, `${request.method} ${name}`);
+      }
+    }
+  });
+
+  test('encoded slashes and dot-segments in an /api/ path are refused (400 path-refused): nothing reaches the origin', async () => {
+    const before = storageDump(worker.persistDir);
+    const seen = origin.requests.length;
+    for (const [method, target] of [
+      ['GET', '/api/a/..%2F..%2Fadmin'],
+      ['GET', '/api/a%2fb'],
+      ['GET', '/api/a%5Cb'],
+      ['GET', '/api/a%252Fb'],
+      ['POST', '/api/x/%2e%2e%2f%2e%2e%2fadmin'],
+      ['POST', '/api/%2E%2E%5C%2E%2E%5Cadmin'],
+    ]) {
+      const body = method === 'POST' ? '{}' : '';
+      const headers = { authorization: 'Bearer alice', 'idempotency-key': `path-${Date.now()}`, 'Content-Length': body.length, Connection: 'close' };
+      const answer = await trickle(worker.url, headLines(method, target, headers), body);
+      assert.equal(answer.status, 400, `${target}: ${answer.text}`);
+      assert.equal(JSON.parse(answer.text).type, 'urn:webhook-dedup:problem:path-refused', target);
+    }
+    assert.equal(origin.requests.length, seen, 'nothing reached the origin');
+    assert.equal(storageDump(worker.persistDir), before, 'nothing written');
+    // Dot-segments the runtime resolves before the worker sees them never leave the door's
+    // own path: what is left is refused, or an /api/ path, or another route.
+    for (const target of ['/api/a/%2e%2e/%2e%2e/admin', '/api/a/../../admin', '/api/./x/..']) {
+      const answer = await trickle(worker.url, headLines('GET', target, { Connection: 'close', 'Content-Length': 0 }), '');
+      assert.notEqual(answer.status, 500, `${target}: ${answer.text}`);
+    }
+    for (const request of origin.requests.slice(seen)) assert.match(request.url, /^\/v1\/api\//);
+    const fine = await call(`${worker.url}/api/search/a.b?q=a%2Fb%2F..%2F`);
+    assert.equal(fine.status, 200, 'a query may hold them, and a dot inside a segment is no dot-segment');
+    assert.equal(origin.requests.at(-1).url, '/v1/api/search/a.b?q=a%2Fb%2F..%2F');
+  });
+
+  test('a replay keeps the CORS and browser-safety headers, never Set-Cookie', async () => {
+    const target = `/api/cors/${Date.now()}`;
+    const kept = {
+      'access-control-allow-origin': 'https://app.example',
+      'access-control-allow-credentials': 'true',
+      'access-control-expose-headers': 'Request-Id',
+      'content-security-policy': "default-src 'none'",
+      'x-content-type-options': 'nosniff',
+      vary: 'Origin',
+    };
+    behaviour.set(`/v1${target}`, () => ({ status: 201, body: '{"id":1}', headers: { ...kept, 'set-cookie': 'session=never-replayed' } }));
+    const send = () => call(`${worker.url}${target}`, {
+      method: 'POST', headers: { authorization: 'Bearer browser', 'idempotency-key': 'cors-1', origin: 'https://app.example' }, body: '{}',
+    });
+    const first = await send();
+    assert.equal(first.status, 201);
+    const replay = await send();
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    for (const [name, value] of Object.entries(kept)) assert.equal(replay.headers.get(name), value, name);
+    assert.equal(replay.headers.get('set-cookie'), null);
+  });
+});
+
+/** Every way a request without the token can reach an admin or test route. */
+const LOCKED = [
+  ['GET', '/admin/events/evt_locked'],
+  ['DELETE', '/admin/events/evt_locked'],
+  ['POST', '/admin/events/evt_locked/release'],
+  ['GET', '/admin/dead-letters'],
+  ['GET', '/admin/summary'],
+  ['GET', '/admin/no-such-route'],
+  ['HEAD', '/admin/'],
+  ['GET', '/_test/claims/evt_locked'],
+  ['POST', '/_test/signature'],
+  ['POST', '/_test/error'],
+  ['GET', '/_test/no-such-route'],
+];
+
+/** The answers `worker` gives to every locked request, without a token and with a wrong one. */
+async function lockedAnswers(worker) {
+  const answers = [];
+  for (const headers of [{}, bearer('wrong-token-wrong-token'), { authorization: TOKEN }]) {
+    for (const [method, target] of LOCKED) {
+      const answer = await call(`${worker.url}${target}`, { method, headers });
+      answers.push({
+        request: `${method} ${target} ${JSON.stringify(headers)}`,
+        status: answer.status,
+        text: method === 'HEAD' ? null : answer.text,
+        contentType: answer.headers.get('content-type'),
+        authenticate: answer.headers.get('www-authenticate'),
+      });
+    }
+  }
+  return answers;
+}
+
+describe('one answer without the token, whatever the configuration', () => {
+  const workers = {};
+  before(async () => {
+    const base = { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x' };
+    workers.on = await startWorker({ vars: { ...base, ADMIN_TOKEN: TOKEN, ENABLE_TEST_ROUTES: 'true' } });
+    workers.testRoutesOff = await startWorker({ vars: { ...base, ADMIN_TOKEN: TOKEN } });
+    workers.off = await startWorker({ vars: base });
+    workers.misconfigured = await startWorker({ vars: { ...base, ADMIN_TOKEN: TOKEN, ENABLE_TEST_ROUTES: 'true', LEASE_SECONDS: 'soon' } });
+    workers.brokenNoToken = await startWorker({ vars: { ...base, ADMIN_TOKEN: 'short', ENABLE_TEST_ROUTES: 'true' } });
+  });
+  after(async () => {
+    for (const worker of Object.values(workers)) await worker.dispose();
+  });
+
+  test('every admin and test route answers 401 alike, in every configuration', async () => {
+    const reference = await lockedAnswers(workers.on);
+    const [first] = reference;
+    assert.deepEqual([first.status, JSON.parse(first.text), first.authenticate],
+      [401, { error: 'unauthorized', detail: 'a valid admin bearer token is required' }, 'Bearer']);
+    for (const answer of reference) {
+      assert.equal(answer.status, 401, answer.request);
+      if (answer.text !== null) assert.equal(answer.text, first.text, answer.request);
+      assert.equal(answer.contentType, first.contentType, answer.request);
+      assert.equal(answer.authenticate, 'Bearer', answer.request);
+    }
+    for (const [name, worker] of Object.entries(workers)) {
+      assert.deepEqual(await lockedAnswers(worker), reference, name);
+      const line = await worker.waitForLog((l) => (l.route === 'admin' || l.route === 'test') && l.outcome === 'unauthorized');
+      assert.ok(line?.detail, `${name}: the log line says why`);
+    }
+  });
+
+  test('the operator page loads without a token wherever a usable token is set, and is 401 elsewhere', async () => {
+    for (const [name, expected] of [['on', 200], ['testRoutesOff', 200], ['misconfigured', 200], ['off', 401], ['brokenNoToken', 401]]) {
+      for (const asset of ['', 'page.css', 'page.js']) {
+        const answer = await call(`${workers[name].url}/admin/${asset}`);
+        assert.equal(answer.status, expected, `${name} /admin/${asset}`);
+      }
+    }
+  });
+
+  test('past the gate, the operator is told what is wrong', async () => {
+    const off = await call(`${workers.testRoutesOff.url}/_test/claims/evt_x`, { headers: bearer() });
+    assert.deepEqual([off.status, off.json.error], [404, 'not_found'], 'test routes off');
+    for (const target of ['/admin/events/evt_x', '/_test/claims/evt_x']) {
+      const broken = await call(`${workers.misconfigured.url}${target}`, { headers: bearer() });
+      assert.deepEqual([broken.status, broken.json.error], [500, 'misconfigured'], target);
+    }
+  });
+
+  test('a runtime error reaches the log line, never the answer', async () => {
+    const answer = await call(`${workers.on.url}/_test/error`, { method: 'POST', headers: bearer() });
+    assert.equal(answer.status, 500);
+    assert.doesNotMatch(answer.text, /secret|runtime error/);
+    assert.deepEqual(answer.json, { error: 'internal_error', detail: "an internal error; the service's log says more" });
+    const line = await workers.on.waitForLog((l) => l.route === 'test' && l.outcome === 'internal_error');
+    assert.match(line?.detail ?? '', /a runtime error asked for by POST \/_test\/error/);
+  });
+
+  test('/healthz on a broken configuration names each key to anyone, never a value', async () => {
+    const health = await call(`${workers.misconfigured.url}/healthz`);
+    assert.equal(health.status, 503);
+    assert.deepEqual(health.json.problems.map((p) => p.key), ['LEASE_SECONDS']);
+    assert.doesNotMatch(health.text, /soon|providers/);
+  });
+});
+
+test('a rate limiter that fails lets requests through, with a rate_limit_failed log line', async (t) => {
+  const origin = await startOrigin();
+  // A var under each limiter's binding name: a binding of the wrong kind, as a misedited
+  // wrangler.toml would make, so every check of the limiter fails.
+  const worker = await startWorker({
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET,
+      ORIGIN_URL: `${origin.url}/hook`,
+      GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+      API_ORIGIN_URL: origin.url,
+      IDEMPOTENCY_RATE_LIMITER: 'not-a-limiter',
+      WEBHOOK_REPLAY_LIMITER: 'not-a-limiter',
+    },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const keyed = await call(`${worker.url}/api/limited`, {
+    method: 'POST', headers: { authorization: 'Bearer alice', 'idempotency-key': 'limited-1' }, body: '{}',
+  });
+  assert.equal(keyed.status, 200, keyed.text);
+  const api = await worker.waitForLog((l) => l.outcome === 'rate_limit_failed' && l.route === 'idempotency');
+  assert.ok(api, 'the keyed request logged the failed limiter');
+  assert.equal(api.level, 'error');
+  assert.match(api.detail, /IDEMPOTENCY_RATE_LIMITER: the binding is not a rate limiter/);
+  const id = deliveryId('github');
+  const delivered = await deliverAs(worker, 'github', { id, body: JSON.stringify({ zen: 'x' }), secret: GITHUB_SECRET });
+  assert.equal(delivered.status, 200, delivered.text);
+  const webhook = await worker.waitForLog((l) => l.outcome === 'rate_limit_failed' && l.route === 'webhook');
+  assert.match(webhook?.detail ?? '', /WEBHOOK_REPLAY_LIMITER/);
+});
+
+test('anonymous keyed callers share one rate-limit bucket (IDEMPOTENCY_ALLOW_ANONYMOUS=true)', async (t) => {
+  const origin = await startOrigin();
+  const worker = await startWorker({
+    config: path.join(ROOT, 'tests', 'wrangler.ratelimit.test.toml'),
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET,
+      ORIGIN_URL: `${origin.url}/hook`,
+      API_ORIGIN_URL: origin.url,
+      IDEMPOTENCY_ALLOW_ANONYMOUS: 'true',
+    },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  // Each from its own address, so only the shared anonymous bucket (5 a minute) can stop them.
+  const statuses = [];
+  for (let n = 0; n < 7; n += 1) {
+    const answer = await call(`${worker.url}/api/anon/${n}`, {
+      method: 'POST', headers: { 'idempotency-key': `anon-${n}`, 'cf-connecting-ip': `198.51.100.${n + 1}` }, body: '{}',
+    });
+    statuses.push(answer.status);
+  }
+  assert.ok(statuses.includes(429), `one caller's use spends every anonymous caller's: ${statuses}`);
+  const named = await call(`${worker.url}/api/anon/named`, {
+    method: 'POST', headers: { 'idempotency-key': 'anon-named', authorization: 'Bearer carol', 'cf-connecting-ip': '198.51.100.50' }, body: '{}',
+  });
+  assert.equal(named.status, 200, 'a caller that names itself has its own bucket');
+});
