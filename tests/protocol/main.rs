@@ -722,7 +722,7 @@ fn queue_mode_and_an_operator_who_forgets() {
             operator: 3,
             index_failures: 0,
         },
-        max_time: 20_000,
+        max_time: 12_000,
         must_reach: vec![Reached::Forgotten, Reached::DeadLettered],
         fail_status: 500,
     });
@@ -793,7 +793,7 @@ fn idempotency_keys() {
             operator: 0,
             index_failures: 0,
         },
-        max_time: 40_000,
+        max_time: 20_000,
         must_reach: vec![Reached::Takeover, Reached::Replayed],
         fail_status: 500,
     });
