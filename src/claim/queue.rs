@@ -432,6 +432,40 @@ pub enum RedeliverOutcome {
     },
     /// No record, or no body held (a delivered event, or one not stored by queue mode).
     NoBody,
+    /// A redelivery of one dead stored event only (see [`redeliver_dead`]) met another state,
+    /// or another stored event of the key: nothing changed.
+    NotDead {
+        /// The record's state.
+        state: ClaimState,
+        /// True when it is the stored event asked for (it is no longer dead); false when the
+        /// key holds another one (stored again after an operator deleted the first).
+        same_event: bool,
+    },
+}
+
+/// [`redeliver`], only for the stored event `storage_id` of `key` and only while it is dead:
+/// what a bulk redelivery asks, so that a stale list never resets the budget of an event
+/// already on its way, nor touches an event stored again since.
+pub fn redeliver_dead<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+    policy: ClaimPolicy,
+    storage_id: u64,
+) -> Result<RedeliverOutcome, StoreError> {
+    let Some(record) = load_current(store, key, now)? else {
+        return Ok(RedeliverOutcome::NoBody);
+    };
+    let same_event = record
+        .queue()
+        .is_some_and(|queue| queue.storage_id == storage_id);
+    if !same_event || record.state() != ClaimState::Dead {
+        return Ok(RedeliverOutcome::NotDead {
+            state: record.state(),
+            same_event,
+        });
+    }
+    redeliver(store, key, now, policy)
 }
 
 /// Puts a `dead` (or waiting `queued`) event back in the queue, due now, with a fresh attempt

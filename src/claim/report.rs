@@ -153,6 +153,45 @@ mod tests {
     }
 
     #[test]
+    fn a_bulk_redelivery_takes_only_the_dead_stored_event_it_names() {
+        use crate::claim::{redeliver_dead, ClaimState, RedeliverOutcome};
+        let mut store = stored();
+        let fence = attempt(&mut store, 1);
+        fail(&mut store, &fence, 5);
+        let storage_id = store
+            .load(KEY)
+            .unwrap()
+            .unwrap()
+            .queue()
+            .unwrap()
+            .storage_id;
+        assert_eq!(
+            redeliver_dead(&mut store, KEY, 6, POLICY, storage_id ^ 1).unwrap(),
+            RedeliverOutcome::NotDead {
+                state: ClaimState::Dead,
+                same_event: false
+            },
+            "another stored event of the key is left alone"
+        );
+        assert_eq!(
+            redeliver_dead(&mut store, KEY, 6, POLICY, storage_id).unwrap(),
+            RedeliverOutcome::Queued
+        );
+        assert_eq!(
+            redeliver_dead(&mut store, KEY, 7, POLICY, storage_id).unwrap(),
+            RedeliverOutcome::NotDead {
+                state: ClaimState::Queued,
+                same_event: true
+            },
+            "a second call does not reset the budget of an event on its way"
+        );
+        assert_eq!(
+            redeliver_dead(&mut MemoryClaimStore::new(), KEY, 7, POLICY, storage_id).unwrap(),
+            RedeliverOutcome::NoBody
+        );
+    }
+
+    #[test]
     fn a_healthy_delivery_reports_nothing() {
         let mut store = stored();
         let fence = attempt(&mut store, 1);

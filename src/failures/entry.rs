@@ -69,6 +69,8 @@ pub struct Report {
     pub key: String,
     /// Which stored event of that key (see [`crate::claim::QueueStage::storage_id`]).
     pub storage_id: u64,
+    /// When that stored event was stored (orders the stored events of one key).
+    pub stored_at: Millis,
     /// Its sender.
     pub provider: Provider,
     /// Its type, when the sender names one (read from the stored event).
@@ -95,6 +97,7 @@ impl Report {
         Some(Report {
             key: record.key.clone(),
             storage_id: record.queue().map_or(0, |queue| queue.storage_id),
+            stored_at: record.queue().map_or(0, |queue| queue.accepted_at),
             provider,
             event_type: payload.and_then(|payload| event_type(provider, payload)),
             first_seen_at: record.first_seen_at,
@@ -172,6 +175,8 @@ pub struct Entry {
     pub key: String,
     /// Which stored event of that key its changes came from.
     pub storage_id: u64,
+    /// When that stored event was stored.
+    pub stored_at: Millis,
     /// The number of the last change applied (a change numbered no higher, of the same stored
     /// event, was applied already).
     pub last_seq: u32,

@@ -26,6 +26,7 @@ fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) 
     Report {
         key: provider.key(key),
         storage_id: 7,
+        stored_at: 1,
         provider,
         event_type: Some("push".into()),
         first_seen_at: 1,
@@ -93,10 +94,20 @@ fn without_alerts_nothing_is_queued() {
     apply(&mut store, &dead("a", Provider::Github, 10), 11, None).unwrap();
     assert!(alert::due(&mut store, u64::MAX / 2, 10).unwrap().is_empty());
     assert_eq!(
-        next_wake(&mut store).unwrap(),
+        next_wake(&mut store, true).unwrap(),
         Some(10 + 1_000_000),
         "only the expiry"
     );
+    // Notifications waiting while they are off never wake the index.
+    apply(
+        &mut store,
+        &dead("b", Provider::Github, 20),
+        20,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    assert_eq!(next_wake(&mut store, true).unwrap(), Some(20));
+    assert_eq!(next_wake(&mut store, false).unwrap(), Some(10 + 1_000_000));
 }
 
 #[test]
@@ -235,9 +246,9 @@ fn the_summary_counts_by_sender_and_state_and_follows_every_move() {
         vec![change(Transition::Redelivered, 20, 2)],
     );
     apply(&mut store, &redelivered, 20, None).unwrap();
-    assert!(gone(&mut store, &Provider::Github.key("b"), 30).unwrap());
+    assert!(gone(&mut store, &Provider::Github.key("b"), 7, 30).unwrap());
     assert!(
-        !gone(&mut store, &Provider::Github.key("b"), 31).unwrap(),
+        !gone(&mut store, &Provider::Github.key("b"), 7, 31).unwrap(),
         "once"
     );
     let view = summary(&mut store).unwrap().view();
@@ -271,10 +282,10 @@ fn entries_expire_with_their_records_and_take_every_key_with_them() {
             .map(|e| e.state),
         Some(EntryState::Redelivered)
     );
-    assert_eq!(next_wake(&mut store).unwrap(), Some(2_000_000));
+    assert_eq!(next_wake(&mut store, true).unwrap(), Some(2_000_000));
     assert_eq!(expire(&mut store, 2_000_000, 10).unwrap(), 1);
     assert!(store.map.is_empty(), "left: {:?}", store.map);
-    assert_eq!(next_wake(&mut store).unwrap(), None);
+    assert_eq!(next_wake(&mut store, true).unwrap(), None);
 }
 
 #[test]
@@ -461,10 +472,105 @@ fn changes_in_one_millisecond_are_each_applied_and_a_key_stored_again_starts_ove
     apply(&mut store, &forgotten, 10, None).unwrap();
     let mut again = dead("same-ms", Provider::Github, 10);
     again.storage_id = 8;
+    again.stored_at = 10;
     assert_eq!(apply(&mut store, &again, 10, None).unwrap().fresh.len(), 1);
     let found = entry(&mut store, &key).unwrap().unwrap();
     assert_eq!(
         (found.state, found.storage_id, found.last_seq),
         (EntryState::Dead, 8, 1)
+    );
+}
+
+#[test]
+fn a_page_that_reads_to_the_end_of_its_range_gives_no_cursor() {
+    // 250 GitHub entries after 50 Stripe ones: the Stripe page reads a full batch of GitHub
+    // entries, then the short rest of the range, and must not send the caller back into it.
+    let mut store = MemoryIndexStore::default();
+    for at in 1..=50u64 {
+        apply(
+            &mut store,
+            &dead(&format!("evt_{at:03}"), Provider::Stripe, at),
+            0,
+            None,
+        )
+        .unwrap();
+    }
+    for at in 51..=300u64 {
+        apply(
+            &mut store,
+            &dead(&format!("g{at}"), Provider::Github, at),
+            0,
+            None,
+        )
+        .unwrap();
+    }
+    let query = ListQuery {
+        provider: Some(Provider::Stripe),
+        limit: 100,
+        ..ListQuery::default()
+    };
+    let page = list(&mut store, &query).unwrap();
+    assert_eq!(page.items.len(), 50);
+    assert_eq!(page.next_cursor, None, "nothing follows");
+}
+
+#[test]
+fn a_late_report_of_an_earlier_stored_event_changes_nothing() {
+    let mut store = MemoryIndexStore::default();
+    let key = Provider::Github.key("k");
+    let mut first = dead("k", Provider::Github, 10);
+    first.storage_id = 1;
+    first.stored_at = 5;
+    let mut second = dead("k", Provider::Github, 30);
+    second.storage_id = 2;
+    second.stored_at = 20;
+    apply(&mut store, &first, 10, None).unwrap();
+    apply(&mut store, &second, 30, None).unwrap();
+    // The first stored event's forget arrives late: the second one's dead letter stays shown.
+    let mut late = report(
+        "k",
+        Provider::Github,
+        10,
+        vec![change(Transition::Forgotten, 25, 2)],
+    );
+    late.storage_id = 1;
+    late.stored_at = 5;
+    assert_eq!(
+        apply(&mut store, &late, 31, None).unwrap(),
+        Applied::default()
+    );
+    assert!(
+        !gone(&mut store, &key, 1, 32).unwrap(),
+        "nor does a gone of the earlier one"
+    );
+    let found = entry(&mut store, &key).unwrap().unwrap();
+    assert_eq!((found.state, found.storage_id), (EntryState::Dead, 2));
+    assert!(gone(&mut store, &key, 2, 33).unwrap());
+}
+
+#[test]
+fn an_unreadable_entry_is_left_out_of_a_page_and_expiry_keeps_its_keys() {
+    let mut store = MemoryIndexStore::default();
+    apply(&mut store, &dead("a", Provider::Github, 10), 10, None).unwrap();
+    apply(&mut store, &dead("b", Provider::Github, 11), 11, None).unwrap();
+    store.map.insert(
+        format!("e:{}", Provider::Github.key("a")),
+        "not json".into(),
+    );
+    let page = list(
+        &mut store,
+        &ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(page.items.len(), 1);
+    let before = store.map.len();
+    assert!(expire(&mut store, u64::MAX / 2, 10).is_err());
+    assert_eq!(
+        store.map.len(),
+        before,
+        "nothing deleted on the way to the error"
     );
 }
