@@ -245,7 +245,15 @@ export async function startWorkers(workers, { logs, inspectorPort } = {}) {
     ...(inspectorPort ? { inspectorPort } : {}),
     workers: workers.map((worker, i) => (i === last ? { ...worker, resourcePersistencePath: persist } : worker)),
   }));
-  const url = (await mf.ready).toString().replace(/\/$/, '');
+  let url;
+  try {
+    url = (await mf.ready).toString().replace(/\/$/, '');
+  } catch (error) {
+    // A runtime that failed to start still holds its process: end it, or the test file hangs.
+    await mf.dispose().catch(() => {});
+    rmSync(persist, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url,
     adminToken: workers[0].bindings?.ADMIN_TOKEN,

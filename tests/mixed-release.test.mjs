@@ -53,8 +53,16 @@ test('this release\'s worker meets an object of the previous release (no RPC met
       constructor(state, env) { this.state = state; }
       async fetch() { return new Response(null, { status: 200 }); }
     }
+    // The failure index's class arrives with this release's migration; the binding needs it.
+    export class FailureIndex {
+      constructor(state, env) { this.state = state; }
+      async fetch() { return new Response(null, { status: 404 }); }
+    }
     export default { fetch() { return new Response('objects only', { status: 404 }); } };`,
-    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true } },
+    durableObjects: {
+      CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true },
+      FAILURE_INDEX: { className: 'FailureIndex', useSQLite: true },
+    },
   };
   const worker = builtWorker('front', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook` }, { objects: { scriptName: 'objects' } });
   const runtime = await startWorkers([worker, previousObjects]);

@@ -56,6 +56,13 @@ pub fn index_call<'a>(
             )))
         }
     };
+    if path != "dead-letters" && query.state.is_some_and(|state| state != EntryState::Dead) {
+        return Some(Err(AdminAnswer::new(
+            400,
+            json!({ "error": "invalid_state", "detail": "a redelivery takes dead letters only: leave `state` out, or give dead" }),
+            "admin_query_refused",
+        )));
+    }
     Some(Ok(match path {
         "dead-letters" => IndexCall::List(query),
         _ => IndexCall::Redeliver(ListQuery {
@@ -114,36 +121,30 @@ pub enum Redelivered {
     Queued,
     /// Left alone, for this reason (its code in the answer).
     Skipped(&'static str),
-    /// Its object holds no body: ask whether it holds a record at all.
-    NoBody,
+    /// Left alone: the stored event is gone (deleted, or stored again since), so the index
+    /// marks its entry forgotten. The reason's code.
+    Gone(&'static str),
 }
 
-/// What the event's object answered to its redelivery.
+/// What the event's object answered to a bulk redelivery of one dead stored event (see
+/// [`crate::claim::redeliver_dead`]).
 pub fn redelivered(reply: &AuthorityReply) -> Redelivered {
     match reply {
         AuthorityReply::Redeliver(RedeliverOutcome::Queued) => Redelivered::Queued,
         AuthorityReply::Redeliver(RedeliverOutcome::UnderLease { .. }) => {
             Redelivered::Skipped("lease_live")
         }
-        AuthorityReply::Redeliver(RedeliverOutcome::NoBody) => Redelivered::NoBody,
+        AuthorityReply::Redeliver(RedeliverOutcome::NotDead {
+            same_event: true, ..
+        }) => Redelivered::Skipped("not_dead"),
+        AuthorityReply::Redeliver(RedeliverOutcome::NotDead {
+            same_event: false, ..
+        }) => Redelivered::Gone("stored_again"),
+        AuthorityReply::Redeliver(RedeliverOutcome::NoBody) => Redelivered::Gone("not_found"),
         other => Redelivered::Skipped(match StoreFailure::of(other) {
             StoreFailure::Unavailable => "store_unavailable",
             StoreFailure::Failed => "store_failed",
         }),
-    }
-}
-
-/// After an event's object held no body to redeliver, what its record says (read with
-/// `Inspect`): the reason it is skipped, and whether its record is gone (the index then marks
-/// the entry forgotten: an operator's forget whose report was lost, or an expiry).
-pub fn after_no_body(inspected: &AuthorityReply) -> (&'static str, bool) {
-    match inspected {
-        AuthorityReply::Record { record: None } => ("not_found", true),
-        AuthorityReply::Record { record: Some(_) } => ("no_body", false),
-        other => match StoreFailure::of(other) {
-            StoreFailure::Unavailable => ("store_unavailable", false),
-            StoreFailure::Failed => ("store_failed", false),
-        },
     }
 }
 
@@ -216,11 +217,13 @@ mod tests {
         };
         assert_eq!(query.limit, 500);
         assert_eq!(query.state, None, "every state unless asked");
-        let Some(Ok(IndexCall::Redeliver(query))) = call(
-            "POST",
-            "dead-letters/redeliver",
-            "limit=500&state=recovered",
-        ) else {
+        let refused = call("POST", "dead-letters/redeliver", "state=recovered")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(refused.body["error"], "invalid_state", "dead letters only");
+        let Some(Ok(IndexCall::Redeliver(query))) =
+            call("POST", "dead-letters/redeliver", "limit=500&state=dead")
+        else {
             panic!("a redelivery")
         };
         assert_eq!(query.limit, REDELIVER_BATCH, "bounded per call");
@@ -260,8 +263,16 @@ mod tests {
         );
         assert_eq!(
             redelivered(&AuthorityReply::Redeliver(RedeliverOutcome::NoBody)),
-            Redelivered::NoBody
+            Redelivered::Gone("not_found")
         );
+        let not_dead = |same_event| {
+            redelivered(&AuthorityReply::Redeliver(RedeliverOutcome::NotDead {
+                state: crate::claim::ClaimState::Queued,
+                same_event,
+            }))
+        };
+        assert_eq!(not_dead(true), Redelivered::Skipped("not_dead"));
+        assert_eq!(not_dead(false), Redelivered::Gone("stored_again"));
         let busy = AuthorityReply::StoreFailed {
             retryable: true,
             detail: String::new(),

@@ -401,7 +401,11 @@ impl Next {
                 only_after_lease,
             },
             Next::Forget { fence } => AuthorityRequest::Forget { key, fence },
-            Next::Redeliver => AuthorityRequest::Redeliver { key, policy },
+            Next::Redeliver => AuthorityRequest::Redeliver {
+                key,
+                policy,
+                dead_only: None,
+            },
         })
     }
 }
@@ -543,6 +547,11 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
                 "admin_redeliver_refused",
             )
         }
+        AuthorityReply::Redeliver(RedeliverOutcome::NotDead { state, .. }) => AdminAnswer::new(
+            409,
+            json!({ "error": "not_dead", "state": state, "detail": "the event is no longer dead" }),
+            "admin_redeliver_refused",
+        ),
         AuthorityReply::Redeliver(RedeliverOutcome::NoBody) => AdminAnswer::refused(
             404,
             "no_body",
@@ -662,6 +671,8 @@ mod tests {
                     started_at: 0,
                 },
                 step,
+                storage_id: 0,
+                changes_noted: 0,
                 dead_at: None,
                 report: None,
             }),

@@ -136,6 +136,10 @@ pub enum AuthorityRequest {
         key: String,
         /// Lease and retention.
         policy: ClaimPolicy,
+        /// Only the stored event with this id, and only while it is dead (a bulk redelivery,
+        /// see [`claim::redeliver_dead`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dead_only: Option<u64>,
     },
     /// Test routes only: the object's Rust code stops at once, by a panic (`panic`) or by a
     /// WebAssembly trap without one, so the end-to-end tests can check that the object's next
@@ -358,9 +362,17 @@ fn run<S: ClaimStore>(
             })
         }
         AuthorityRequest::Enqueue { .. } => enqueue(store, request, body, now, salt),
-        AuthorityRequest::Redeliver { key, policy } => {
-            claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver)
-        }
+        AuthorityRequest::Redeliver {
+            key,
+            policy,
+            dead_only: None,
+        } => claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver),
+        AuthorityRequest::Redeliver {
+            key,
+            policy,
+            dead_only: Some(storage_id),
+        } => claim::redeliver_dead(store, key, now, *policy, *storage_id)
+            .map(AuthorityReply::Redeliver),
         // A delivery forwards, which only the object adapter can do (see `begin`).
         AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
             "a delivery is run by the object, not by handle".into(),

@@ -20,8 +20,8 @@ pub use engine::{
 };
 pub use fence::{Fence, InvalidFence, Nonce};
 pub use queue::{
-    attempt_failed, enqueue, next_wake, redeliver, start_attempt, AttemptOutcome, EnqueueOutcome,
-    FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
+    attempt_failed, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,
+    EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
 pub use record::{
     Budget, CachedResponse, Change, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,

@@ -145,12 +145,20 @@ pub fn apply<S: IndexStore>(
 ) -> Result<Applied, StoreError> {
     let old = entry(store, &report.key)?;
     let mut next = old.clone().unwrap_or_else(|| new_entry(report));
+    if next.storage_id != report.storage_id {
+        if report.stored_at < next.stored_at {
+            return Ok(Applied::default()); // a late report of an earlier stored event
+        }
+        next.storage_id = report.storage_id;
+        next.stored_at = report.stored_at;
+        next.last_seq = 0;
+    }
     let mut applied = Applied::default();
     for change in &report.changes {
-        let newest = next.history.last().map(|last| last.at);
-        if next.history.contains(change) || newest.is_some_and(|at| at > change.at) {
+        if change.seq <= next.last_seq {
             continue;
         }
+        next.last_seq = change.seq;
         next.state = EntryState::after(change.transition);
         next.history.push(*change);
         applied.fresh.push(*change);
@@ -178,6 +186,9 @@ fn new_entry(report: &Report) -> Entry {
     let first_change = report.changes.first().map_or(0, |change| change.at);
     Entry {
         key: report.key.clone(),
+        storage_id: report.storage_id,
+        stored_at: report.stored_at,
+        last_seq: 0,
         provider: report.provider,
         event_type: None,
         first_seen_at: report.first_seen_at,
@@ -250,21 +261,29 @@ fn count<S: IndexStore>(
     }
 }
 
-/// An action re-checked the event's object at `now` and found no record (deleted by an
-/// operator whose report was lost, or expired): the entry is marked forgotten. Returns
-/// whether it changed.
-pub fn gone<S: IndexStore>(store: &mut S, key: &str, now: Millis) -> Result<bool, StoreError> {
+/// An action re-checked the event's object at `now` and found the stored event `storage_id`
+/// gone (deleted by an operator whose report was lost, or stored again since): its entry is
+/// marked forgotten. An entry of another stored event is left alone. Returns whether it
+/// changed.
+pub fn gone<S: IndexStore>(
+    store: &mut S,
+    key: &str,
+    storage_id: u64,
+    now: Millis,
+) -> Result<bool, StoreError> {
     let Some(old) = entry(store, key)? else {
         return Ok(false);
     };
-    if old.state == EntryState::Forgotten {
+    if old.state == EntryState::Forgotten || old.storage_id != storage_id {
         return Ok(false);
     }
     let mut next = old.clone();
     next.state = EntryState::Forgotten;
+    next.last_seq = next.last_seq.saturating_add(1);
     next.history.push(Change {
         transition: Transition::Forgotten,
-        at: now.max(old.history.last().map_or(0, |last| last.at)),
+        at: now,
+        seq: next.last_seq,
     });
     let excess = next.history.len().saturating_sub(MAX_HISTORY);
     next.history.drain(..excess);
@@ -306,7 +325,9 @@ pub fn list<S: IndexStore>(store: &mut S, query: &ListQuery) -> Result<Page, Sto
             let Some((dead_at, key)) = split_timed(stored) else {
                 continue;
             };
-            let Some(found) = entry(store, key)?.filter(|found| query.matches(found)) else {
+            // An entry that cannot be read is left out of the list rather than failing it.
+            let found = entry(store, key).ok().flatten();
+            let Some(found) = found.filter(|found| query.matches(found)) else {
                 continue;
             };
             page.items.push(found);
@@ -319,7 +340,8 @@ pub fn list<S: IndexStore>(store: &mut S, query: &ListQuery) -> Result<Page, Sto
             }
         }
         let Some((last, _)) = keys.last().filter(|_| keys.len() == batch) else {
-            return Ok(page); // the range is read to its end
+            page.next_cursor = None; // the range is read to its end
+            return Ok(page);
         };
         end = Some(last.clone());
         page.next_cursor = split_timed(last).map(|(dead_at, key)| Cursor {
@@ -431,11 +453,14 @@ pub fn expire<S: IndexStore>(
     })?;
     let mut deleted = 0;
     for (stored, _) in due {
-        store.delete(&stored)?;
         let Some((_, key)) = split_timed(&stored) else {
+            store.delete(&stored)?;
             continue;
         };
-        let Some(old) = entry(store, key)?.filter(|old| old.expires_at <= now) else {
+        // Read before anything is deleted, so an error leaves every key in place.
+        let old = entry(store, key)?;
+        store.delete(&stored)?;
+        let Some(old) = old.filter(|old| old.expires_at <= now) else {
             continue; // a stale expiry key: the entry lives on
         };
         store.delete(&entry_key(key))?;
@@ -446,8 +471,12 @@ pub fn expire<S: IndexStore>(
     Ok(deleted)
 }
 
-/// When the index's alarm must fire next: the first expiry or the first notification due.
-pub fn next_wake<S: IndexStore>(store: &mut S) -> Result<Option<Millis>, StoreError> {
+/// When the index's alarm must fire next: the first expiry, or the first notification due
+/// while `notifications` are on (off, they wait in the outbox and never wake it).
+pub fn next_wake<S: IndexStore>(
+    store: &mut S,
+    notifications: bool,
+) -> Result<Option<Millis>, StoreError> {
     let mut first = |prefix| {
         store
             .scan(&Scan {
@@ -465,6 +494,6 @@ pub fn next_wake<S: IndexStore>(store: &mut S) -> Result<Option<Millis>, StoreEr
             })
     };
     let expiry = first("x:")?;
-    let notification = first("n:")?;
+    let notification = if notifications { first("n:")? } else { None };
     Ok([expiry, notification].into_iter().flatten().min())
 }

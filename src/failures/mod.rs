@@ -51,10 +51,12 @@ pub enum IndexRequest {
     List(ListQuery),
     /// The counts (see [`summary`]).
     Summary,
-    /// An action found the event's record gone (see [`gone`]).
+    /// An action found a stored event gone (see [`gone`]).
     Gone {
         /// The event's key.
         key: String,
+        /// Which stored event.
+        storage_id: u64,
     },
 }
 
@@ -111,7 +113,9 @@ pub fn handle<S: IndexStore>(
         },
         IndexRequest::List(query) => list(store, query).map(IndexReply::Page),
         IndexRequest::Summary => summary(store).map(IndexReply::Summary),
-        IndexRequest::Gone { key } => gone(store, key, now).map(|_| IndexReply::Noted),
+        IndexRequest::Gone { key, storage_id } => {
+            gone(store, key, *storage_id, now).map(|_| IndexReply::Noted)
+        }
     };
     reply.unwrap_or_else(|error: StoreError| IndexReply::StoreFailed {
         detail: error.to_string(),

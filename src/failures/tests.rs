@@ -10,16 +10,23 @@ const ALERTS: AlertPolicy = AlertPolicy {
         max_delay_ms: 4_000,
         max_attempts: 3,
         max_age_ms: 100_000,
+        retry_client_errors: false,
     },
 };
 
-fn change(transition: Transition, at: Millis) -> Change {
-    Change { transition, at }
+fn change(transition: Transition, at: Millis, seq: u32) -> Change {
+    Change {
+        transition,
+        at,
+        seq,
+    }
 }
 
 fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) -> Report {
     Report {
         key: provider.key(key),
+        storage_id: 7,
+        stored_at: 1,
         provider,
         event_type: Some("push".into()),
         first_seen_at: 1,
@@ -36,7 +43,7 @@ fn dead(key: &str, provider: Provider, at: Millis) -> Report {
         key,
         provider,
         at,
-        vec![change(Transition::DeadLettered, at)],
+        vec![change(Transition::DeadLettered, at, 1)],
     )
 }
 
@@ -87,10 +94,20 @@ fn without_alerts_nothing_is_queued() {
     apply(&mut store, &dead("a", Provider::Github, 10), 11, None).unwrap();
     assert!(alert::due(&mut store, u64::MAX / 2, 10).unwrap().is_empty());
     assert_eq!(
-        next_wake(&mut store).unwrap(),
+        next_wake(&mut store, true).unwrap(),
         Some(10 + 1_000_000),
         "only the expiry"
     );
+    // Notifications waiting while they are off never wake the index.
+    apply(
+        &mut store,
+        &dead("b", Provider::Github, 20),
+        20,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    assert_eq!(next_wake(&mut store, true).unwrap(), Some(20));
+    assert_eq!(next_wake(&mut store, false).unwrap(), Some(10 + 1_000_000));
 }
 
 #[test]
@@ -109,9 +126,9 @@ fn the_life_of_an_entry_follows_its_changes_and_a_stale_one_is_skipped() {
         Provider::Shopify,
         10,
         vec![
-            change(Transition::DeadLettered, 10),
-            change(Transition::Redelivered, 20),
-            change(Transition::Recovered, 30),
+            change(Transition::DeadLettered, 10, 1),
+            change(Transition::Redelivered, 20, 2),
+            change(Transition::Recovered, 30, 3),
         ],
     );
     let applied = apply(&mut store, &later, 31, Some(&ALERTS)).unwrap();
@@ -120,12 +137,13 @@ fn the_life_of_an_entry_follows_its_changes_and_a_stale_one_is_skipped() {
     let found = entry(&mut store, &key).unwrap().unwrap();
     assert_eq!(found.state, EntryState::Recovered);
     assert_eq!(found.history.len(), 3);
-    // A report overtaken by a newer change (say an operator's forget) changes nothing.
+    // A change already applied (its number no higher), say from a report overtaken by an
+    // operator's forget, changes nothing.
     let stale = report(
         "s1",
         Provider::Shopify,
         10,
-        vec![change(Transition::Redelivered, 25)],
+        vec![change(Transition::Redelivered, 25, 2)],
     );
     assert!(apply(&mut store, &stale, 40, Some(&ALERTS))
         .unwrap()
@@ -225,12 +243,12 @@ fn the_summary_counts_by_sender_and_state_and_follows_every_move() {
         "a",
         Provider::Github,
         10,
-        vec![change(Transition::Redelivered, 20)],
+        vec![change(Transition::Redelivered, 20, 2)],
     );
     apply(&mut store, &redelivered, 20, None).unwrap();
-    assert!(gone(&mut store, &Provider::Github.key("b"), 30).unwrap());
+    assert!(gone(&mut store, &Provider::Github.key("b"), 7, 30).unwrap());
     assert!(
-        !gone(&mut store, &Provider::Github.key("b"), 31).unwrap(),
+        !gone(&mut store, &Provider::Github.key("b"), 7, 31).unwrap(),
         "once"
     );
     let view = summary(&mut store).unwrap().view();
@@ -253,7 +271,7 @@ fn entries_expire_with_their_records_and_take_every_key_with_them() {
         "a",
         Provider::Github,
         10,
-        vec![change(Transition::Redelivered, 50)],
+        vec![change(Transition::Redelivered, 50, 2)],
     );
     extended.expires_at = 2_000_000;
     apply(&mut store, &extended, 50, None).unwrap();
@@ -264,10 +282,10 @@ fn entries_expire_with_their_records_and_take_every_key_with_them() {
             .map(|e| e.state),
         Some(EntryState::Redelivered)
     );
-    assert_eq!(next_wake(&mut store).unwrap(), Some(2_000_000));
+    assert_eq!(next_wake(&mut store, true).unwrap(), Some(2_000_000));
     assert_eq!(expire(&mut store, 2_000_000, 10).unwrap(), 1);
     assert!(store.map.is_empty(), "left: {:?}", store.map);
-    assert_eq!(next_wake(&mut store).unwrap(), None);
+    assert_eq!(next_wake(&mut store, true).unwrap(), None);
 }
 
 #[test]
@@ -413,4 +431,146 @@ fn the_dispatcher_answers_each_request() {
         handle(&mut store, &IndexRequest::Summary, 10, None),
         IndexReply::Summary(_)
     ));
+}
+
+#[test]
+fn changes_in_one_millisecond_are_each_applied_and_a_key_stored_again_starts_over() {
+    let mut store = MemoryIndexStore::default();
+    let key = Provider::Github.key("same-ms");
+    // Died, redelivered and died again within one millisecond: three changes, all applied.
+    let burst = report(
+        "same-ms",
+        Provider::Github,
+        10,
+        vec![
+            change(Transition::DeadLettered, 10, 1),
+            change(Transition::Redelivered, 10, 2),
+            change(Transition::DeadLettered, 10, 3),
+        ],
+    );
+    let applied = apply(&mut store, &burst, 10, Some(&ALERTS)).unwrap();
+    assert_eq!(applied.fresh.len(), 3);
+    assert_eq!(
+        applied.notifications.len(),
+        2,
+        "two deaths, two notifications"
+    );
+    assert_ne!(applied.notifications[0], applied.notifications[1]);
+    assert_eq!(
+        entry(&mut store, &key).unwrap().unwrap().state,
+        EntryState::Dead
+    );
+    // Forgotten, then stored again by the sender and dead in the same millisecond: another
+    // stored event of the key, whose changes count from 1 again.
+    let mut forgotten = report(
+        "same-ms",
+        Provider::Github,
+        10,
+        vec![change(Transition::Forgotten, 10, 4)],
+    );
+    forgotten.storage_id = 7;
+    apply(&mut store, &forgotten, 10, None).unwrap();
+    let mut again = dead("same-ms", Provider::Github, 10);
+    again.storage_id = 8;
+    again.stored_at = 10;
+    assert_eq!(apply(&mut store, &again, 10, None).unwrap().fresh.len(), 1);
+    let found = entry(&mut store, &key).unwrap().unwrap();
+    assert_eq!(
+        (found.state, found.storage_id, found.last_seq),
+        (EntryState::Dead, 8, 1)
+    );
+}
+
+#[test]
+fn a_page_that_reads_to_the_end_of_its_range_gives_no_cursor() {
+    // 250 GitHub entries after 50 Stripe ones: the Stripe page reads a full batch of GitHub
+    // entries, then the short rest of the range, and must not send the caller back into it.
+    let mut store = MemoryIndexStore::default();
+    for at in 1..=50u64 {
+        apply(
+            &mut store,
+            &dead(&format!("evt_{at:03}"), Provider::Stripe, at),
+            0,
+            None,
+        )
+        .unwrap();
+    }
+    for at in 51..=300u64 {
+        apply(
+            &mut store,
+            &dead(&format!("g{at}"), Provider::Github, at),
+            0,
+            None,
+        )
+        .unwrap();
+    }
+    let query = ListQuery {
+        provider: Some(Provider::Stripe),
+        limit: 100,
+        ..ListQuery::default()
+    };
+    let page = list(&mut store, &query).unwrap();
+    assert_eq!(page.items.len(), 50);
+    assert_eq!(page.next_cursor, None, "nothing follows");
+}
+
+#[test]
+fn a_late_report_of_an_earlier_stored_event_changes_nothing() {
+    let mut store = MemoryIndexStore::default();
+    let key = Provider::Github.key("k");
+    let mut first = dead("k", Provider::Github, 10);
+    first.storage_id = 1;
+    first.stored_at = 5;
+    let mut second = dead("k", Provider::Github, 30);
+    second.storage_id = 2;
+    second.stored_at = 20;
+    apply(&mut store, &first, 10, None).unwrap();
+    apply(&mut store, &second, 30, None).unwrap();
+    // The first stored event's forget arrives late: the second one's dead letter stays shown.
+    let mut late = report(
+        "k",
+        Provider::Github,
+        10,
+        vec![change(Transition::Forgotten, 25, 2)],
+    );
+    late.storage_id = 1;
+    late.stored_at = 5;
+    assert_eq!(
+        apply(&mut store, &late, 31, None).unwrap(),
+        Applied::default()
+    );
+    assert!(
+        !gone(&mut store, &key, 1, 32).unwrap(),
+        "nor does a gone of the earlier one"
+    );
+    let found = entry(&mut store, &key).unwrap().unwrap();
+    assert_eq!((found.state, found.storage_id), (EntryState::Dead, 2));
+    assert!(gone(&mut store, &key, 2, 33).unwrap());
+}
+
+#[test]
+fn an_unreadable_entry_is_left_out_of_a_page_and_expiry_keeps_its_keys() {
+    let mut store = MemoryIndexStore::default();
+    apply(&mut store, &dead("a", Provider::Github, 10), 10, None).unwrap();
+    apply(&mut store, &dead("b", Provider::Github, 11), 11, None).unwrap();
+    store.map.insert(
+        format!("e:{}", Provider::Github.key("a")),
+        "not json".into(),
+    );
+    let page = list(
+        &mut store,
+        &ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(page.items.len(), 1);
+    let before = store.map.len();
+    assert!(expire(&mut store, u64::MAX / 2, 10).is_err());
+    assert_eq!(
+        store.map.len(),
+        before,
+        "nothing deleted on the way to the error"
+    );
 }

@@ -35,21 +35,20 @@ async fn redeliver(env: &Env, config: &Config, query: ListQuery) -> worker::Resu
     let mut queued = 0;
     let mut skipped = Vec::new();
     for entry in &page.items {
-        let key = entry.key.clone();
-        let reply = client
-            .send(&AuthorityRequest::Redeliver { key, policy })
-            .await;
-        match dead_letters::redelivered(&reply) {
+        let request = AuthorityRequest::Redeliver {
+            key: entry.key.clone(),
+            policy,
+            dead_only: Some(entry.storage_id),
+        };
+        match dead_letters::redelivered(&client.send(&request).await) {
             Redelivered::Queued => queued += 1,
             Redelivered::Skipped(reason) => skipped.push((entry, reason)),
-            Redelivered::NoBody => {
-                let key = entry.key.clone();
-                let inspected = client.send(&AuthorityRequest::Inspect { key }).await;
-                let (reason, gone) = dead_letters::after_no_body(&inspected);
-                if gone {
-                    let key = entry.key.clone();
-                    index_client::send(env, &IndexRequest::Gone { key }).await;
-                }
+            Redelivered::Gone(reason) => {
+                let gone = IndexRequest::Gone {
+                    key: entry.key.clone(),
+                    storage_id: entry.storage_id,
+                };
+                index_client::send(env, &gone).await;
                 skipped.push((entry, reason));
             }
         }

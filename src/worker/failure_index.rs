@@ -3,13 +3,14 @@
 //! notifications waiting in its outbox.
 
 use wasm_bindgen::prelude::*;
-use worker::{Env, State};
+use worker::{Env, ScheduledTime, State};
 
 use super::clock;
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing};
 use super::index_store::KvIndexStore;
 use super::log;
+use crate::authority::alarm;
 use crate::claim::Millis;
 use crate::config::{AlertConfig, Config};
 use crate::failures::alert::{self, SendFailed};
@@ -60,28 +61,48 @@ impl FailureIndex {
 
     /// Expires entries and sends due notifications, then sets itself for the next.
     pub async fn alarm(&self) {
-        let now = clock::now_ms();
+        let ran_at = clock::now_ms();
         let config = env_config::config(&self.env).ok();
         let Ok(mut store) = KvIndexStore::open(&self.state.storage()) else {
             return;
         };
-        let expired = failures::expire(&mut store, now, PER_ALARM).unwrap_or(0);
+        let expired = failures::expire(&mut store, ran_at, PER_ALARM).unwrap_or(0);
         let mut more = expired == PER_ALARM;
-        if let Some((alerts, policy)) = config
+        let alerts = config
             .as_deref()
-            .and_then(|c| Some((c.alerts.as_ref()?, policy(c)?)))
-        {
-            more |= self.send_due(&mut store, alerts, &policy, now).await == PER_ALARM;
+            .and_then(|c| Some((c.alerts.as_ref()?, policy(c)?)));
+        if let Some((alerts, policy)) = &alerts {
+            more |= self.send_due(&mut store, alerts, policy, ran_at).await == PER_ALARM;
         }
-        let soon = more.then(|| clock::now_ms() + 1_000);
-        self.rearm(&mut store, soon).await;
+        let wake = failures::next_wake(&mut store, alerts.is_some())
+            .ok()
+            .flatten();
+        // Work left that was due when it ran (a notification that could not be read, say) is
+        // tried again a minute later, never at once: the alarm must not spin.
+        let now = clock::now_ms();
+        let at = match (more, wake) {
+            (true, _) => Some(now + 1_000),
+            (false, wake) => wake.map(|at| alarm::rearm_at(at, ran_at, now)),
+        };
+        if let Some(at) = at {
+            self.set_alarm(at).await;
+        }
     }
 }
 
 impl FailureIndex {
     async fn serve(&self, request: &IndexRequest) -> IndexReply {
-        let config = env_config::config(&self.env).ok();
-        let alerts = config.as_deref().and_then(policy);
+        let config = match env_config::config(&self.env) {
+            Ok(config) => config,
+            // Without a readable configuration it cannot tell whether to notify: a report is
+            // refused (its object sends it again later), so no notification is skipped.
+            Err(_) => {
+                return IndexReply::StoreFailed {
+                    detail: "the worker's configuration is invalid (see /healthz)".into(),
+                }
+            }
+        };
+        let alerts = policy(&config);
         let mut store = match KvIndexStore::open(&self.state.storage()) {
             Ok(store) => store,
             Err(error) => {
@@ -91,47 +112,45 @@ impl FailureIndex {
             }
         };
         let reply = failures::handle(&mut store, request, clock::now_ms(), alerts.as_ref());
-        if config.is_some_and(|config| config.log_storage_usage) {
+        if config.log_storage_usage {
             let usage = store.usage;
-            let line = LogLine::usage(
-                failures::INDEX_NAME,
-                request.op(),
-                usage.rows_read,
-                usage.rows_written,
-            );
+            let (read, written) = (usage.rows_read, usage.rows_written);
+            let line = LogLine::usage(failures::INDEX_NAME, request.op(), read, written);
             log::write(&LogLine {
                 route: Route::Index,
                 ..line
             });
         }
         if matches!(reply, IndexReply::Applied(_) | IndexReply::Noted) {
-            self.rearm(&mut store, None).await;
+            let wake = failures::next_wake(&mut store, alerts.is_some())
+                .ok()
+                .flatten();
+            self.ensure_alarm_by(wake).await;
         }
         reply
     }
 
-    /// Makes sure the alarm fires by the index's next wake (or `soon`).
-    async fn rearm(&self, store: &mut KvIndexStore, soon: Option<Millis>) {
-        let wake = failures::next_wake(store).ok().flatten();
-        let Some(at) = [wake, soon].into_iter().flatten().min() else {
+    /// Makes sure the alarm fires by `wake`: set unless one is set at or before it.
+    async fn ensure_alarm_by(&self, wake: Option<Millis>) {
+        let Some(at) = wake else {
             return;
         };
-        let storage = self.state.storage();
-        let set = storage
-            .get_alarm()
-            .await
-            .ok()
-            .flatten()
-            .map(|at| at as Millis);
-        if set.is_none_or(|set| set > at) {
-            if let Err(error) = storage
-                .set_alarm(worker::ScheduledTime::new(js_sys::Date::new(
-                    &(at as f64).into(),
-                )))
-                .await
-            {
-                log::write(&LogLine::alarm_not_set(&error.to_string()));
-            }
+        let set = self.state.storage().get_alarm().await.ok().flatten();
+        if set.is_none_or(|set| set as Millis > at) {
+            self.set_alarm(at).await;
+        }
+    }
+
+    /// Sets the alarm for `at`; a failure is logged (the next request or alarm sets it).
+    async fn set_alarm(&self, at: Millis) {
+        let date = js_sys::Date::new(&(at as f64).into());
+        let set = self
+            .state
+            .storage()
+            .set_alarm(ScheduledTime::new(date))
+            .await;
+        if let Err(error) = set {
+            log::write(&LogLine::alarm_not_set(&error.to_string()));
         }
     }
 
