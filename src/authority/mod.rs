@@ -365,14 +365,8 @@ fn run<S: ClaimStore>(
         AuthorityRequest::Redeliver {
             key,
             policy,
-            dead_only: None,
-        } => claim::redeliver(store, key, now, *policy).map(AuthorityReply::Redeliver),
-        AuthorityRequest::Redeliver {
-            key,
-            policy,
-            dead_only: Some(storage_id),
-        } => claim::redeliver_dead(store, key, now, *policy, *storage_id)
-            .map(AuthorityReply::Redeliver),
+            dead_only,
+        } => redeliver(store, key, *policy, *dead_only, now),
         // A delivery forwards, which only the object adapter can do (see `begin`).
         AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
             "a delivery is run by the object, not by handle".into(),
@@ -381,6 +375,22 @@ fn run<S: ClaimStore>(
             "a trap is made by the object, never by a rule".into(),
         )),
     }
+}
+
+/// A redelivery: of whatever the record holds, or (`dead_only`) of that stored event only
+/// while it is dead.
+fn redeliver<S: ClaimStore>(
+    store: &mut Watched<'_, S>,
+    key: &str,
+    policy: ClaimPolicy,
+    dead_only: Option<u64>,
+    now: Millis,
+) -> Result<AuthorityReply, StoreError> {
+    let outcome = match dead_only {
+        None => claim::redeliver(store, key, now, policy)?,
+        Some(storage_id) => claim::redeliver_dead(store, key, now, policy, storage_id)?,
+    };
+    Ok(AuthorityReply::Redeliver(outcome))
 }
 
 /// A release; an operator's without force is refused while the claim's lease is live by the
