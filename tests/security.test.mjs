@@ -8,8 +8,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { ROOT, call, startOrigin, startWorker, storageDump } from './harness.mjs';
-import { deliverAs, deliveryId } from './provider-helpers.mjs';
+import { ROOT, call, sleep, startOrigin, startWorker, storageDump, until } from './harness.mjs';
+import { deliverAs, deliveryId, send, signedHeaders } from './provider-helpers.mjs';
 import { eventId, eventPayload, signatureFor } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_security_tests';
@@ -159,6 +159,19 @@ describe('admin on, test routes off, the API door on (BODY_READ_TIMEOUT_MS=1500)
     const answer = await trickle(worker.url, headLines('POST', '/webhooks/stripe', headers), payload, { pieces: 3, everyMs: 300 });
     assert.equal(answer.status, 200, answer.text);
     assert.equal(JSON.parse(answer.text).status, 'processed');
+  });
+
+  test('an event id given twice is de-duplicated on the last, the one the handler\'s JSON.parse reads', async () => {
+    const first = eventId('first');
+    const last = eventId('last');
+    const payload = `{"id":"${first}","object":"event","id":"${last}","type":"payment_intent.succeeded","created":1,"livemode":false,"data":{"object":{}}}`;
+    const headers = { 'content-type': 'application/json', 'stripe-signature': signatureFor(payload, SECRET) };
+    const answer = await call(`${worker.url}/webhooks/stripe`, { method: 'POST', headers, body: payload });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.json.event_id, last);
+    assert.equal(JSON.parse(payload).id, last);
+    const again = await call(`${worker.url}/webhooks/stripe`, { method: 'POST', headers, body: payload });
+    assert.equal(again.json.status, 'duplicate', 'the repeat is a duplicate of the last id');
   });
 
   test('/healthz shows an anonymous caller its status, not which senders are on; the operator sees them', async () => {
@@ -416,4 +429,81 @@ test('anonymous keyed callers share one rate-limit bucket (IDEMPOTENCY_ALLOW_ANO
     method: 'POST', headers: { 'idempotency-key': 'anon-named', authorization: 'Bearer carol', 'cf-connecting-ip': '198.51.100.50' }, body: '{}',
   });
   assert.equal(named.status, 200, 'a caller that names itself has its own bucket');
+});
+
+// The senders' schemes leave these headers unsigned, so the worker cannot refuse a forged one:
+// this pins what SECURITY.md tells handlers (the headers reach them as sent) and the bound the
+// worker does keep (every resend of one signed body spends that body's replay budget).
+test('a captured Shopify orders/create body resent as shop/redact for another shop is a new record and reaches the handler as sent; each resend spends the body\'s replay budget', async (t) => {
+  const origin = await startOrigin(() => ({ status: 200 }));
+  const worker = await startWorker({
+    config: path.join(ROOT, 'tests', 'wrangler.ratelimit.test.toml'),
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: origin.url,
+      SHOPIFY_WEBHOOK_SECRET: 'shopify-app-secret', GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+    },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  // Shop A's genuine delivery, captured. One app secret signs every shop's webhooks.
+  const id = deliveryId('shopify');
+  const body = JSON.stringify({ id: 820982911946154500, email: 'jon@example.com', total_price: '10.00' });
+  const captured = await signedHeaders('shopify', { id, body, secret: 'shopify-app-secret', event: 'orders/create' });
+  captured['x-shopify-shop-domain'] = 'shop-a.myshopify.com';
+  assert.deepEqual((await send(worker, 'shopify', body, captured)).json, { status: 'queued', event_id: `orders/create:${id}` });
+  // The same bytes and signature, under another topic and another shop: it verifies.
+  const forged = { ...captured, 'x-shopify-topic': 'shop/redact', 'x-shopify-shop-domain': 'shop-b.myshopify.com' };
+  const answer = await send(worker, 'shopify', body, forged);
+  assert.deepEqual(answer.json, { status: 'queued', event_id: `shop/redact:${id}` }, 'a new record');
+  const redact = await until(() => origin.requests.find((r) => r.headers['x-shopify-topic'] === 'shop/redact'), 10_000, 'the forged topic forwarded');
+  assert.equal(redact.headers['x-shopify-shop-domain'], 'shop-b.myshopify.com', 'the forged shop reaches the handler');
+  assert.equal(redact.body.toString(), body, 'with shop A\'s order as its body');
+  // GitHub: the event header is as unsigned; a push body resent as another event verifies.
+  const push = JSON.stringify({ ref: 'refs/heads/main', after: 'abc', repository: { full_name: 'o/r' } });
+  const pushed = await signedHeaders('github', { id: deliveryId('github'), body: push, secret: GITHUB_SECRET, event: 'push' });
+  assert.equal((await send(worker, 'github', push, pushed)).status, 200);
+  const renamed = await send(worker, 'github', push, { ...pushed, 'x-github-delivery': deliveryId('github'), 'x-github-event': 'delete' });
+  assert.equal(renamed.status, 200, renamed.text);
+  await until(() => origin.requests.find((r) => r.headers['x-github-event'] === 'delete'), 10_000, 'the renamed event forwarded');
+  // The bound: each topic is a new record, and every one spends the same body's budget (3 a
+  // minute here): it runs out within a window and a half, and the refused one writes nothing.
+  const statuses = [];
+  for (const topic of ['orders/paid', 'orders/updated', 'orders/cancelled', 'orders/fulfilled', 'refunds/create']) {
+    const resend = await send(worker, 'shopify', body, { ...forged, 'x-shopify-topic': topic });
+    statuses.push(resend.status);
+    if (resend.status === 429) {
+      assert.equal(resend.json.error, 'replay_limited');
+      break;
+    }
+    await sleep(200);
+  }
+  assert.ok(statuses.includes(429), `topic-switched resends are bounded by the replay limiter: ${statuses}`);
+});
+
+test('an ORIGIN_URL with credentials: its password reaches neither the answer, nor the record, nor a log line', async (t) => {
+  const PASSWORD = 'hunter2-origin-password';
+  // Queue mode, so that the failed attempts' reasons are kept in the record and logged.
+  const worker = await startWorker({
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `http://deploy-user:${PASSWORD}@127.0.0.1:9/hook`,
+      ADMIN_TOKEN: TOKEN, STRIPE_DELIVERY_MODE: 'queue',
+    },
+  });
+  t.after(() => worker.dispose());
+  const id = eventId('credentials');
+  const payload = eventPayload(id);
+  const answer = await call(`${worker.url}/webhooks/stripe`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(payload, SECRET) }, body: payload,
+  });
+  assert.equal(answer.status, 200, answer.text);
+  const record = await until(async () => {
+    const seen = await call(`${worker.url}/admin/events/${id}`, { headers: bearer() });
+    return seen.json?.record?.last_release_reason ? seen : null;
+  }, 10_000, 'a failed attempt');
+  assert.doesNotMatch(record.text, new RegExp(PASSWORD));
+  const lines = worker.logLines();
+  assert.ok(lines.some((l) => l.key === id && l.outcome === 'retry_scheduled'), 'the failed attempt was logged');
+  for (const line of lines) assert.doesNotMatch(JSON.stringify(line), new RegExp(PASSWORD));
 });
