@@ -1,7 +1,8 @@
 // The documents' links and commands: every relative link and `#anchor` in README.md,
 // SECURITY.md, RELIABILITY.md, BENCHMARKS.md and docs/*.md resolves (anchors as GitHub makes
-// them from headings), and every `npm run <script>` they name exists in package.json. Reads
-// files only: no worker is started.
+// them from headings), every `npm run <script>` they name exists in package.json, and every
+// row of SECURITY.md's threat table names tests that exist. Reads files only: no worker is
+// started.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -123,6 +124,58 @@ export function missingScripts(file, root = ROOT) {
   });
   return missing;
 }
+
+/**
+ * The rows of SECURITY.md's threat table, each with the tests its last cell names: end-to-end
+ * tests as a file and quoted titles (`tests/x.test.mjs` “title”), host tests as Rust paths
+ * (`module::tests::name`).
+ */
+export function threatRows(root = ROOT) {
+  const text = readFileSync(path.join(root, 'SECURITY.md'), 'utf8');
+  const table = text.split('## Threats and defences')[1].split('\n## ')[0];
+  return table.split('\n').filter((line) => line.startsWith('| **')).map((line) => {
+    const cells = line.slice(2, -2).split(' | ');
+    const threat = cells[0].match(/\*\*(.*?)\*\*/)[1];
+    const named = [];
+    let file = null;
+    for (const m of cells.at(-1).matchAll(/`(tests\/[a-z-]+\.test\.mjs)`|“([^”]+)”|`([a-z_]+(?:::[a-z_0-9]+)+)`/g)) {
+      if (m[1]) file = m[1];
+      else if (m[2] && file) named.push({ file, title: m[2] });
+      else if (m[3]) named.push({ rust: m[3] });
+    }
+    return { threat, cells: cells.length, named };
+  });
+}
+
+/** True when `file` holds a test (or a case of one) titled `title`; `{x}` and `…` match anything. */
+function hasTitle(file, title) {
+  const source = readFileSync(path.join(ROOT, file), 'utf8').replace(/\\'/g, "'");
+  const pattern = title.split(/\{[a-z]+\}|…/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  return new RegExp(`['"\`]${pattern}`).test(source);
+}
+
+/** True when a Rust test function named as `path`'s last segment exists under src/. */
+function hasRustTest(rust) {
+  const name = rust.split('::').at(-1);
+  const files = readdirSync(path.join(ROOT, 'src'), { recursive: true }).filter((f) => f.endsWith('.rs'));
+  return files.some((f) => readFileSync(path.join(ROOT, 'src', f), 'utf8').includes(`fn ${name}(`));
+}
+
+test('every threat in SECURITY.md names tests that exist', () => {
+  const rows = threatRows();
+  assert.ok(rows.length >= 20, `${rows.length} rows read`);
+  const problems = [];
+  for (const { threat, cells, named } of rows) {
+    if (cells !== 4) problems.push(`${threat}: ${cells} cells, not 4`);
+    if (!named.some((n) => n.file)) problems.push(`${threat}: names no end-to-end test`);
+    for (const n of named) {
+      if (n.file && !hasTitle(n.file, n.title)) problems.push(`${threat}: no test “${n.title}” in ${n.file}`);
+      if (n.rust && !hasRustTest(n.rust)) problems.push(`${threat}: no Rust test ${n.rust}`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
 
 test('GitHub heading anchors', () => {
   assert.equal(slug('Slow handlers and late answers'), 'slow-handlers-and-late-answers');
