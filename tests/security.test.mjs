@@ -20,8 +20,8 @@ const bearer = (token = TOKEN) => ({ authorization: `Bearer ${token}` });
 /**
  * Sends `head` (the request line and headers, without the blank line) on a raw socket, then
  * `body` in `pieces` pieces, one every `everyMs`, and resolves with the answer's status, its
- * body and the milliseconds it took, as soon as the answer is complete (the rest of the body is
- * never sent once an answer has come).
+ * body and the milliseconds it took, as soon as the answer is complete (by its length, or the
+ * last chunk of a chunked one; the rest of the body is never sent once an answer has come).
  */
 function trickle(url, head, body, { pieces = 1, everyMs = 0 } = {}) {
   const { hostname, port } = new URL(url);
@@ -39,6 +39,10 @@ function trickle(url, head, body, { pieces = 1, everyMs = 0 } = {}) {
         answered = true;
         socket.destroy();
         resolve({ status: Number(status[1]), text: data.slice(end + 4), ms: Date.now() - started });
+      } else if (status && end >= 0 && /\r\ntransfer-encoding: chunked/i.test(data.slice(0, end)) && data.endsWith('\r\n0\r\n\r\n')) {
+        answered = true;
+        socket.destroy();
+        resolve({ status: Number(status[1]), text: dechunk(data.slice(end + 4)), ms: Date.now() - started });
       }
     });
     // An answer without a length (chunked) ends with the connection.
@@ -172,6 +176,26 @@ describe('admin on, test routes off, the API door on (BODY_READ_TIMEOUT_MS=1500)
     assert.equal(JSON.parse(payload).id, last);
     const again = await call(`${worker.url}/webhooks/stripe`, { method: 'POST', headers, body: payload });
     assert.equal(again.json.status, 'duplicate', 'the repeat is a duplicate of the last id');
+  });
+
+  test('a signed body that is not a usable event is refused without a fragment of it', async () => {
+    const seen = origin.requests.length;
+    for (const [body, code] of [
+      ['{"id":"evt_quoted", cus_secret@example.com}', 'invalid_json'],
+      ['cus_secret@example.com', 'invalid_json'],
+      ['{"id":"evt_quoted","type":"x","livemode":"cus_secret@example.com"}', 'invalid_envelope'],
+      ['{"id":"cus_secret@example.com","type":"x"}', 'invalid_event_id'],
+    ]) {
+      const answer = await call(`${worker.url}/webhooks/stripe`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(body, SECRET) }, body,
+      });
+      assert.equal(answer.status, 400, body);
+      assert.equal(answer.json.error, code, body);
+      assert.doesNotMatch(answer.text, /cus_secret/, body);
+      const line = await worker.waitForLog((l) => l.route === 'webhook' && l.outcome === code);
+      assert.doesNotMatch(JSON.stringify(line), /cus_secret/, body);
+    }
+    assert.equal(origin.requests.length, seen, 'nothing forwarded');
   });
 
   test('/healthz shows an anonymous caller its status, not which senders are on; the operator sees them', async () => {
