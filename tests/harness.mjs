@@ -6,6 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import v8 from 'node:v8';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -82,6 +83,9 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
     port,
     persistDir: dir,
     output: '',
+    // When each chunk of `output` arrived (Date.now() ms), as [end offset, time] pairs, so a
+    // log line can be given the time it was written (to within the pipe's delay).
+    outputTimes: [],
     child: null,
     async start() {
       const inspector = await freePort();
@@ -97,8 +101,12 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
       });
       running.add(child);
       this.child = child;
-      child.stdout.on('data', (chunk) => { this.output += chunk; });
-      child.stderr.on('data', (chunk) => { this.output += chunk; });
+      const take = (chunk) => {
+        this.output += chunk;
+        this.outputTimes.push([this.output.length, Date.now()]);
+      };
+      child.stdout.on('data', take);
+      child.stderr.on('data', take);
       const exited = new Promise((resolve) => child.once('exit', resolve));
       this.exited = exited;
       const deadline = Date.now() + 60_000;
@@ -151,6 +159,30 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
         await sleep(50);
       }
     },
+    /**
+     * Every line of the runtime's output so far, each with `at`, the time (Date.now() ms) its
+     * chunk arrived: `{ at, text, json }`, `json` the parsed log line when it is one.
+     */
+    timedLines() {
+      const lines = [];
+      let start = 0;
+      let chunk = 0;
+      const times = this.outputTimes;
+      while (start < this.output.length) {
+        const end = this.output.indexOf('\n', start);
+        if (end === -1) break; // a line still being written
+        while (chunk < times.length - 1 && times[chunk][0] <= end) chunk += 1;
+        const text = this.output.slice(start, end);
+        const brace = text.indexOf('{');
+        let json;
+        if (brace !== -1 && text.startsWith('{"level"', brace)) {
+          try { json = JSON.parse(text.slice(brace)); } catch { /* not a whole log line */ }
+        }
+        lines.push({ at: times[chunk]?.[1], text, json });
+        start = end + 1;
+      }
+      return lines;
+    },
     /** The JSON log lines the worker wrote so far. */
     logLines() {
       return this.output
@@ -176,6 +208,7 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
       worker.port = await freePort();
       worker.url = `http://127.0.0.1:${worker.port}`;
       worker.output = '';
+      worker.outputTimes = [];
     }
   }
 }
@@ -358,6 +391,68 @@ export function openObjectDatabase(file, { readOnly = true } = {}) {
   const db = new DatabaseSync(file, { readOnly });
   db.exec('PRAGMA busy_timeout = 10000');
   return db;
+}
+
+/**
+ * A reader of the claim records the objects under a runtime's persistence folder hold, for
+ * watching a running runtime without asking it anything: `read(key)` returns the record of
+ * `key` as stored now (`{ key, attempts, lease: { claimed_at, until, … }, … }`), or undefined
+ * when it is not (yet) readable. Which object's database holds a key is learned by reading each
+ * database once and remembered. Reads are read-only, with a short busy time-out (the runtime
+ * holds a lock now and then): a read that meets one gives up and returns undefined.
+ */
+export function claimReader(dir) {
+  const fileOf = new Map(); // key -> database file
+  const scanned = new Set(); // files whose key is known
+  let folders = []; // the folders of the objects' databases, found once
+  const databases = () => {
+    if (folders.length === 0) folders = [...new Set(objectFiles(dir).map((f) => path.dirname(f)))];
+    return folders.flatMap((folder) => readdirSync(folder)
+      .filter((name) => /^[0-9a-f]{64}\.sqlite$/.test(name))
+      .map((name) => path.join(folder, name)));
+  };
+  const open = (file) => {
+    const db = new DatabaseSync(file, { readOnly: true });
+    db.exec('PRAGMA busy_timeout = 50');
+    return db;
+  };
+  const valueOf = (file, key) => {
+    const db = open(file);
+    try {
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = '_cf_KV'").get()) return undefined;
+      // A record's key; a stored body's key starts with U+0001.
+      return key === undefined ? db.prepare("SELECT key, value FROM _cf_KV WHERE key NOT LIKE char(1) || '%' LIMIT 1").get()
+        : db.prepare('SELECT key, value FROM _cf_KV WHERE key = ?').get(key);
+    } finally {
+      db.close();
+    }
+  };
+  const parse = (row) => {
+    const stored = JSON.parse(v8.deserialize(row.value));
+    return stored.record;
+  };
+  return {
+    read(key) {
+      try {
+        const known = fileOf.get(key);
+        if (known) {
+          const row = valueOf(known, key);
+          return row ? parse(row) : undefined;
+        }
+        for (const file of databases()) {
+          if (scanned.has(file)) continue;
+          const row = valueOf(file);
+          if (!row) continue;
+          scanned.add(file);
+          fileOf.set(row.key, file);
+          if (row.key === key) return parse(row);
+        }
+      } catch {
+        // locked, or a database being made: not readable now
+      }
+      return undefined;
+    },
+  };
 }
 
 /**

@@ -3,9 +3,13 @@
 // them to the real worker under `wrangler dev` with persisted storage, while a recording origin fails and
 // stalls at random and the runtime is restarted; it redelivers as Stripe does until each
 // delivery got a 2xx or its retry budget is spent. Returns the whole history.
+//
+// Every time in the history is Date.now() milliseconds: the clock the runtime's objects use
+// for their claims, so an attempt's claim time (read from its object's storage when its
+// forward reaches the origin) compares with the origin's and the driver's own times.
 import http from 'node:http';
 
-import { sleep, startWorker } from '../harness.mjs';
+import { claimReader, sleep, startWorker } from '../harness.mjs';
 import { claimId, signedHeaders, standardSecret } from '../provider-helpers.mjs';
 import { eventPayload, signatureFor } from '../stripe-helpers.mjs';
 
@@ -36,15 +40,36 @@ export function random(seed) {
   };
 }
 
+/** The clock of every time in the history (see above). */
+const now = () => Date.now();
+
 /**
  * The recording origin: fails `failureRate` of requests (500); answers `slowRate` of them
  * after a delay between the forward time-out and the end of the wait horizon, and
  * `beyondRate` of them only after the horizon. Every answer it decides on is recorded as
- * given (the handler ran), whether or not anyone was still listening.
+ * given (the handler ran), whether or not anyone was still listening. `keyOf(req)` names the
+ * claim record a request belongs to; once `origin.claims` is set (a [claimReader]), each
+ * request's claim time is read from its object's storage as it arrives: the record then holds
+ * the claim whose forward this is (the claim is written before the forward leaves, and no
+ * other claim can replace it before the forward is answered or its lease runs out).
  */
-async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs, slowFrom }) {
+async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs, slowFrom, keyOf }) {
   const records = [];
   let hold = null; // { resolve }: the next request is held (never answered) and reported
+  let claims = null;
+  // The claim of `record` as its object stores it, when that is still the claim of this
+  // attempt (its fence starts with the attempt number); tried again a few times, shortly, when
+  // the database is busy.
+  const readClaim = (record, tries = 0) => {
+    if (!claims) return;
+    const stored = claims.read(record.key);
+    if (stored?.lease?.fence?.startsWith(`${record.attempt}.`)) {
+      record.claimedAt = stored.lease.claimed_at;
+      record.leaseUntil = stored.lease.until;
+    } else if ((stored === undefined || stored.attempts < record.attempt) && tries < 10) {
+      setTimeout(() => readClaim(record, tries + 1), 20);
+    }
+  };
 
   const server = http.createServer((req, res) => {
     req.resume();
@@ -54,9 +79,10 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         // The sender's own id (a Shopify delivery is claimed as `{topic}:{event id}`; each
         // event here has one topic).
         eventId: req.headers['x-shopify-event-id'] ?? req.headers['x-webhook-dedup-event-id'],
+        key: keyOf(req),
         takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
-        receivedAt: performance.now(),
+        receivedAt: now(),
         status: roll < failureRate ? 500 : 200,
         delayMs: 0,
       };
@@ -69,6 +95,7 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         record.delayMs = horizonMs + 500 + rand() * 1_000;
       }
       records.push(record);
+      readClaim(record);
       if (hold) {
         // Held for a restart: the worker dies while this claim waits on the origin.
         const { resolve } = hold;
@@ -79,7 +106,7 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         return;
       }
       const answer = () => {
-        record.answeredAt = performance.now(); // the handler finished, listened to or not
+        record.answeredAt = now(); // the handler finished, listened to or not
         if (req.socket.destroyed) return; // the claim authority stopped waiting, or died
         res.writeHead(record.status).end(record.status === 200 ? 'ok' : 'failed');
       };
@@ -94,6 +121,10 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     records,
+    /** Starts reading claim times with `reader` (a [claimReader] of the runtime's storage). */
+    readClaimsWith(reader) {
+      claims = reader;
+    },
     /** Holds the next forward unanswered; resolves with its record when it arrives. */
     holdNext() {
       return new Promise((resolve) => { hold = { resolve }; });
@@ -125,10 +156,17 @@ export async function runChaos(options) {
   // mode an answer later than the attempt's time-out counts as a failed attempt.
   const horizonMs = queue ? o.queueTimeoutMs : o.forwardTimeoutMs + o.lateWaitSeconds * 1000;
   const rand = random(o.seed);
+  // The record key of a forward (what log lines carry): the claim id, after `{provider}:` for
+  // every sender but Stripe.
+  const keyOfRequest = (req) => {
+    const id = req.headers['x-webhook-dedup-event-id'];
+    return o.provider === 'stripe' ? id : `${o.provider}:${id}`;
+  };
   const origin = await startRecordingOrigin({
     rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, beyondRate: o.beyondRate,
-    timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs,
+    timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs, keyOf: keyOfRequest,
   });
+  const startedAt = now();
   const worker = await startWorker({
     vars: {
       STRIPE_WEBHOOK_SECRET: SECRET,
@@ -147,10 +185,11 @@ export async function runChaos(options) {
       } : {}),
     },
   });
+  origin.readClaimsWith(claimReader(worker.persistDir));
   const run = `${Date.now().toString(36)}${o.seed}`;
   const events = Array.from({ length: o.events }, (_, i) => `evt_chaos_${run}_${i}`);
   // The record key of an event (what log lines carry), and how the admin API addresses it.
-  const keyOf = (id) => (o.provider === 'stripe' ? id : `${o.provider}:${id}`);
+  const keyOf = (id) => (o.provider === 'stripe' ? id : `${o.provider}:${claimId(o.provider, id)}`);
   const deliveries = [];
   const chains = [];
   let inFlight = 0;
@@ -166,9 +205,12 @@ export async function runChaos(options) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   let restarting = Promise.resolve();
 
+  // Every send: when it left and when its answer (or error) came, the status, and the answer's
+  // word (`processed`, `duplicate`, `in_flight`, …) or, for a 5xx, its body.
   const send = async (eventId, payload) => {
     await restarting;
     await acquire();
+    const sentAt = now();
     try {
       const signed = await headersFor(o.provider, eventId, payload);
       let body = '';
@@ -179,9 +221,8 @@ export async function runChaos(options) {
           headers: { 'content-type': 'application/json', ...signed },
           timeout: 30_000,
         }, (res) => {
-          // A 5xx body is kept, so a failed run says which part answered it and why.
-          if (res.statusCode >= 500) res.on('data', (chunk) => { body += chunk; });
-          else res.resume();
+          // The body is kept (a 5xx's whole, so a failed run says which part answered it and why).
+          res.on('data', (chunk) => { if (body.length < 600) body += chunk; });
           res.on('end', () => resolve(res.statusCode));
           res.on('error', reject);
         });
@@ -189,12 +230,17 @@ export async function runChaos(options) {
         req.on('error', reject);
         req.end(payload);
       });
-      deliveries.push(status >= 500
-        ? { eventId, status, body: body.slice(0, 300), at: Math.round(performance.now()) }
-        : { eventId, status });
+      let word;
+      try {
+        const json = JSON.parse(body);
+        word = json.status ?? json.error;
+      } catch {
+        word = undefined;
+      }
+      deliveries.push({ eventId, sentAt, at: now(), status, answer: word, ...(status >= 500 ? { body: body.slice(0, 300) } : {}) });
       return status;
     } catch (error) {
-      deliveries.push({ eventId, error: error.code ?? error.message, at: Math.round(performance.now()) });
+      deliveries.push({ eventId, sentAt, at: now(), error: error.code ?? error.message });
       return undefined;
     } finally {
       releaseSlot();
@@ -235,8 +281,8 @@ export async function runChaos(options) {
       // and when it arrives the runtime is restarted on the same storage. Sends wait for it;
       // those in flight fail and are retried; the held claim is taken over when its lease ends.
       all.push(origin.holdNext().then(async () => {
-        const from = performance.now();
-        restarting = worker.restart().then(() => { restartsAt.push({ from, to: performance.now() }); });
+        const from = now();
+        restarting = worker.restart().then(() => { restartsAt.push({ from, to: now() }); });
         await restarting;
       }));
     }
@@ -268,13 +314,20 @@ export async function runChaos(options) {
   }
   await sleep(500);
   agent.destroy();
-  const log = worker.logLines();
+  // The runtime's log lines, each with the time it arrived (`seenAt`), and the rest of what it
+  // printed (errors, stack traces), but not the dev proxy's line per request.
+  const lines = worker.timedLines();
+  const log = lines.filter((l) => l.json).map((l) => ({ ...l.json, seenAt: l.at }));
+  const runtimeOutput = lines
+    .filter((l) => !l.json && l.text.trim() !== '' && !/^\[wrangler:info\] (GET|POST|HEAD|PUT|DELETE) /.test(l.text))
+    .map((l) => ({ at: l.at, text: l.text.slice(0, 2_000) }));
   await worker.dispose();
   await origin.close();
   return {
     options: o,
     history: {
-      provider: o.provider, mode: o.mode, events, deliveries, chains, origin: origin.records, log, restartsAt, finalStates,
+      provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
+      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
     },
