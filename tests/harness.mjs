@@ -463,25 +463,45 @@ export function claimReader(dir) {
  * the files' sizes do.
  */
 export function storageDump(dir) {
-  const files = objectFiles(dir);
+  return objectFiles(dir).sort()
+    .flatMap((file) => databaseRows(file).map((row) => `${path.relative(dir, file)} ${row}`))
+    .join('\n');
+}
+
+/** Every row of every table of one object's database, as `{table} {values as hex}`, in order. */
+export function databaseRows(file) {
   const show = (value) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : String(value));
   const dump = [];
-  for (const file of files.sort()) {
+  const db = openObjectDatabase(file);
+  try {
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
+    for (const { name } of tables) {
+      const rows = db.prepare(`SELECT * FROM "${name}" ORDER BY 1`);
+      rows.setReadBigInts(true);
+      for (const row of rows.all()) dump.push(`${name} ${Object.values(row).map(show).join(' ')}`);
+    }
+  } finally {
+    db.close();
+  }
+  return dump;
+}
+
+/**
+ * The database of the object named `name` (the key the worker addresses it by) under a
+ * persistence folder, or undefined when no such object was ever called: the local runtime
+ * writes each named object's name in a table of its own when the object starts.
+ */
+export function objectNamed(dir, name) {
+  for (const file of objectFiles(dir)) {
     const db = openObjectDatabase(file);
     try {
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
-      for (const { name } of tables) {
-        const rows = db.prepare(`SELECT * FROM "${name}" ORDER BY 1`);
-        rows.setReadBigInts(true);
-        for (const row of rows.all()) {
-          dump.push(`${path.relative(dir, file)} ${name} ${Object.values(row).map(show).join(' ')}`);
-        }
-      }
+      const named = db.prepare("SELECT 1 FROM sqlite_master WHERE name = '__miniflare_do_name'").get();
+      if (named && db.prepare('SELECT name FROM __miniflare_do_name WHERE id = 1').get()?.name === name) return file;
     } finally {
       db.close();
     }
   }
-  return dump.join('\n');
+  return undefined;
 }
 
 /** fetch that returns { status, headers, text, json }. */
