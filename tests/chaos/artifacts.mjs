@@ -89,7 +89,7 @@ export function explain({ options, history, verdict, seconds, machine, command }
     '',
     ...verdict.failures.map((f) => `FAIL ${f}`),
     '',
-    `machine: ${JSON.stringify(machine)}`,
+    `machine (sampled every 2 s; all samples in the .json): ${JSON.stringify({ ...machine, samples: undefined })}`,
     '',
     ...events.slice(0, 20).flatMap((e) => [
       `== ${e.eventId} (key ${e.key}${e.finalState ? `, ended ${e.finalState}` : ''})`,
