@@ -151,7 +151,9 @@ test('answers learned late are counted', () => {
 test('any 500 answer fails the run', () => {
   const h = history();
   h.deliveries.push({ eventId: 'evt_a', status: 500, body: '{"error":"store_failed"}', at: 5 });
-  assert.match(check(h).failures.join('\n'), /1 answers were 500 .*evt_a at 5 ms: \{"error":"store_failed"\}/);
+  assert.match(check(h).failures.join('\n'), /1 answers were 500 .*evt_a at 5 ms \(the worker's\): \{"error":"store_failed"\}/);
+  h.deliveries.push({ eventId: 'evt_b', status: 500, body: 'Error: Network connection lost.', at: 6 });
+  assert.match(check(h).failures.join('\n'), /2 answers were 500 .*evt_b at 6 ms \(not the worker's JSON: the dev server's\): Error: Network connection lost\./);
 });
 
 test('connection errors during a restart and fence conflicts are counted, not failures', () => {
@@ -253,4 +255,9 @@ test('failing events are named, for the artifacts', () => {
   h.deliveries.push({ eventId: 'evt_a', status: 500, body: '{"error":"store_failed"}', at: 5 });
   h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 9_000, answeredAt: 9_001, takeover: true, status: 200 });
   assert.deepEqual(check(h).failing.sort(), ['evt_a', 'evt_b']);
+});
+
+test('a stalled dev server is named as the harness\'s failure', () => {
+  const h = history({ stalls: [{ at: 9_000, probe: 'healthz: TimeoutError', sendsWaiting: 12, oldestSentAt: 7_000 }] });
+  assert.match(check(h).failures.join('\n'), /the dev server stopped answering at 9000 ms \(healthz: TimeoutError; 12 sends waiting, the oldest sent at 7000 ms\): a failure of the runtime's wrapper, not an answer of the worker/);
 });

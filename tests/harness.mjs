@@ -1,7 +1,7 @@
 // Test harness: the real worker under `wrangler dev` (workerd with local Durable Object
 // storage) on a free loopback port, and a real HTTP origin that records what it receives.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -69,19 +69,42 @@ function withTestToken(vars) {
 export const adminHeaders = (worker) => ({ authorization: `Bearer ${worker.adminToken}` });
 
 /**
+ * A frozen copy of the build for one runtime: build/ copied into a folder of its own, with a
+ * copy of `config` whose `main` points at it and `no_bundle = true`. Run so, `wrangler dev`
+ * neither bundles (its esbuild watch covers wrangler's own templates in node_modules, and a
+ * rebuild there mid-run, say while node_modules is reinstalled, reloads the worker or, when the
+ * rebuild fails, hangs wrangler: esbuild's formatMessagesSync never returns) nor sees a new
+ * build written meanwhile: nothing outside the folder can reload it. Its own log folder too.
+ */
+function frozenCopy(config) {
+  const folder = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-frozen-'));
+  cpSync(path.join(ROOT, 'build'), path.join(folder, 'build'), { recursive: true });
+  const text = readFileSync(config, 'utf8');
+  if (!/^main = "\.\.\/build\/index\.js"$/m.test(text)) throw new Error(`${config}: main is not ../build/index.js`);
+  const frozen = path.join(folder, 'wrangler.toml');
+  writeFileSync(frozen, text.replace(/^main = .*$/m, 'main = "build/index.js"\nno_bundle = true'));
+  return { folder, config: frozen, logs: path.join(folder, 'logs') };
+}
+
+/**
  * Starts the built worker with `wrangler dev`, exactly as on the command line, with `vars`
  * given as --var flags and its own persistence folder. Resolves once /healthz answers.
- * `worker.restart()` stops and starts the runtime on the same port and storage.
+ * `worker.restart()` stops and starts the runtime on the same port and storage. With
+ * `frozen`, it runs a frozen copy of the build (see [frozenCopy]; its wrangler logs in
+ * `worker.logDir`).
  */
-export async function startWorker({ vars: given = {}, persistDir, config = TEST_CONFIG } = {}) {
+export async function startWorker({ vars: given = {}, persistDir, config: givenConfig = TEST_CONFIG, frozen = false } = {}) {
   const vars = withTestToken(given);
   const port = await freePort();
   const dir = persistDir ?? mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-state-'));
+  const copy = frozen ? frozenCopy(givenConfig) : null;
+  const config = copy ? copy.config : givenConfig;
   const worker = {
     url: `http://127.0.0.1:${port}`,
     adminToken: vars.ADMIN_TOKEN,
     port,
     persistDir: dir,
+    logDir: copy?.logs,
     output: '',
     // When each chunk of `output` arrived (Date.now() ms), as [end offset, time] pairs, so a
     // log line can be given the time it was written (to within the pipe's delay).
@@ -97,7 +120,10 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
         cwd: ROOT,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
+        env: {
+          ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+          ...(copy ? { WRANGLER_LOG_PATH: copy.logs } : {}),
+        },
       });
       running.add(child);
       this.child = child;
@@ -149,6 +175,7 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
     async dispose() {
       await this.stop();
       if (!persistDir) rmSync(dir, { recursive: true, force: true });
+      if (copy) rmSync(copy.folder, { recursive: true, force: true });
     },
     /** Waits (up to `ms`) for a log line that satisfies `predicate`, and returns it. */
     async waitForLog(predicate, ms = 5_000) {

@@ -79,6 +79,8 @@ export function explain({ options, history, verdict, seconds, machine, command }
     table: verdict.table,
     restarts: (history.restartsAt ?? []).map((r) => ({ from: r.from - history.startedAt, to: r.to - history.startedAt })),
     machine,
+    stalls: (history.stalls ?? []).map((x) => ({ ...x, at: x.at - history.startedAt, oldestSentAt: x.oldestSentAt - history.startedAt })),
+    devServerLogs: history.devServerLogs ?? [],
     runtimeOutput: (history.runtimeOutput ?? []).map((o) => ({ at: o.at - history.startedAt, text: o.text })),
     events,
   };
@@ -91,6 +93,11 @@ export function explain({ options, history, verdict, seconds, machine, command }
     '',
     `machine (sampled every 2 s; all samples in the .json): ${JSON.stringify({ ...machine, samples: undefined })}`,
     '',
+    ...(history.devServerLogs ?? []).flatMap((l) => [
+      `dev server log ${l.name} (${l.lines} lines), last lines:`,
+      ...l.tail.split('\n').slice(-12).map((line) => `  | ${line.slice(0, 200)}`),
+      '',
+    ]),
     ...events.slice(0, 20).flatMap((e) => [
       `== ${e.eventId} (key ${e.key}${e.finalState ? `, ended ${e.finalState}` : ''})`,
       ...e.entries.map((entry) => `  ${String(entry.at ?? '?').padStart(7)}  ${describe(entry)}`),

@@ -37,6 +37,7 @@
  *              claimedAt | undefined,                                   // the claim's time
  *              status (undefined: never answered) }],                   // ms on one clock
  *   restartsAt: [{ from, to }],                                         // ms on the same clock
+ *   stalls: [{ at, probe, sendsWaiting, oldestSentAt }] | undefined,    // the dev server stuck
  *   log: [worker log line objects],
  *   leaseMs: number,
  *   horizonMs: number,                                                  // time-out + late wait
@@ -85,7 +86,7 @@ export function check(history) {
     if (d.status === undefined) connectionErrors += 1;
     else statuses.set(d.status, (statuses.get(d.status) ?? 0) + 1);
   }
-  const restarts = () => restartsAt.map((r) => `${rel(r.from)}-${rel(r.to)}`).join(', ');
+  const restarts = () => (restartsAt.length === 0 ? 'none' : restartsAt.map((r) => `${rel(r.from)}-${rel(r.to)}`).join(', '));
   const duringRestart = (at) => restartsAt.some((x) => at >= x.from && at <= x.to + RESTART_ERROR_GRACE_MS);
   const strayErrors = history.deliveries.filter((d) => d.status === undefined && !(d.at !== undefined && duringRestart(d.at)));
   if (strayErrors.length > 0) {
@@ -93,9 +94,23 @@ export function check(history) {
     fail(undefined, `${strayErrors.length} sends got no answer outside a restart (restarts from/to ${restarts()} ms): ${seen.join(' | ')}`);
     for (const d of strayErrors) failing.add(d.eventId);
   }
+  // The dev server (wrangler) itself stopped answering: the sends above time out, but no
+  // answer of the worker's is the reason. Named as the harness's failure.
+  for (const stall of history.stalls ?? []) {
+    fail(undefined, `the dev server stopped answering at ${rel(stall.at)} ms (${stall.probe}; ${stall.sendsWaiting} sends waiting, the oldest sent at ${rel(stall.oldestSentAt)} ms): a failure of the runtime's wrapper, not an answer of the worker; its log is in the artifacts`);
+  }
   const fiveHundreds = history.deliveries.filter((d) => d.status === 500);
   if (fiveHundreds.length > 0) {
-    const seen = fiveHundreds.slice(0, 3).map((d) => `${d.eventId} at ${rel(d.at)} ms: ${d.body ?? ''}`);
+    // The worker answers JSON; a body that is not is the dev server's own (its proxy lost the
+    // worker), which is still a failure of the run, but not an answer of the worker's.
+    const whose = (body) => {
+      try {
+        return JSON.parse(body).error ? 'the worker\'s' : 'not the worker\'s JSON';
+      } catch {
+        return 'not the worker\'s JSON: the dev server\'s';
+      }
+    };
+    const seen = fiveHundreds.slice(0, 3).map((d) => `${d.eventId} at ${rel(d.at)} ms (${whose(d.body ?? '')}): ${d.body ?? ''}`);
     fail(undefined, `${fiveHundreds.length} answers were 500 (restarts from/to ${restarts()} ms): ${seen.join(' | ')}`);
     for (const d of fiveHundreds) failing.add(d.eventId);
   }

@@ -7,7 +7,9 @@
 // Every time in the history is Date.now() milliseconds: the clock the runtime's objects use
 // for their claims, so an attempt's claim time (read from its object's storage when its
 // forward reaches the origin) compares with the origin's and the driver's own times.
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 
 import { claimReader, sleep, startWorker } from '../harness.mjs';
 import { claimId, signedHeaders, standardSecret } from '../provider-helpers.mjs';
@@ -167,7 +169,10 @@ export async function runChaos(options) {
     timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs, keyOf: keyOfRequest,
   });
   const startedAt = now();
+  // A frozen copy of the build, unbundled: nothing written outside the run's folder (a new
+  // build, a reinstall of node_modules) can reload or hang the dev server mid-run.
   const worker = await startWorker({
+    frozen: true,
     vars: {
       STRIPE_WEBHOOK_SECRET: SECRET,
       [sender.secretKey]: sender.secret,
@@ -204,6 +209,27 @@ export async function runChaos(options) {
   };
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   let restarting = Promise.resolve();
+  let isRestarting = false;
+
+  // The watchdog: when sends have waited long (the worker answers a delivery within its
+  // forward time-out, or at once in queue mode) and the dev server does not answer /healthz
+  // either, the runtime's wrapper has stalled, not the worker: recorded as such.
+  const outstanding = new Set(); // { sentAt } of each send in flight
+  const stalls = [];
+  let stalled = null;
+  const watchdog = setInterval(async () => {
+    const oldest = Math.min(...[...outstanding].map((x) => x.sentAt));
+    if (isRestarting || outstanding.size === 0 || now() - oldest < 15_000) {
+      stalled = null;
+      return;
+    }
+    if (stalled) return;
+    const probe = await fetch(`${worker.url}/healthz`, { signal: AbortSignal.timeout(3_000) })
+      .then((r) => `healthz ${r.status}`, (error) => `healthz: ${error.name}`);
+    if (probe === 'healthz 200' || isRestarting) return;
+    stalled = { at: now(), sendsWaiting: outstanding.size, oldestSentAt: oldest, probe };
+    stalls.push(stalled);
+  }, 5_000);
 
   // Every send: when it left and when its answer (or error) came, the status, and the answer's
   // word (`processed`, `duplicate`, `in_flight`, …) or, for a 5xx, its body.
@@ -211,6 +237,8 @@ export async function runChaos(options) {
     await restarting;
     await acquire();
     const sentAt = now();
+    const token = { sentAt };
+    outstanding.add(token);
     try {
       const signed = await headersFor(o.provider, eventId, payload);
       let body = '';
@@ -243,6 +271,7 @@ export async function runChaos(options) {
       deliveries.push({ eventId, sentAt, at: now(), error: error.code ?? error.message });
       return undefined;
     } finally {
+      outstanding.delete(token);
       releaseSlot();
     }
   };
@@ -282,7 +311,11 @@ export async function runChaos(options) {
       // those in flight fail and are retried; the held claim is taken over when its lease ends.
       all.push(origin.holdNext().then(async () => {
         const from = now();
-        restarting = worker.restart().then(() => { restartsAt.push({ from, to: now() }); });
+        isRestarting = true;
+        restarting = worker.restart().then(() => {
+          restartsAt.push({ from, to: now() });
+          isRestarting = false;
+        });
         await restarting;
       }));
     }
@@ -313,7 +346,15 @@ export async function runChaos(options) {
     }
   }
   await sleep(500);
+  clearInterval(watchdog);
   agent.destroy();
+  // The dev server's own logs (wrangler's, one file per start): the last lines of each, and
+  // all of them when it stalled.
+  const devServerLogs = [];
+  for (const name of (worker.logDir ? readdirSync(worker.logDir).sort() : [])) {
+    const lines = readFileSync(path.join(worker.logDir, name), 'utf8').split('\n');
+    devServerLogs.push({ name, lines: lines.length, tail: lines.slice(stalls.length > 0 ? -400 : -40).join('\n') });
+  }
   // The runtime's log lines, each with the time it arrived (`seenAt`), and the rest of what it
   // printed (errors, stack traces), but not the dev proxy's line per request.
   const lines = worker.timedLines();
@@ -327,7 +368,7 @@ export async function runChaos(options) {
     options: o,
     history: {
       provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
-      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates,
+      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, stalls, devServerLogs,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
     },
