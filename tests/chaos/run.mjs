@@ -131,6 +131,11 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
     holdNext() {
       return new Promise((resolve) => { hold = { resolve }; });
     },
+    /** Gives up a hold not met yet: its promise resolves with null. */
+    cancelHold() {
+      hold?.resolve(null);
+      hold = null;
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -214,16 +219,27 @@ export async function runChaos(options) {
   // The watchdog: when sends have waited long (the worker answers a delivery within its
   // forward time-out, or at once in queue mode) and the dev server does not answer /healthz
   // either, the runtime's wrapper has stalled, not the worker: recorded as such.
+  // A stall that lasts 30 s with no answer at all cuts the run short (else its sends, 30 s
+  // each, would go on for hours): no more sends, and what happened so far is checked.
   const outstanding = new Set(); // { sentAt } of each send in flight
   const stalls = [];
   let stalled = null;
+  let lastAnswerAt = now();
+  let aborted = false;
   const watchdog = setInterval(async () => {
+    // A stall lasts until a send gets an answer (sends that time out are sent again).
+    if (stalled && lastAnswerAt > stalled.at) stalled = null;
     const oldest = Math.min(...[...outstanding].map((x) => x.sentAt));
-    if (isRestarting || outstanding.size === 0 || now() - oldest < 15_000) {
-      stalled = null;
+    if (stalled) {
+      if (!aborted && lastAnswerAt < stalled.at && now() - stalled.at > 30_000) {
+        aborted = true;
+        stalled.cutShortAt = now();
+        origin.cancelHold();
+        agent.destroy(); // the sends in flight fail at once
+      }
       return;
     }
-    if (stalled) return;
+    if (isRestarting || outstanding.size === 0 || now() - oldest < 15_000) return;
     const probe = await fetch(`${worker.url}/healthz`, { signal: AbortSignal.timeout(3_000) })
       .then((r) => `healthz ${r.status}`, (error) => `healthz: ${error.name}`);
     if (probe === 'healthz 200' || isRestarting) return;
@@ -236,6 +252,10 @@ export async function runChaos(options) {
   const send = async (eventId, payload) => {
     await restarting;
     await acquire();
+    if (aborted) {
+      releaseSlot();
+      return undefined;
+    }
     const sentAt = now();
     const token = { sentAt };
     outstanding.add(token);
@@ -266,6 +286,7 @@ export async function runChaos(options) {
         word = undefined;
       }
       deliveries.push({ eventId, sentAt, at: now(), status, answer: word, ...(status >= 500 ? { body: body.slice(0, 300) } : {}) });
+      lastAnswerAt = now();
       return status;
     } catch (error) {
       deliveries.push({ eventId, sentAt, at: now(), error: error.code ?? error.message });
@@ -286,6 +307,10 @@ export async function runChaos(options) {
     try {
       if (startDelay) await sleep(startDelay);
       for (let n = 0; n < o.maxSends; n += 1) {
+        if (aborted) {
+          record.cutShort = true;
+          return;
+        }
         const status = await send(eventId, payload);
         if (status >= 200 && status < 300) {
           record.finished = true;
@@ -305,11 +330,13 @@ export async function runChaos(options) {
   for (let i = 0; i < events.length; i += 1) {
     // Start events as earlier ones finish, so that the load stays near the concurrency.
     while (active >= o.concurrency) await new Promise((resolve) => idle.push(resolve));
+    if (aborted) break;
     if (restartAt.has(i)) {
       // Kill the runtime while a claim is held mid-forward: the origin holds the next forward,
       // and when it arrives the runtime is restarted on the same storage. Sends wait for it;
       // those in flight fail and are retried; the held claim is taken over when its lease ends.
-      all.push(origin.holdNext().then(async () => {
+      all.push(origin.holdNext().then(async (held) => {
+        if (held === null) return; // the run was cut short
         const from = now();
         isRestarting = true;
         restarting = worker.restart().then(() => {
@@ -331,7 +358,7 @@ export async function runChaos(options) {
   // Queue mode: every event was acknowledged at once; wait until its object settled it
   // (delivered or dead-lettered), then read where each one ended.
   const finalStates = {};
-  if (queue) {
+  if (queue && !aborted) {
     const settled = () => {
       const ended = new Set(worker.logLines()
         .filter((l) => l.outcome === 'delivered' || l.outcome === 'dead_lettered')
@@ -369,6 +396,7 @@ export async function runChaos(options) {
     history: {
       provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
       startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, stalls, devServerLogs,
+      cutShort: aborted,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
     },
