@@ -261,3 +261,15 @@ test('a stalled dev server is named as the harness\'s failure', () => {
   const h = history({ stalls: [{ at: 9_000, probe: 'healthz: TimeoutError', sendsWaiting: 12, oldestSentAt: 7_000 }] });
   assert.match(check(h).failures.join('\n'), /the dev server stopped answering at 9000 ms \(healthz: TimeoutError; 12 sends waiting, the oldest sent at 7000 ms\): a failure of the runtime's wrapper, not an answer of the worker/);
 });
+
+test('nothing runs after the product recorded the event done, restart or not', () => {
+  const h = history({
+    restartsAt: [{ from: 5_000, to: 6_000 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'processed', origin_status: 200, settle: 'finalized', seenAt: 10 }],
+  });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 9_000, receivedAt: 9_001, answeredAt: 9_002, takeover: true, status: 500 });
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 9001 ms, after the product had recorded the event done \(attempt 1's finalized, logged by 10 ms\)/);
+  const queue = history({ mode: 'queue', finalStates: { evt_a: 'done', evt_b: 'done' }, log: [{ key: 'evt_b', attempt: 1, outcome: 'delivered', origin_status: 200, seenAt: 10 }] });
+  queue.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 9_000, receivedAt: 9_001, answeredAt: 9_002, takeover: false, status: 200 });
+  assert.match(check(queue).failures.join('\n'), /evt_b: attempt 2 reached the origin at 9001 ms, after the product had recorded the event done \(attempt 1's delivered/);
+});

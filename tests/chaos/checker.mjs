@@ -79,6 +79,14 @@ export function check(history) {
     learned.set(`${l.key} ${l.attempt}`, l.origin_status);
   }
   const learnedStatus = (id, r) => learned.get(`${keyOf(id)} ${r.attempt}`);
+  // When the product had recorded each key done, at the latest: the first log line saying so
+  // (a `finalized` settle, or `delivered` in queue mode), by the time it arrived. A done record
+  // never changes back, restarts included (its storage persists).
+  const doneBy = new Map();
+  for (const l of history.log) {
+    if (l.key === undefined || l.seenAt === undefined || !(l.settle === 'finalized' || l.outcome === 'delivered')) continue;
+    if (!doneBy.has(l.key) || l.seenAt < doneBy.get(l.key).seenAt) doneBy.set(l.key, l);
+  }
 
   const statuses = new Map();
   let connectionErrors = 0;
@@ -168,6 +176,13 @@ export function check(history) {
       afterLostAnswer += 1;
       if (startOf(next) < leaseEndOf(lost)) {
         fail(id, `attempt ${next.attempt} was claimed at ${rel(startOf(next))} ms, inside the lease of attempt ${lost.attempt} (claimed at ${rel(claimOf(lost))} ms${lost.claimedAt === undefined ? ', its claim time unknown: its arrival at the origin' : ''}, lease until ${rel(leaseEndOf(lost))} ms), whose answer ${lost.answeredAt === undefined ? 'never came' : `came ${(lost.answeredAt - claimOf(lost)).toFixed(0)} ms after its claim, after the wait horizon,`} and was not learned`);
+      }
+    }
+    // Nothing runs after the product recorded the event done.
+    const done = doneBy.get(keyOf(id));
+    if (done) {
+      for (const r of e.origin.filter((x) => x.receivedAt > done.seenAt)) {
+        fail(id, `attempt ${r.attempt} reached the origin at ${rel(r.receivedAt)} ms, after the product had recorded the event done (attempt ${done.attempt}'s ${done.settle ?? done.outcome}, logged by ${rel(done.seenAt)} ms)`);
       }
     }
     // A takeover is only legitimate once the claim it replaces had its lease run out.
