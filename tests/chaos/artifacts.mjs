@@ -11,8 +11,9 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 
 import { ROOT } from '../harness.mjs';
 
-/** Where failed runs are kept (git-ignored, with the rest of .wrangler/). */
+/** Where failed runs are kept (git-ignored, with the rest of .wrangler/), and runs that passed. */
 export const FAILURES_DIR = path.join(ROOT, '.wrangler', 'chaos-failures');
+export const RUNS_DIR = path.join(ROOT, '.wrangler', 'chaos-runs');
 
 /** The timeline of `eventId` in `history`: its entries in time order, times from the run's start. */
 export function timeline(history, eventId) {
@@ -109,7 +110,7 @@ export function explain({ options, history, verdict, seconds, machine, command }
 }
 
 /** Writes a failed run's artifacts and returns the paths written. */
-export function keepFailure(run, dir = FAILURES_DIR) {
+export function keepFailure(run, dir = run.verdict.failures.length > 0 ? FAILURES_DIR : RUNS_DIR) {
   mkdirSync(dir, { recursive: true });
   const stamp = new Date(run.history.startedAt).toISOString().replace(/[:.]/g, '-');
   const base = path.join(dir, `${stamp}-${run.options.mode}-${run.options.seed}`);
