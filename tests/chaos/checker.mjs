@@ -245,6 +245,7 @@ export function check(history) {
     ...[...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([s, n]) => [`answers ${s}`, n]),
     ['origin attempts', history.origin.length],
     ['origin attempts whose claim time was not read (their arrival stands in)', claimTimesUnknown],
+    ...(history.claimTimesDisagreeing ? [['claim times where storage and log lines disagree', history.claimTimesDisagreeing]] : []),
     ['origin failures answered (non-2xx)', history.origin.filter((r) => r.status !== undefined && !ok(r)).length],
     ['forwards cut off by a restart (never answered)', history.origin.filter((r) => r.status === undefined).length],
     ...[...successCounts.entries()].sort((a, b) => a[0] - b[0]).map(([n, events]) => [`events with ${n} origin success${n === 1 ? '' : 'es'}`, events]),

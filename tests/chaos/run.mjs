@@ -389,6 +389,19 @@ export async function runChaos(options) {
   const runtimeOutput = lines
     .filter((l) => !l.json && l.text.trim() !== '' && !/^\[wrangler:info\] (GET|POST|HEAD|PUT|DELETE) /.test(l.text))
     .map((l) => ({ at: l.at, text: l.text.slice(0, 2_000) }));
+  // Claim times the log lines carry, if the product writes them (`claimed_at`, by key and
+  // attempt): they fill a storage read that missed, and any disagreement is counted.
+  const loggedClaims = new Map();
+  for (const l of log) {
+    if (l.key !== undefined && l.attempt !== undefined && l.claimed_at !== undefined) loggedClaims.set(`${l.key} ${l.attempt}`, l.claimed_at);
+  }
+  let claimTimesDisagreeing = 0;
+  for (const r of origin.records) {
+    const logged = loggedClaims.get(`${r.key} ${r.attempt}`);
+    if (logged === undefined) continue;
+    if (r.claimedAt === undefined) r.claimedAt = logged;
+    else if (r.claimedAt !== logged) claimTimesDisagreeing += 1;
+  }
   await worker.dispose();
   await origin.close();
   return {
@@ -396,7 +409,7 @@ export async function runChaos(options) {
     history: {
       provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
       startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, stalls, devServerLogs,
-      cutShort: aborted,
+      cutShort: aborted, claimTimesDisagreeing,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
     },
