@@ -212,7 +212,11 @@ export async function runChaos(options) {
     inFlight -= 1;
     waiting.shift()?.();
   };
-  const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
+  // A fresh connection for every send. The dev server closes a connection idle for 15 s and
+  // does not say so (no Keep-Alive header), so a kept-alive one can be reused just as it
+  // closes: the send is reset before reaching the worker (seed 1396692589, ECONNRESET 16 s after
+  // a restart). Without reuse that race cannot happen, and a send with no answer stays a failure.
+  const agent = new http.Agent({ keepAlive: false, maxSockets: o.concurrency });
   let restarting = Promise.resolve();
   let isRestarting = false;
 
@@ -259,6 +263,7 @@ export async function runChaos(options) {
     const sentAt = now();
     const token = { sentAt };
     outstanding.add(token);
+    let sent;
     try {
       const signed = await headersFor(o.provider, eventId, payload);
       let body = '';
@@ -274,6 +279,7 @@ export async function runChaos(options) {
           res.on('end', () => resolve(res.statusCode));
           res.on('error', reject);
         });
+        sent = req;
         req.on('timeout', () => req.destroy(new Error('timed out')));
         req.on('error', reject);
         req.end(payload);
@@ -289,7 +295,7 @@ export async function runChaos(options) {
       lastAnswerAt = now();
       return status;
     } catch (error) {
-      deliveries.push({ eventId, sentAt, at: now(), error: error.code ?? error.message });
+      deliveries.push({ eventId, sentAt, at: now(), error: error.code ?? error.message, reusedSocket: sent?.reusedSocket ?? false });
       return undefined;
     } finally {
       outstanding.delete(token);
