@@ -273,3 +273,21 @@ test('nothing runs after the product recorded the event done, restart or not', (
   queue.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 9_000, receivedAt: 9_001, answeredAt: 9_002, takeover: false, status: 200 });
   assert.match(check(queue).failures.join('\n'), /evt_b: attempt 2 reached the origin at 9001 ms, after the product had recorded the event done \(attempt 1's delivered/);
 });
+
+test('a done line logged as a restart began proves nothing: the write may not have been durable', () => {
+  // Seed 1541284132: attempt 1's late 2xx answered 35 ms before a restart began; its
+  // \`finalized\` line arrived 1 ms after; the record was still processing after the restart,
+  // and attempt 2 took over once the lease had ended. A crash within the settle grace.
+  const h = history({
+    restartsAt: [{ from: 28_445, to: 30_014 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'late_answer', origin_status: 200, settle: 'finalized', seenAt: 28_446 }],
+  });
+  Object.assign(h.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 26_096, receivedAt: 26_139, answeredAt: 28_410 });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 32_674, receivedAt: 32_689, answeredAt: 32_689, takeover: true, status: 200 });
+  const verdict = check(h);
+  assert.deepEqual(verdict.failures, []);
+  assert.equal(row(verdict.table, 'second successes allowed: a restart cut off the first'), 1);
+  // Logged well before the restart, the same line is proof: nothing may run after it.
+  h.log[0].seenAt = 20_000;
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 32689 ms, after the product had recorded the event done/);
+});

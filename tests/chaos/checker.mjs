@@ -81,10 +81,15 @@ export function check(history) {
   const learnedStatus = (id, r) => learned.get(`${keyOf(id)} ${r.attempt}`);
   // When the product had recorded each key done, at the latest: the first log line saying so
   // (a `finalized` settle, or `delivered` in queue mode), by the time it arrived. A done record
-  // never changes back, restarts included (its storage persists).
+  // never changes back, restarts included (its storage persists), but the line is written when
+  // the write is made, not when it is durable: a restart that began within SETTLE_GRACE_MS of
+  // it may have lost the write (seed 1541284132: `finalized` logged 1 ms after a restart
+  // began, the record still processing after it). Such a line proves nothing.
   const doneBy = new Map();
+  const nearRestart = (at) => restartsAt.some((x) => Math.abs(x.from - at) <= SETTLE_GRACE_MS);
   for (const l of history.log) {
     if (l.key === undefined || l.seenAt === undefined || !(l.settle === 'finalized' || l.outcome === 'delivered')) continue;
+    if (nearRestart(l.seenAt)) continue;
     if (!doneBy.has(l.key) || l.seenAt < doneBy.get(l.key).seenAt) doneBy.set(l.key, l);
   }
 
