@@ -76,9 +76,9 @@ export function check(history) {
   const learned = new Map();
   for (const l of history.log) {
     if (l.key === undefined || l.attempt === undefined || l.origin_status === undefined) continue;
-    learned.set(`${l.key} ${l.attempt}`, l.origin_status);
+    learned.set(`${l.key} ${l.attempt}`, l);
   }
-  const learnedStatus = (id, r) => learned.get(`${keyOf(id)} ${r.attempt}`);
+  const learnedStatus = (id, r) => learned.get(`${keyOf(id)} ${r.attempt}`)?.origin_status;
   // When the product had recorded each key done, at the latest: the first log line saying so
   // (a `finalized` settle, or `delivered` in queue mode), by the time it arrived. A done record
   // never changes back, restarts included (its storage persists), but the line is written when
@@ -87,6 +87,11 @@ export function check(history) {
   // began, the record still processing after it). Such a line proves nothing.
   const doneBy = new Map();
   const nearRestart = (at) => restartsAt.some((x) => Math.abs(x.from - at) <= SETTLE_GRACE_MS);
+  // Learned and settled for good: its line came well away from any restart.
+  const learnedDurably = (id, r) => {
+    const line = learned.get(`${keyOf(id)} ${r.attempt}`);
+    return line !== undefined && (line.seenAt === undefined || !nearRestart(line.seenAt));
+  };
   for (const l of history.log) {
     if (l.key === undefined || l.seenAt === undefined || !(l.settle === 'finalized' || l.outcome === 'delivered')) continue;
     if (nearRestart(l.seenAt)) continue;
@@ -210,7 +215,7 @@ export function check(history) {
     }
     if (judgeEnds && e.acknowledged && successes.length === 0 && final !== 'dead') fail(id, 'acknowledged to Stripe but never succeeded at the origin');
     if (final === 'dead') {
-      const learnable = successes.find((r) => (!afterHorizon(r) && !cutOff(r)) || learnedStatus(id, r) !== undefined);
+      const learnable = successes.find((r) => (!afterHorizon(r) && !cutOff(r)) || learnedDurably(id, r));
       if (learnable) fail(id, `dead-lettered although attempt ${learnable.attempt} succeeded within the attempt's time-out, or its success was learned`);
     }
     for (let i = 1; i < successes.length; i += 1) {
