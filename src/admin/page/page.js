@@ -149,6 +149,8 @@
   // The token and the API.
 
   const storedToken = () => sessionStorage.getItem(TOKEN_KEY) || '';
+  // Counts "forget token" clicks: an answer to a call made before one is not shown.
+  let epoch = 0;
 
   /**
    * Calls the admin API: `method` on `/admin/${path}` with `query` (an object; empty values
@@ -253,6 +255,8 @@
     $('bulk-result').replaceChildren();
     $('dead-more').hidden = true;
     stopWatching();
+    epoch += 1;
+    lookups += 1;
     for (const id of ['summary-message', 'lookup-message', 'dead-message']) say($(id), '');
   });
 
@@ -268,11 +272,14 @@
   async function loadSummary() {
     const message = $('summary-message');
     say(message, 'Loading…');
+    const mine = epoch;
     try {
       const summary = await api('GET', 'summary', { context: { notFound: 'This worker has no summary yet (an older version).' } });
+      if (mine !== epoch) return;
       say(message, '');
       $('summary').replaceChildren(summaryView(summary));
     } catch (error) {
+      if (mine !== epoch) return;
       $('summary').replaceChildren();
       say(message, sentenceOf(error), 'error');
     }
@@ -304,7 +311,7 @@
   // Redeliver behind a confirmation step.
 
   let watching = null; // the timer of a record being looked up again
-  let shown = null; // { provider, id } of the record on the page
+  let lookups = 0; // counts lookups: an answer to an older one is dropped
 
   function stopWatching() {
     if (watching) clearTimeout(watching);
@@ -335,7 +342,7 @@
    */
   async function lookUp(provider, id, { watch = false, note = '' } = {}) {
     stopWatching();
-    shown = { provider, id };
+    const generation = ++lookups;
     $('lookup-provider').value = provider;
     $('lookup-id').value = id;
     setLookupLabel();
@@ -346,7 +353,7 @@
         const answer = await api('GET', recordPath(provider, id), {
           context: { notFound: 'No record for this event: it was never seen here, was forgotten, or has expired.' },
         });
-        if (shown?.provider !== provider || shown?.id !== id) return; // another lookup since
+        if (generation !== lookups) return; // another lookup since
         const record = answer.record;
         $('record').replaceChildren(recordView(provider, id, record));
         const settling = record.state === 'queued' || record.state === 'processing';
@@ -357,7 +364,7 @@
           say(message, note, note ? 'ok' : '');
         }
       } catch (error) {
-        if (shown?.provider !== provider || shown?.id !== id) return;
+        if (generation !== lookups) return;
         $('record').replaceChildren();
         say(message, sentenceOf(error), 'error');
       }
@@ -369,7 +376,7 @@
   /** What each state means, in a few words. */
   const STATE_WORDS = {
     processing: 'an attempt is running',
-    done: 'delivered: the handler answered 2xx',
+    done: 'finished: the handler answered 2xx',
     released: 'released: the next delivery runs it again',
     queued: 'waiting in the queue for its next attempt',
     dead: 'dead: every attempt failed; it waits for an operator',
@@ -548,9 +555,11 @@
     const more = $('dead-more');
     more.hidden = true;
     say(message, 'Loading…');
+    const mine = epoch;
     try {
       const query = { ...listQuery, cursor: first ? '' : listCursor };
       const page = await api('GET', 'dead-letters', { query, context: { notFound: 'This worker has no dead-letter list yet (an older version).' } });
+      if (mine !== epoch) return;
       const rows = page.items.map(deadRow);
       if (first) $('dead-list').replaceChildren(...rows);
       else $('dead-list').append(...rows);
@@ -560,6 +569,7 @@
       say(message, count === 0 ? 'Nothing matches these filters.'
         : `${count} shown${listCursor ? '; more below' : ''}.`);
     } catch (error) {
+      if (mine !== epoch) return;
       if (first) $('dead-list').replaceChildren();
       say(message, sentenceOf(error), 'error');
     }
@@ -587,7 +597,7 @@
         say(note, sentenceOf(error), 'error');
         return;
       }
-      say(note, 'Queued again; see its record below.', 'ok');
+      say(note, 'Queued again.', 'ok');
       redeliverButton.disabled = true;
       loadSummary();
       await lookUp(item.provider, item.id, { watch: true, note: 'Queued again; delivering now. ' });
