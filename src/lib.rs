@@ -12,7 +12,9 @@
 //! | [`webhook`] | the webhook doors' refusals and answer table (every sender) |
 //! | [`providers`] | the senders: names, record keys, default modes, and each sender's signature and id rules (Stripe's `Stripe-Signature` and event envelope among them) |
 //! | [`idempotency`] | the Idempotency-Key door's rules and answer table |
-//! | [`admin`] | the admin API's routes, token check and answer table |
+//! | [`admin`] | the admin API's routes, token check and answer table, and the operator page |
+//! | [`failures`] | the failure index (dead letters, redeliveries, recoveries), its queries and the operational notifications |
+//! | [`rfc3339`] | times as RFC 3339 text, both ways |
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
 //! | [`config`] | every configuration key, in sections, with its default and check |
 //! | [`health`] | what `GET /healthz` answers |
@@ -29,12 +31,14 @@ pub mod answer;
 pub mod authority;
 pub mod claim;
 pub mod config;
+pub mod failures;
 pub mod health;
 pub mod idempotency;
 pub mod log_line;
 pub mod mac;
 pub mod origin;
 pub mod providers;
+pub mod rfc3339;
 pub mod secret;
 pub mod test_routes;
 pub mod webhook;

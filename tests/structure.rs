@@ -12,8 +12,8 @@ use syn::visit::{self, Visit};
 /// its own, never one of its own layer or above: so no import runs up, and no two modules
 /// import each other.
 const LAYERS: &[&[&str]] = &[
-    // What every rule builds on: MACs and secrets.
-    &["mac", "secret"],
+    // What every rule builds on: MACs, secrets and times as text.
+    &["mac", "secret", "rfc3339"],
     // The senders (each one's signature and id rules) and what an origin's answer means.
     &["providers", "origin"],
     // The claim record and its rules.
@@ -22,6 +22,8 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     // The claim authority: its messages, the attempt driver, the alarm.
     &["authority"],
+    // The failure index and its notifications, fed by the claim authority's objects.
+    &["failures"],
     // What the doors share: answers and the log line.
     &["answer", "log_line"],
     // The doors' rules.

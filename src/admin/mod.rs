@@ -150,12 +150,9 @@ pub fn call(method: &str, path: &str) -> Result<Call, CallError> {
 
 /// `ms` (milliseconds since the Unix epoch) as an RFC 3339 time in UTC with milliseconds,
 /// `2026-12-02T10:15:30.123Z`, shown beside every `*_at` field as `*_at_time`; `None` past the
-/// year 9999. Formats from `UNIX_EPOCH` plus a duration, never from the system clock, which
-/// `wasm32-unknown-unknown` does not have.
+/// year 9999.
 pub fn rfc3339(ms: Millis) -> Option<String> {
-    let time = std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms))?;
-    // humantime cannot write a year past 9999 (its Display fails there).
-    (ms / 1_000 < 253_402_300_800).then(|| humantime::format_rfc3339_millis(time).to_string())
+    crate::rfc3339::format(ms)
 }
 
 /// [`rfc3339`] of a time that may be unset.

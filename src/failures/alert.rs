@@ -1,0 +1,283 @@
+//! Operational notifications: Standard Webhooks-signed POSTs to `ALERT_URL` when an event is
+//! dead-lettered or recovered, and when one origin's attempts keep failing across events.
+//!
+//! Each notification is queued in the index's own storage with a stable `webhook-id` (so a
+//! receiver can de-duplicate), sent by the index object's alarm, and retried with back-off
+//! like a queued event; it never delays or fails a delivery.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::entry::Entry;
+use super::index::{IndexStore, Scan};
+use crate::claim::{Change, Millis, RetryPolicy, StoreError, Transition};
+use crate::origin::Reason;
+use crate::providers::standard;
+
+/// How notifications are made and retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AlertPolicy {
+    /// At most one `origin.failing` per origin per this long (`ALERT_MIN_INTERVAL_SECONDS`).
+    pub min_interval_ms: u64,
+    /// Back-off and give-up for sending (the queue's `RETRY_*` settings).
+    pub retry: RetryPolicy,
+}
+
+/// Failed attempts of this many different events within [`ORIGIN_WINDOW_MS`] make an origin
+/// failing.
+pub const ORIGIN_FAILING_EVENTS: usize = 3;
+/// The window in which an origin's failures are counted.
+pub const ORIGIN_WINDOW_MS: u64 = 10 * 60 * 1_000;
+
+/// What a notification says happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    /// `delivery.dead_lettered`: every attempt allowed for an event failed.
+    DeadLettered,
+    /// `delivery.recovered`: an event that was dead was delivered.
+    Recovered,
+    /// `origin.failing`: one origin's attempts keep failing across events.
+    OriginFailing,
+}
+
+impl Kind {
+    /// The `type` of its payload.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::DeadLettered => "delivery.dead_lettered",
+            Kind::Recovered => "delivery.recovered",
+            Kind::OriginFailing => "origin.failing",
+        }
+    }
+}
+
+/// One notification in the outbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notification {
+    /// Its `webhook-id`: the same at every try, and the same for the same transition.
+    pub id: String,
+    /// What it says.
+    pub kind: Kind,
+    /// The JSON body, fixed when it was made.
+    pub payload: String,
+    /// Sends that failed so far.
+    pub tries: u32,
+    /// When it was made (the give-up age counts from here).
+    pub made_at: Millis,
+    /// When to send it (again).
+    pub next_at: Millis,
+}
+
+/// A stable id from the parts that make a notification unique.
+fn stable_id(kind: Kind, subject: &str, at: Millis) -> String {
+    let digest = Sha256::digest(format!("{}\n{subject}\n{at}", kind.name()));
+    format!("msg_{}", &hex::encode(digest)[..32])
+}
+
+/// The notification of `change` to `entry`, made at `now`: for a dead letter and a recovery;
+/// `None` for other changes.
+pub fn for_change(entry: &Entry, change: &Change, now: Millis) -> Option<Notification> {
+    let kind = match change.transition {
+        Transition::DeadLettered => Kind::DeadLettered,
+        Transition::Recovered => Kind::Recovered,
+        Transition::Redelivered | Transition::Forgotten => return None,
+    };
+    let payload = json!({
+        "type": kind.name(),
+        "timestamp": crate::rfc3339::format(change.at),
+        "data": {
+            "provider": entry.provider,
+            "id": entry.id(),
+            "event_type": entry.event_type,
+            "attempts": entry.attempts,
+            "last_reason": entry.last_reason.map(|reason| reason.to_string()),
+        },
+    });
+    Some(Notification {
+        id: stable_id(kind, &entry.key, change.at),
+        kind,
+        payload: payload.to_string(),
+        tries: 0,
+        made_at: now,
+        next_at: now,
+    })
+}
+
+fn outbox_key(notification: &Notification) -> String {
+    format!("n:{:016}:{}", notification.next_at, notification.id)
+}
+
+/// Puts `notification` in the outbox.
+pub fn queue<S: IndexStore>(store: &mut S, notification: &Notification) -> Result<(), StoreError> {
+    let json = serde_json::to_string(notification).expect("a notification always serialises");
+    store.put(&outbox_key(notification), &json)
+}
+
+/// At most `limit` notifications due by `now`, oldest first.
+pub fn due<S: IndexStore>(
+    store: &mut S,
+    now: Millis,
+    limit: usize,
+) -> Result<Vec<Notification>, StoreError> {
+    let scan = Scan {
+        prefix: "n:",
+        start: None,
+        end: Some(format!("n:{now:016};")),
+        reverse: false,
+        limit,
+    };
+    store
+        .scan(&scan)?
+        .into_iter()
+        .map(|(_, json)| {
+            serde_json::from_str(&json).map_err(|_| {
+                StoreError::Fatal("the failure index holds an unreadable notification".into())
+            })
+        })
+        .collect()
+}
+
+/// `notification` was accepted (a 2xx): it leaves the outbox.
+pub fn sent<S: IndexStore>(store: &mut S, notification: &Notification) -> Result<(), StoreError> {
+    store.delete(&outbox_key(notification))
+}
+
+/// What became of a notification whose send failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendFailed {
+    /// It is sent again then.
+    RetryAt(Millis),
+    /// Its tries are spent (`RETRY_MAX_ATTEMPTS`, or `RETRY_MAX_AGE_HOURS` since it was made):
+    /// it is dropped, and the log says so.
+    GaveUp,
+}
+
+/// Sending `notification` failed at `now`: it waits the back-off of `policy` (`jitter` in
+/// `[0, 1)`), or is dropped once its tries are spent.
+pub fn send_failed<S: IndexStore>(
+    store: &mut S,
+    notification: &Notification,
+    now: Millis,
+    policy: &AlertPolicy,
+    jitter: f64,
+) -> Result<SendFailed, StoreError> {
+    store.delete(&outbox_key(notification))?;
+    let tries = notification.tries.saturating_add(1);
+    let next_at = now.saturating_add(policy.retry.backoff_ms(tries, jitter));
+    let too_old = next_at > notification.made_at.saturating_add(policy.retry.max_age_ms);
+    if tries >= policy.retry.max_attempts || too_old {
+        return Ok(SendFailed::GaveUp);
+    }
+    queue(
+        store,
+        &Notification {
+            tries,
+            next_at,
+            ..notification.clone()
+        },
+    )?;
+    Ok(SendFailed::RetryAt(next_at))
+}
+
+/// The headers of a send of `notification` at `now_seconds`, signed with the Standard Webhooks
+/// secret's key `hmac_key`: `webhook-id`, `webhook-timestamp`, `webhook-signature`, and the
+/// JSON content type.
+pub fn signed_headers(
+    hmac_key: &[u8],
+    notification: &Notification,
+    now_seconds: i64,
+) -> Vec<(String, String)> {
+    let signature = standard::signature_for(
+        hmac_key,
+        &notification.id,
+        now_seconds,
+        notification.payload.as_bytes(),
+    );
+    vec![
+        ("content-type".into(), "application/json".into()),
+        ("webhook-id".into(), notification.id.clone()),
+        ("webhook-timestamp".into(), now_seconds.to_string()),
+        ("webhook-signature".into(), signature),
+    ]
+}
+
+/// The recent failures of one origin.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct OriginWindow {
+    /// `(event key, when)` of each event's latest failure within the window.
+    failures: Vec<(String, Millis)>,
+    /// When `origin.failing` was last queued for it.
+    alerted_at: Option<Millis>,
+}
+
+/// An attempt of event `key` at `origin` (its scheme, host and port) failed at `now` for
+/// `reason`. Queues `origin.failing` when failures of [`ORIGIN_FAILING_EVENTS`] different
+/// events fall within [`ORIGIN_WINDOW_MS`], at most once per `min_interval_ms`. Returns its id
+/// when it queued one.
+pub fn origin_failed<S: IndexStore>(
+    store: &mut S,
+    origin: &str,
+    key: &str,
+    reason: Option<Reason>,
+    now: Millis,
+    policy: &AlertPolicy,
+) -> Result<Option<String>, StoreError> {
+    let stored_key = format!("o:{origin}");
+    let mut window: OriginWindow = match store.get(&stored_key)? {
+        Some(json) => serde_json::from_str(&json).unwrap_or_default(),
+        None => OriginWindow::default(),
+    };
+    let from = now.saturating_sub(ORIGIN_WINDOW_MS);
+    window
+        .failures
+        .retain(|(failed, at)| *at >= from && failed != key);
+    window.failures.push((key.to_owned(), now));
+    let excess = window
+        .failures
+        .len()
+        .saturating_sub(ORIGIN_FAILING_EVENTS * 4);
+    window.failures.drain(..excess);
+    let quiet = window
+        .alerted_at
+        .is_none_or(|at| now >= at.saturating_add(policy.min_interval_ms));
+    let mut queued = None;
+    if window.failures.len() >= ORIGIN_FAILING_EVENTS && quiet {
+        let notification = origin_failing(origin, &window, reason, now);
+        queue(store, &notification)?;
+        window.alerted_at = Some(now);
+        queued = Some(notification.id);
+    }
+    let json = serde_json::to_string(&window).expect("a window always serialises");
+    store.put(&stored_key, &json)?;
+    Ok(queued)
+}
+
+/// The `origin.failing` notification for `window` at `now`.
+fn origin_failing(
+    origin: &str,
+    window: &OriginWindow,
+    reason: Option<Reason>,
+    now: Millis,
+) -> Notification {
+    let kind = Kind::OriginFailing;
+    let payload = json!({
+        "type": kind.name(),
+        "timestamp": crate::rfc3339::format(now),
+        "data": {
+            "origin": origin,
+            "failed_events": window.failures.len(),
+            "window_seconds": ORIGIN_WINDOW_MS / 1_000,
+            "last_reason": reason.map(|reason| reason.to_string()),
+            "keys": window.failures.iter().map(|(key, _)| key).collect::<Vec<_>>(),
+        },
+    });
+    Notification {
+        id: stable_id(kind, origin, now),
+        kind,
+        payload: payload.to_string(),
+        tries: 0,
+        made_at: now,
+        next_at: now,
+    }
+}

@@ -1,0 +1,470 @@
+//! The failure index's rules over a small sorted key-value store (the index object's own
+//! storage, or a map in tests): apply a report, list, summarise, expire.
+//!
+//! | key | value | why |
+//! | --- | --- | --- |
+//! | `e:{key}` | the entry (JSON) | one per event |
+//! | `t:{dead_at}:{key}` | empty | the list's order, newest first |
+//! | `x:{expires_at}:{key}` | empty | what expires next |
+//! | `c:{provider}:{state}` | a count | the summary without a scan |
+//! | `n:{next_at}:{id}` | a notification (JSON) | the notifications' outbox, see [`super::alert`] |
+//! | `o:{origin}` | a window of failures (JSON) | `origin.failing`, see [`super::alert`] |
+//!
+//! Times are written as 16 digits, so the keys sort in time order.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::alert::{self, AlertPolicy};
+use super::entry::{Entry, EntryState, Report, MAX_HISTORY};
+use super::query::{Cursor, ListQuery};
+use crate::claim::{Change, Millis, StoreError, Transition};
+use crate::providers::Provider;
+
+/// A range of keys to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// Only keys with this prefix.
+    pub prefix: &'static str,
+    /// From this key on (included).
+    pub start: Option<String>,
+    /// Up to this key (excluded).
+    pub end: Option<String>,
+    /// Newest (greatest) first.
+    pub reverse: bool,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// The sorted key-value store under the index.
+pub trait IndexStore {
+    /// The value of `key`.
+    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError>;
+    /// Sets `key` to `value`.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
+    /// Deletes `key` (absent is fine).
+    fn delete(&mut self, key: &str) -> Result<(), StoreError>;
+    /// The keys and values `scan` covers, in its order.
+    fn scan(&mut self, scan: &Scan) -> Result<Vec<(String, String)>, StoreError>;
+}
+
+/// An [`IndexStore`] in memory, for tests and the model checker.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MemoryIndexStore {
+    /// Everything stored.
+    pub map: BTreeMap<String, String>,
+}
+
+impl IndexStore for MemoryIndexStore {
+    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.map.get(key).cloned())
+    }
+
+    fn put(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.map.insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.map.remove(key);
+        Ok(())
+    }
+
+    fn scan(&mut self, scan: &Scan) -> Result<Vec<(String, String)>, StoreError> {
+        let within = |key: &String| {
+            key.starts_with(scan.prefix)
+                && scan.start.as_ref().is_none_or(|start| key >= start)
+                && scan.end.as_ref().is_none_or(|end| key < end)
+        };
+        let found = self.map.iter().filter(|(key, _)| within(key));
+        let pairs = |(key, value): (&String, &String)| (key.clone(), value.clone());
+        Ok(if scan.reverse {
+            found.rev().take(scan.limit).map(pairs).collect()
+        } else {
+            found.take(scan.limit).map(pairs).collect()
+        })
+    }
+}
+
+fn entry_key(key: &str) -> String {
+    format!("e:{key}")
+}
+
+fn time_key(dead_at: Millis, key: &str) -> String {
+    format!("t:{dead_at:016}:{key}")
+}
+
+fn expiry_key(expires_at: Millis, key: &str) -> String {
+    format!("x:{expires_at:016}:{key}")
+}
+
+fn count_key(provider: Provider, state: EntryState) -> String {
+    format!("c:{}:{}", provider.name(), state.name())
+}
+
+/// The time and key in a `t:` or `x:` key.
+fn split_timed(stored: &str) -> Option<(Millis, &str)> {
+    let rest = stored.get(2..)?;
+    let (at, key) = rest.split_once(':')?;
+    Some((at.parse().ok()?, key))
+}
+
+fn unreadable(what: &str) -> StoreError {
+    StoreError::Fatal(format!("the failure index holds an unreadable {what}"))
+}
+
+/// The entry of `key`, if the index has one.
+pub fn entry<S: IndexStore>(store: &mut S, key: &str) -> Result<Option<Entry>, StoreError> {
+    store
+        .get(&entry_key(key))?
+        .map(|json| serde_json::from_str(&json).map_err(|_| unreadable("entry")))
+        .transpose()
+}
+
+/// What applying a report did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    /// The changes new to the index (a report sent again changes nothing).
+    pub fresh: Vec<Change>,
+    /// The notifications queued for them.
+    pub notifications: Vec<String>,
+}
+
+/// Applies `report` at `now`: each change the index has not seen, in order, moves the entry's
+/// state and joins its timeline; a change older than the entry's newest is stale and skipped
+/// (so a report overtaken by an operator's forget does not bring the event back). A dead
+/// letter and a recovery each queue one notification when `alerts` is on (`ALERT_URL` set). Sending the same
+/// report again writes nothing.
+pub fn apply<S: IndexStore>(
+    store: &mut S,
+    report: &Report,
+    now: Millis,
+    alerts: Option<&AlertPolicy>,
+) -> Result<Applied, StoreError> {
+    let old = entry(store, &report.key)?;
+    let mut next = old.clone().unwrap_or_else(|| new_entry(report));
+    let mut applied = Applied::default();
+    for change in &report.changes {
+        let newest = next.history.last().map(|last| last.at);
+        if next.history.contains(change) || newest.is_some_and(|at| at > change.at) {
+            continue;
+        }
+        next.state = EntryState::after(change.transition);
+        next.history.push(*change);
+        applied.fresh.push(*change);
+    }
+    let excess = next.history.len().saturating_sub(MAX_HISTORY);
+    next.history.drain(..excess);
+    if applied.fresh.is_empty() && old.is_some() {
+        return Ok(applied); // nothing new: the report was sent again
+    }
+    refresh(&mut next, report);
+    save(store, old.as_ref(), &next)?;
+    if alerts.is_some() {
+        for change in &applied.fresh {
+            if let Some(notification) = alert::for_change(&next, change, now) {
+                alert::queue(store, &notification)?;
+                applied.notifications.push(notification.id);
+            }
+        }
+    }
+    Ok(applied)
+}
+
+/// A new entry for `report`'s event (its state set by the changes applied next).
+fn new_entry(report: &Report) -> Entry {
+    let first_change = report.changes.first().map_or(0, |change| change.at);
+    Entry {
+        key: report.key.clone(),
+        provider: report.provider,
+        event_type: None,
+        first_seen_at: report.first_seen_at,
+        dead_at: report.dead_at.unwrap_or(first_change),
+        attempts: report.attempts,
+        last_reason: None,
+        state: EntryState::Dead,
+        expires_at: report.expires_at,
+        history: Vec::new(),
+    }
+}
+
+/// The entry's facts as `report` has them (a fact the report lacks is kept).
+fn refresh(entry: &mut Entry, report: &Report) {
+    if report.event_type.is_some() {
+        entry.event_type = report.event_type.clone();
+    }
+    if report.last_reason.is_some() {
+        entry.last_reason = report.last_reason;
+    }
+    if let Some(dead_at) = report.dead_at {
+        entry.dead_at = dead_at;
+    }
+    entry.first_seen_at = report.first_seen_at;
+    entry.attempts = entry.attempts.max(report.attempts);
+    entry.expires_at = entry.expires_at.max(report.expires_at);
+}
+
+/// Writes `next` over `old`: the entry, and its order, expiry and count keys where they moved.
+fn save<S: IndexStore>(store: &mut S, old: Option<&Entry>, next: &Entry) -> Result<(), StoreError> {
+    let json = serde_json::to_string(next).expect("an entry always serialises");
+    store.put(&entry_key(&next.key), &json)?;
+    let moved = |of: fn(&Entry) -> Millis| old.is_none_or(|old| of(old) != of(next));
+    if moved(|e| e.dead_at) {
+        if let Some(old) = old {
+            store.delete(&time_key(old.dead_at, &old.key))?;
+        }
+        store.put(&time_key(next.dead_at, &next.key), "")?;
+    }
+    if moved(|e| e.expires_at) {
+        if let Some(old) = old {
+            store.delete(&expiry_key(old.expires_at, &old.key))?;
+        }
+        store.put(&expiry_key(next.expires_at, &next.key), "")?;
+    }
+    if old.is_none_or(|old| old.state != next.state) {
+        if let Some(old) = old {
+            count(store, old.provider, old.state, -1)?;
+        }
+        count(store, next.provider, next.state, 1)?;
+    }
+    Ok(())
+}
+
+/// Adds `by` to the count of `provider`'s entries in `state`.
+fn count<S: IndexStore>(
+    store: &mut S,
+    provider: Provider,
+    state: EntryState,
+    by: i64,
+) -> Result<(), StoreError> {
+    let key = count_key(provider, state);
+    let now: i64 = match store.get(&key)? {
+        Some(text) => text.parse().map_err(|_| unreadable("count"))?,
+        None => 0,
+    };
+    match (now + by).max(0) {
+        0 => store.delete(&key),
+        n => store.put(&key, &n.to_string()),
+    }
+}
+
+/// An action re-checked the event's object at `now` and found no record (deleted by an
+/// operator whose report was lost, or expired): the entry is marked forgotten. Returns
+/// whether it changed.
+pub fn gone<S: IndexStore>(store: &mut S, key: &str, now: Millis) -> Result<bool, StoreError> {
+    let Some(old) = entry(store, key)? else {
+        return Ok(false);
+    };
+    if old.state == EntryState::Forgotten {
+        return Ok(false);
+    }
+    let mut next = old.clone();
+    next.state = EntryState::Forgotten;
+    next.history.push(Change {
+        transition: Transition::Forgotten,
+        at: now.max(old.history.last().map_or(0, |last| last.at)),
+    });
+    let excess = next.history.len().saturating_sub(MAX_HISTORY);
+    next.history.drain(..excess);
+    save(store, Some(&old), &next)?;
+    Ok(true)
+}
+
+/// The most `t:` keys one page reads; a page that reads them all without filling up ends
+/// early, with a cursor to go on from.
+pub const MAX_SCANNED: usize = 2_000;
+
+/// One page of entries, newest dead letter first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page {
+    /// The entries that match.
+    pub items: Vec<Entry>,
+    /// Where the next page starts; `None` when there is no more.
+    pub next_cursor: Option<Cursor>,
+}
+
+/// The entries `query` asks for, newest dead letter first. A page holds at most `limit` items
+/// and reads at most [`MAX_SCANNED`] entries; `next_cursor` is set whenever more may follow.
+pub fn list<S: IndexStore>(store: &mut S, query: &ListQuery) -> Result<Page, StoreError> {
+    let mut end = range_end(query);
+    let start = query.since.map(|since| format!("t:{since:016}:"));
+    let mut page = Page::default();
+    let mut scanned = 0;
+    while scanned < MAX_SCANNED {
+        let batch = 200.min(MAX_SCANNED - scanned);
+        let keys = store.scan(&Scan {
+            prefix: "t:",
+            start: start.clone(),
+            end: end.clone(),
+            reverse: true,
+            limit: batch,
+        })?;
+        scanned += keys.len();
+        for (stored, _) in &keys {
+            let Some((dead_at, key)) = split_timed(stored) else {
+                continue;
+            };
+            let Some(found) = entry(store, key)?.filter(|found| query.matches(found)) else {
+                continue;
+            };
+            page.items.push(found);
+            if page.items.len() == query.limit {
+                page.next_cursor = Some(Cursor {
+                    dead_at,
+                    key: key.to_owned(),
+                });
+                return Ok(page);
+            }
+        }
+        let Some((last, _)) = keys.last().filter(|_| keys.len() == batch) else {
+            return Ok(page); // the range is read to its end
+        };
+        end = Some(last.clone());
+        page.next_cursor = split_timed(last).map(|(dead_at, key)| Cursor {
+            dead_at,
+            key: key.to_owned(),
+        });
+    }
+    Ok(page)
+}
+
+/// Where a page's range ends (excluded): before the cursor's entry, and past every entry of
+/// `until`'s millisecond.
+fn range_end(query: &ListQuery) -> Option<String> {
+    let cursor = query
+        .cursor
+        .as_ref()
+        .map(|cursor| time_key(cursor.dead_at, &cursor.key));
+    // ';' sorts right after ':', so this follows every key of that millisecond.
+    let until = query.until.map(|until| format!("t:{until:016};"));
+    match (cursor, until) {
+        (Some(cursor), Some(until)) => Some(cursor.min(until)),
+        (cursor, until) => cursor.or(until),
+    }
+}
+
+/// How many entries the index holds, by sender and state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `(sender, state, count)`, for the counts above zero.
+    pub counts: Vec<(Provider, EntryState, u64)>,
+}
+
+impl Summary {
+    /// The summary as the admin API shows it: a total, counts by state (every state, zeros
+    /// included) and by sender (the senders with entries).
+    pub fn view(&self) -> Value {
+        let total: u64 = self.counts.iter().map(|(_, _, n)| n).sum();
+        let mut by_state = serde_json::Map::new();
+        for state in EntryState::ALL {
+            let n: u64 = self
+                .counts
+                .iter()
+                .filter(|(_, s, _)| *s == state)
+                .map(|(_, _, n)| n)
+                .sum();
+            by_state.insert(state.name().into(), json!(n));
+        }
+        let mut by_provider = serde_json::Map::new();
+        for provider in Provider::ALL {
+            let counts: Vec<_> = self
+                .counts
+                .iter()
+                .filter(|(p, _, _)| *p == provider)
+                .collect();
+            if counts.is_empty() {
+                continue;
+            }
+            let states: serde_json::Map<_, _> = EntryState::ALL
+                .into_iter()
+                .map(|state| {
+                    let n = counts
+                        .iter()
+                        .find(|(_, s, _)| *s == state)
+                        .map_or(0, |(_, _, n)| *n);
+                    (state.name().to_owned(), json!(n))
+                })
+                .collect();
+            by_provider.insert(provider.name().into(), Value::Object(states));
+        }
+        json!({ "total": total, "by_state": by_state, "by_provider": by_provider })
+    }
+}
+
+/// The index's counts.
+pub fn summary<S: IndexStore>(store: &mut S) -> Result<Summary, StoreError> {
+    let scan = Scan {
+        prefix: "c:",
+        start: None,
+        end: None,
+        reverse: false,
+        limit: 64,
+    };
+    let mut summary = Summary::default();
+    for (key, value) in store.scan(&scan)? {
+        let (provider, state) = key[2..]
+            .split_once(':')
+            .ok_or_else(|| unreadable("count"))?;
+        let provider = Provider::from_name(provider).ok_or_else(|| unreadable("count"))?;
+        let state = EntryState::from_name(state).ok_or_else(|| unreadable("count"))?;
+        let n = value.parse().map_err(|_| unreadable("count"))?;
+        summary.counts.push((provider, state, n));
+    }
+    Ok(summary)
+}
+
+/// Deletes at most `limit` entries whose time ran out by `now` (their records are gone too).
+/// Returns how many it deleted.
+pub fn expire<S: IndexStore>(
+    store: &mut S,
+    now: Millis,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let due = store.scan(&Scan {
+        prefix: "x:",
+        start: None,
+        end: Some(format!("x:{:016};", now)),
+        reverse: false,
+        limit,
+    })?;
+    let mut deleted = 0;
+    for (stored, _) in due {
+        store.delete(&stored)?;
+        let Some((_, key)) = split_timed(&stored) else {
+            continue;
+        };
+        let Some(old) = entry(store, key)?.filter(|old| old.expires_at <= now) else {
+            continue; // a stale expiry key: the entry lives on
+        };
+        store.delete(&entry_key(key))?;
+        store.delete(&time_key(old.dead_at, key))?;
+        count(store, old.provider, old.state, -1)?;
+        deleted += 1;
+    }
+    Ok(deleted)
+}
+
+/// When the index's alarm must fire next: the first expiry or the first notification due.
+pub fn next_wake<S: IndexStore>(store: &mut S) -> Result<Option<Millis>, StoreError> {
+    let mut first = |prefix| {
+        store
+            .scan(&Scan {
+                prefix,
+                start: None,
+                end: None,
+                reverse: false,
+                limit: 1,
+            })
+            .map(|found| {
+                found
+                    .first()
+                    .and_then(|(key, _)| split_timed(key))
+                    .map(|(at, _)| at)
+            })
+    };
+    let expiry = first("x:")?;
+    let notification = first("n:")?;
+    Ok([expiry, notification].into_iter().flatten().min())
+}

@@ -1,0 +1,109 @@
+//! The failure index: one Durable Object per deployment that records an event only when it
+//! needs a person (dead-lettered, redelivered, recovered, forgotten while dead), so an
+//! operator can ask what failed since Friday and redeliver it, and so notifications go out.
+//!
+//! A healthy delivery never touches it. The event's own object stays the authority: it keeps
+//! each change in its record until the index acknowledges it (see [`crate::claim::report_due`]),
+//! so a report lost on the way is sent again by that object's next alarm; every action through
+//! the index re-checks the event's object with its own rules. Entries expire with the records
+//! they point to.
+//!
+//! Transport: the worker and the claim authority objects call the index object's `call` with
+//! the JSON [`IndexRequest`], answered with the JSON [`IndexReply`].
+
+use serde::{Deserialize, Serialize};
+
+pub mod alert;
+mod entry;
+mod index;
+pub mod query;
+
+pub use alert::{AlertPolicy, Notification};
+pub use entry::{event_type, Entry, EntryState, Report, MAX_HISTORY};
+pub use index::{
+    apply, entry, expire, gone, list, next_wake, summary, Applied, IndexStore, MemoryIndexStore,
+    Page, Scan, Summary, MAX_SCANNED,
+};
+pub use query::{Cursor, ListQuery, QueryError};
+
+use crate::claim::{Millis, StoreError};
+use crate::origin::Reason;
+
+/// The name of the one index object of a deployment.
+pub const INDEX_NAME: &str = "failures";
+
+/// One request to the failure index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexRequest {
+    /// An event's changes (see [`apply`]).
+    Report(Report),
+    /// An attempt at `origin` failed (see [`alert::origin_failed`]).
+    OriginFailed {
+        /// The origin: scheme, host and port.
+        origin: String,
+        /// The event's key.
+        key: String,
+        /// Why it failed.
+        reason: Option<Reason>,
+    },
+    /// A page of entries (see [`list`]).
+    List(ListQuery),
+    /// The counts (see [`summary`]).
+    Summary,
+    /// An action found the event's record gone (see [`gone`]).
+    Gone {
+        /// The event's key.
+        key: String,
+    },
+}
+
+/// The index's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexReply {
+    /// A report was applied.
+    Applied(Applied),
+    /// A failure or a gone record was noted.
+    Noted,
+    /// A page of entries.
+    Page(Page),
+    /// The counts.
+    Summary(Summary),
+    /// The index's storage failed; nothing changed.
+    StoreFailed {
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// Runs `request` against the index's `store` at `now`; `alerts` is set when notifications are
+/// on (`ALERT_URL`).
+pub fn handle<S: IndexStore>(
+    store: &mut S,
+    request: &IndexRequest,
+    now: Millis,
+    alerts: Option<&AlertPolicy>,
+) -> IndexReply {
+    let reply = match request {
+        IndexRequest::Report(report) => apply(store, report, now, alerts).map(IndexReply::Applied),
+        IndexRequest::OriginFailed {
+            origin,
+            key,
+            reason,
+        } => match alerts {
+            Some(alerts) => alert::origin_failed(store, origin, key, *reason, now, alerts)
+                .map(|_| IndexReply::Noted),
+            None => Ok(IndexReply::Noted),
+        },
+        IndexRequest::List(query) => list(store, query).map(IndexReply::Page),
+        IndexRequest::Summary => summary(store).map(IndexReply::Summary),
+        IndexRequest::Gone { key } => gone(store, key, now).map(|_| IndexReply::Noted),
+    };
+    reply.unwrap_or_else(|error: StoreError| IndexReply::StoreFailed {
+        detail: error.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,416 @@
+use super::alert::{self, Kind, SendFailed, ORIGIN_WINDOW_MS};
+use super::*;
+use crate::claim::{Change, RetryPolicy, Transition};
+use crate::providers::Provider;
+
+const ALERTS: AlertPolicy = AlertPolicy {
+    min_interval_ms: 900_000,
+    retry: RetryPolicy {
+        base_ms: 1_000,
+        max_delay_ms: 4_000,
+        max_attempts: 3,
+        max_age_ms: 100_000,
+    },
+};
+
+fn change(transition: Transition, at: Millis) -> Change {
+    Change { transition, at }
+}
+
+fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) -> Report {
+    Report {
+        key: provider.key(key),
+        provider,
+        event_type: Some("push".into()),
+        first_seen_at: 1,
+        attempts: 3,
+        last_reason: Some(crate::origin::Reason::Answered(500)),
+        dead_at: Some(dead_at),
+        expires_at: dead_at + 1_000_000,
+        changes,
+    }
+}
+
+fn dead(key: &str, provider: Provider, at: Millis) -> Report {
+    report(
+        key,
+        provider,
+        at,
+        vec![change(Transition::DeadLettered, at)],
+    )
+}
+
+fn everything() -> ListQuery {
+    ListQuery {
+        limit: 500,
+        ..ListQuery::default()
+    }
+}
+
+#[test]
+fn a_report_sent_twice_is_applied_once_and_notifies_once() {
+    let mut store = MemoryIndexStore::default();
+    let first = apply(
+        &mut store,
+        &dead("a", Provider::Github, 10),
+        11,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    assert_eq!(first.fresh.len(), 1);
+    assert_eq!(first.notifications.len(), 1);
+    let before = store.clone();
+    let again = apply(
+        &mut store,
+        &dead("a", Provider::Github, 10),
+        12,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    assert_eq!(again, Applied::default());
+    assert_eq!(store, before, "nothing written");
+    let outbox = alert::due(&mut store, 11, 10).unwrap();
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(outbox[0].kind, Kind::DeadLettered);
+    let payload: serde_json::Value = serde_json::from_str(&outbox[0].payload).unwrap();
+    assert_eq!(payload["type"], "delivery.dead_lettered");
+    assert_eq!(payload["data"]["id"], "a");
+    assert_eq!(payload["data"]["provider"], "github");
+    assert_eq!(payload["data"]["event_type"], "push");
+    assert_eq!(payload["data"]["last_reason"], "origin answered 500");
+    assert_eq!(payload["timestamp"], "1970-01-01T00:00:00.010Z");
+}
+
+#[test]
+fn without_alerts_nothing_is_queued() {
+    let mut store = MemoryIndexStore::default();
+    apply(&mut store, &dead("a", Provider::Github, 10), 11, None).unwrap();
+    assert!(alert::due(&mut store, u64::MAX / 2, 10).unwrap().is_empty());
+    assert_eq!(
+        next_wake(&mut store).unwrap(),
+        Some(10 + 1_000_000),
+        "only the expiry"
+    );
+}
+
+#[test]
+fn the_life_of_an_entry_follows_its_changes_and_a_stale_one_is_skipped() {
+    let mut store = MemoryIndexStore::default();
+    let key = Provider::Shopify.key("s1");
+    apply(
+        &mut store,
+        &dead("s1", Provider::Shopify, 10),
+        10,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    let later = report(
+        "s1",
+        Provider::Shopify,
+        10,
+        vec![
+            change(Transition::DeadLettered, 10),
+            change(Transition::Redelivered, 20),
+            change(Transition::Recovered, 30),
+        ],
+    );
+    let applied = apply(&mut store, &later, 31, Some(&ALERTS)).unwrap();
+    assert_eq!(applied.fresh.len(), 2, "the dead letter was known");
+    assert_eq!(applied.notifications.len(), 1, "the recovery notifies");
+    let found = entry(&mut store, &key).unwrap().unwrap();
+    assert_eq!(found.state, EntryState::Recovered);
+    assert_eq!(found.history.len(), 3);
+    // A report overtaken by a newer change (say an operator's forget) changes nothing.
+    let stale = report(
+        "s1",
+        Provider::Shopify,
+        10,
+        vec![change(Transition::Redelivered, 25)],
+    );
+    assert!(apply(&mut store, &stale, 40, Some(&ALERTS))
+        .unwrap()
+        .fresh
+        .is_empty());
+    assert_eq!(
+        entry(&mut store, &key).unwrap().unwrap().state,
+        EntryState::Recovered
+    );
+}
+
+#[test]
+fn the_list_is_newest_first_filtered_and_paged_by_an_opaque_cursor() {
+    let mut store = MemoryIndexStore::default();
+    for at in 1..=30u64 {
+        let provider = if at % 3 == 0 {
+            Provider::Stripe
+        } else {
+            Provider::Github
+        };
+        let mut dead = dead(&format!("evt_{at:02}"), provider, at * 1_000);
+        if at % 2 == 0 {
+            dead.event_type = Some("issues".into());
+        }
+        apply(&mut store, &dead, at * 1_000, None).unwrap();
+    }
+    let all = list(&mut store, &everything()).unwrap();
+    assert_eq!(all.items.len(), 30);
+    assert!(all
+        .items
+        .windows(2)
+        .all(|pair| pair[0].dead_at > pair[1].dead_at));
+    assert_eq!(all.next_cursor, None);
+
+    // Pages of 4 GitHub issues events from 20 s back to 5 s, followed to the end.
+    let mut query = ListQuery {
+        provider: Some(Provider::Github),
+        event_type: Some("issues".into()),
+        since: Some(5_000),
+        until: Some(20_000),
+        limit: 4,
+        ..ListQuery::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = list(&mut store, &query).unwrap();
+        assert!(page.items.len() <= 4);
+        seen.extend(page.items.iter().map(|e| e.dead_at / 1_000));
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Cursor::decode(&cursor.encode()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, vec![20, 16, 14, 10, 8]);
+}
+
+#[test]
+fn a_page_reads_a_bounded_number_of_entries_and_says_where_to_go_on() {
+    let mut store = MemoryIndexStore::default();
+    for at in 0..(MAX_SCANNED as u64 + 10) {
+        apply(
+            &mut store,
+            &dead(&format!("g{at}"), Provider::Github, at + 1),
+            0,
+            None,
+        )
+        .unwrap();
+    }
+    apply(&mut store, &dead("old", Provider::Stripe, 0), 0, None).unwrap();
+    let query = ListQuery {
+        provider: Some(Provider::Stripe),
+        limit: 10,
+        ..ListQuery::default()
+    };
+    let first = list(&mut store, &query).unwrap();
+    assert!(first.items.is_empty());
+    let cursor = first.next_cursor.expect("more may follow");
+    let second = list(
+        &mut store,
+        &ListQuery {
+            cursor: Some(cursor),
+            ..query
+        },
+    )
+    .unwrap();
+    assert_eq!(second.items.len(), 1);
+    assert_eq!(second.next_cursor, None);
+}
+
+#[test]
+fn the_summary_counts_by_sender_and_state_and_follows_every_move() {
+    let mut store = MemoryIndexStore::default();
+    apply(&mut store, &dead("a", Provider::Github, 10), 10, None).unwrap();
+    apply(&mut store, &dead("b", Provider::Github, 11), 11, None).unwrap();
+    apply(&mut store, &dead("evt_c", Provider::Stripe, 12), 12, None).unwrap();
+    let redelivered = report(
+        "a",
+        Provider::Github,
+        10,
+        vec![change(Transition::Redelivered, 20)],
+    );
+    apply(&mut store, &redelivered, 20, None).unwrap();
+    assert!(gone(&mut store, &Provider::Github.key("b"), 30).unwrap());
+    assert!(
+        !gone(&mut store, &Provider::Github.key("b"), 31).unwrap(),
+        "once"
+    );
+    let view = summary(&mut store).unwrap().view();
+    assert_eq!(view["total"], 3);
+    assert_eq!(view["by_state"]["dead"], 1);
+    assert_eq!(view["by_state"]["redelivered"], 1);
+    assert_eq!(view["by_state"]["forgotten"], 1);
+    assert_eq!(view["by_state"]["recovered"], 0);
+    assert_eq!(view["by_provider"]["github"]["redelivered"], 1);
+    assert_eq!(view["by_provider"]["stripe"]["dead"], 1);
+    assert!(view["by_provider"].get("shopify").is_none());
+}
+
+#[test]
+fn entries_expire_with_their_records_and_take_every_key_with_them() {
+    let mut store = MemoryIndexStore::default();
+    apply(&mut store, &dead("a", Provider::Github, 10), 10, None).unwrap();
+    // A later report extends the record's life: the entry lives on past the first expiry.
+    let mut extended = report(
+        "a",
+        Provider::Github,
+        10,
+        vec![change(Transition::Redelivered, 50)],
+    );
+    extended.expires_at = 2_000_000;
+    apply(&mut store, &extended, 50, None).unwrap();
+    assert_eq!(expire(&mut store, 1_000_010, 10).unwrap(), 0);
+    assert_eq!(
+        entry(&mut store, &Provider::Github.key("a"))
+            .unwrap()
+            .map(|e| e.state),
+        Some(EntryState::Redelivered)
+    );
+    assert_eq!(next_wake(&mut store).unwrap(), Some(2_000_000));
+    assert_eq!(expire(&mut store, 2_000_000, 10).unwrap(), 1);
+    assert!(store.map.is_empty(), "left: {:?}", store.map);
+    assert_eq!(next_wake(&mut store).unwrap(), None);
+}
+
+#[test]
+fn a_failed_notification_backs_off_then_is_dropped() {
+    let mut store = MemoryIndexStore::default();
+    apply(
+        &mut store,
+        &dead("a", Provider::Github, 10),
+        10,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    let first = alert::due(&mut store, 10, 10).unwrap().remove(0);
+    assert_eq!(
+        alert::send_failed(&mut store, &first, 10, &ALERTS, 0.999_999).unwrap(),
+        SendFailed::RetryAt(1_010)
+    );
+    assert!(alert::due(&mut store, 1_009, 10).unwrap().is_empty());
+    let second = alert::due(&mut store, 1_010, 10).unwrap().remove(0);
+    assert_eq!(second.id, first.id, "the same webhook-id at every try");
+    assert_eq!(second.payload, first.payload);
+    assert_eq!(
+        alert::send_failed(&mut store, &second, 1_010, &ALERTS, 0.999_999).unwrap(),
+        SendFailed::RetryAt(3_010)
+    );
+    let third = alert::due(&mut store, 3_010, 10).unwrap().remove(0);
+    assert_eq!(
+        alert::send_failed(&mut store, &third, 3_010, &ALERTS, 0.5).unwrap(),
+        SendFailed::GaveUp
+    );
+    assert!(alert::due(&mut store, u64::MAX / 2, 10).unwrap().is_empty());
+    // Sent: it leaves.
+    apply(
+        &mut store,
+        &dead("b", Provider::Github, 20),
+        20,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    let sent = alert::due(&mut store, 20, 10).unwrap().remove(0);
+    alert::sent(&mut store, &sent).unwrap();
+    assert!(alert::due(&mut store, 20, 10).unwrap().is_empty());
+}
+
+#[test]
+fn an_origin_is_failing_after_three_events_fail_within_the_window_at_most_once_per_interval() {
+    let mut store = MemoryIndexStore::default();
+    let origin = "https://handler.example";
+    let failed = |store: &mut MemoryIndexStore, key: &str, now| {
+        alert::origin_failed(store, origin, key, None, now, &ALERTS).unwrap()
+    };
+    assert_eq!(failed(&mut store, "a", 0), None);
+    assert_eq!(
+        failed(&mut store, "a", 1),
+        None,
+        "the same event again is one event"
+    );
+    assert_eq!(failed(&mut store, "b", 2), None);
+    let alerted = failed(&mut store, "c", 3).expect("three events failed");
+    assert_eq!(failed(&mut store, "d", 4), None, "quiet for the interval");
+    assert_eq!(failed(&mut store, "e", 899_999 + 3), None);
+    // Past the interval, but the window forgot the old failures: three new ones are needed.
+    let later = 3 + ORIGIN_WINDOW_MS * 3;
+    assert_eq!(failed(&mut store, "f", later), None);
+    assert_eq!(failed(&mut store, "g", later + 1), None);
+    let again = failed(&mut store, "h", later + 2).expect("failing again");
+    assert_ne!(again, alerted);
+    let queued = alert::due(&mut store, u64::MAX / 2, 10).unwrap();
+    assert_eq!(queued.len(), 2);
+    let payload: serde_json::Value = serde_json::from_str(&queued[0].payload).unwrap();
+    assert_eq!(payload["type"], "origin.failing");
+    assert_eq!(payload["data"]["origin"], origin);
+    assert_eq!(payload["data"]["failed_events"], 3);
+}
+
+#[test]
+fn a_notification_is_signed_as_standard_webhooks_verifies_it() {
+    let key = crate::providers::standard::secret_key(
+        "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+    )
+    .unwrap();
+    let mut store = MemoryIndexStore::default();
+    apply(
+        &mut store,
+        &dead("a", Provider::Github, 10),
+        10,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    let notification = alert::due(&mut store, 10, 1).unwrap().remove(0);
+    let headers = alert::signed_headers(&key, &notification, 1_700_000_000);
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let verified = crate::providers::verify(
+        Provider::Standard,
+        &|name| header(name),
+        notification.payload.as_bytes(),
+        std::slice::from_ref(&key),
+        1_700_000_000,
+        300,
+    );
+    assert!(verified.is_ok(), "{verified:?}");
+    assert_eq!(
+        header("webhook-id").as_deref(),
+        Some(notification.id.as_str())
+    );
+}
+
+#[test]
+fn the_dispatcher_answers_each_request() {
+    let mut store = MemoryIndexStore::default();
+    let applied = handle(
+        &mut store,
+        &IndexRequest::Report(dead("a", Provider::Github, 10)),
+        10,
+        None,
+    );
+    assert!(matches!(applied, IndexReply::Applied(Applied { ref fresh, .. }) if fresh.len() == 1));
+    let page = handle(&mut store, &IndexRequest::List(everything()), 10, None);
+    assert!(matches!(page, IndexReply::Page(Page { ref items, .. }) if items.len() == 1));
+    assert_eq!(
+        handle(
+            &mut store,
+            &IndexRequest::OriginFailed {
+                origin: "o".into(),
+                key: "k".into(),
+                reason: None
+            },
+            10,
+            None
+        ),
+        IndexReply::Noted
+    );
+    assert!(
+        !store.map.keys().any(|k| k.starts_with("o:")),
+        "no window without alerts"
+    );
+    assert!(matches!(
+        handle(&mut store, &IndexRequest::Summary, 10, None),
+        IndexReply::Summary(_)
+    ));
+}
