@@ -1,7 +1,7 @@
 // The Worker's JavaScript entry (bundled by scripts/build.sh with wasm-bindgen's glue into
 // build/index.js). It only hands what the runtime delivers to the Rust exports: each request to
-// `fetch`, and each call and alarm of the claim authority object to its Rust core. No rule lives
-// here.
+// `fetch`, and each call and alarm of the claim authority and failure index objects to their Rust
+// cores. No rule lives here.
 //
 // Why not the SDK's generated entry: it wraps every handler, and every property read on the
 // object, in a Proxy, and sets `Error.stackTraceLimit = 100` for the whole isolate; its object
@@ -35,16 +35,17 @@ export default {
 
 const cores = new WeakMap();
 
-// The Rust core of `object`, made anew after the instance was replaced (the old one's memory
-// is gone; the core keeps nothing that storage does not). The call to __worker_init_state goes
-// through the glue's guard, which starts the fresh instance a trap left due, so `instanceId` is
-// the current instance's before it is compared: a core of the old instance is never called.
-function coreOf(object) {
+// The Rust core of `object` (of class `Core`), made anew after the instance was replaced (the
+// old one's memory is gone; the core keeps nothing that storage does not). The call to
+// __worker_init_state goes through the glue's guard, which starts the fresh instance a trap
+// left due, so `instanceId` is the current instance's before it is compared: a core of the
+// old instance is never called.
+function coreOf(object, Core = rust.ClaimAuthorityCore) {
   ready();
   rust.__worker_init_state();
   let held = cores.get(object);
   if (held?.instance !== init.instanceId) {
-    held = { core: new rust.ClaimAuthorityCore(object.ctx, object.env), instance: init.instanceId };
+    held = { core: new Core(object.ctx, object.env), instance: init.instanceId };
     cores.set(object, held);
   }
   return held.core;
@@ -64,5 +65,17 @@ export class ClaimAuthority extends DurableObject {
   /** How workers of the release before RPC reached the object: told to come back (503). */
   fetch() {
     return coreOf(this).answerFetch();
+  }
+}
+
+/** The failure index: one object per deployment (see src/worker/failure_index.rs). */
+export class FailureIndex extends DurableObject {
+  /** One request's JSON; resolves to the reply's JSON. */
+  call(request) {
+    return coreOf(this, rust.FailureIndexCore).call(request);
+  }
+
+  alarm() {
+    return coreOf(this, rust.FailureIndexCore).alarm();
   }
 }

@@ -56,6 +56,8 @@ pub enum Route {
     Alarm,
     /// The claim authority itself (storage usage, alarm failures).
     Authority,
+    /// The failure index and its notifications.
+    Index,
 }
 
 impl Route {
@@ -78,6 +80,7 @@ impl Route {
             Route::Unknown => "unknown",
             Route::Alarm => "alarm",
             Route::Authority => "authority",
+            Route::Index => "index",
         }
     }
 }
@@ -323,6 +326,36 @@ impl LogLine {
             outcome: Outcome::AlarmNotSet,
             detail: Some(detail.to_owned()),
             ..LogLine::new(Route::Authority)
+        }
+    }
+
+    /// The line of a notification: sent (`failed` none), or not accepted and tried again, or
+    /// dropped once its tries were spent (`gave_up`).
+    pub fn notification(id: &str, kind: &str, failed: Option<(&str, bool)>) -> LogLine {
+        let (level, outcome, detail) = match failed {
+            None => (Level::Info, "notification_sent", None),
+            Some((detail, false)) => (Level::Warn, "notification_retry", Some(detail)),
+            Some((detail, true)) => (Level::Error, "notification_dropped", Some(detail)),
+        };
+        LogLine {
+            level,
+            outcome: Outcome::Code(outcome),
+            key: Some(id.to_owned()),
+            event_type: Some(kind.to_owned()),
+            detail: detail.map(str::to_owned),
+            ..LogLine::new(Route::Index)
+        }
+    }
+
+    /// The line of an event's changes its object could not hand to the failure index (sent
+    /// again after a back-off, by its alarm).
+    pub fn report_failed(key: &str, detail: &str) -> LogLine {
+        LogLine {
+            level: Level::Warn,
+            outcome: Outcome::Code("index_report_failed"),
+            key: Some(key.to_owned()),
+            detail: Some(detail.to_owned()),
+            ..LogLine::new(Route::Alarm)
         }
     }
 

@@ -220,7 +220,10 @@ export function builtWorker(name, bindings, { build = path.join(ROOT, 'build'), 
       { type: 'CompiledWasm', path: path.join(build, 'index_bg.wasm') },
     ],
     bindings: withTestToken(bindings),
-    durableObjects: { CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects } },
+    durableObjects: {
+      CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects },
+      FAILURE_INDEX: { className: 'FailureIndex', useSQLite: true, ...objects },
+    },
   };
 }
 

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::answer::{HttpAnswer, StoreFailure};
-use crate::authority::AuthorityReply;
+use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{
     ClaimPolicy, ClaimRecord, ClaimState, Fence, ForgetOutcome, Millis, RedeliverOutcome,
     ReleaseOutcome,
@@ -17,6 +17,7 @@ use crate::origin::Reason;
 use crate::providers::stripe::envelope::is_event_id;
 use crate::providers::{is_header_id, Provider};
 
+pub mod dead_letters;
 pub mod page;
 
 /// True when `authorization` is `Bearer <token>` with the configured token (the scheme's name
@@ -204,6 +205,8 @@ pub fn record_view(record: &ClaimRecord) -> Value {
             "attempts_in_budget": record.attempts.saturating_sub(q.budget.first_attempt),
             "budget_started_at": q.budget.started_at,
             "budget_started_at_time": rfc3339(q.budget.started_at),
+            "dead_at": q.dead_at,
+            "dead_at_time": rfc3339_opt(q.dead_at),
         })),
     })
 }
@@ -352,6 +355,34 @@ pub enum Next {
     },
     /// Put the queued event back in the queue.
     Redeliver,
+}
+
+impl Next {
+    /// The request that carries this step out on `key` with `policy`; the answer itself when
+    /// there is nothing to ask.
+    pub fn into_request(
+        self,
+        key: &str,
+        policy: ClaimPolicy,
+    ) -> Result<AuthorityRequest, AdminAnswer> {
+        let key = key.to_owned();
+        Ok(match self {
+            Next::Answer(answer) => return Err(answer),
+            Next::Release {
+                fence,
+                reason,
+                only_after_lease,
+            } => AuthorityRequest::Release {
+                key,
+                fence,
+                reason,
+                policy,
+                only_after_lease,
+            },
+            Next::Forget { fence } => AuthorityRequest::Forget { key, fence },
+            Next::Redeliver => AuthorityRequest::Redeliver { key, policy },
+        })
+    }
 }
 
 /// Decides from the record the claim authority holds for the route's key (a record past its
@@ -922,7 +953,7 @@ mod tests {
         assert_eq!(seen, 7, "the record's times");
         let mut seen = 0;
         check(&queue_view, &mut seen);
-        assert_eq!(seen, 10, "a queued record's times, its queue's included");
+        assert_eq!(seen, 11, "a queued record's times, its queue's included");
         for answer in [
             lease_live(5_000),
             after_change(&AuthorityReply::Forget(ForgetOutcome::StillProcessing {

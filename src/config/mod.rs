@@ -5,6 +5,7 @@
 use std::fmt;
 
 mod admin;
+mod alerts;
 mod api;
 mod delivery;
 mod queue;
@@ -13,6 +14,7 @@ mod senders;
 mod webhook;
 
 pub use admin::{AdminConfig, MIN_ADMIN_TOKEN_LEN};
+pub use alerts::{AlertConfig, DEFAULT_ALERT_MIN_INTERVAL_SECONDS};
 pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
 pub use queue::{DeliveryMode, QueueConfig, QUEUE_MAX_BODY_BYTES};
@@ -96,6 +98,13 @@ pub mod keys {
     /// Queue mode: the time-out of one attempt (milliseconds).
     pub const QUEUE_FORWARD_TIMEOUT_MS: &str = "QUEUE_FORWARD_TIMEOUT_MS";
 
+    /// Operational notifications: where they are POSTed.
+    pub const ALERT_URL: &str = "ALERT_URL";
+    /// Operational notifications: the Standard Webhooks secret that signs them.
+    pub const ALERT_SECRET: &str = "ALERT_SECRET";
+    /// Operational notifications: at most one `origin.failing` per origin per this long.
+    pub const ALERT_MIN_INTERVAL_SECONDS: &str = "ALERT_MIN_INTERVAL_SECONDS";
+
     /// The order problems are reported in, whichever section found them.
     pub const ORDER: &[&str] = &[
         LEASE_SECONDS,
@@ -131,6 +140,9 @@ pub mod keys {
         IDEMPOTENCY_CLIENT_HEADER,
         IDEMPOTENCY_ALLOW_ANONYMOUS,
         ADMIN_TOKEN,
+        ALERT_URL,
+        ALERT_SECRET,
+        ALERT_MIN_INTERVAL_SECONDS,
         LOG_STORAGE_USAGE,
     ];
 }
@@ -154,6 +166,8 @@ pub struct Config {
     pub api: Option<ApiConfig>,
     /// The admin API and the test routes.
     pub admin: AdminConfig,
+    /// Operational notifications, when `ALERT_URL` is set.
+    pub alerts: Option<AlertConfig>,
     /// Each claim-authority operation logs the rows it read and wrote (`LOG_STORAGE_USAGE`).
     pub log_storage_usage: bool,
 }
@@ -181,6 +195,7 @@ impl Config {
         let queue = QueueConfig::load(&mut r, &delivery, &enabled);
         let api = ApiConfig::load(&mut r, &delivery);
         let admin = AdminConfig::load(&mut r);
+        let alerts = AlertConfig::load(&mut r);
         let log_storage_usage = r.flag(keys::LOG_STORAGE_USAGE);
         let webhook = r.finish(webhook)?;
         // A missing section always recorded its problem, so `finish` above already refused.
@@ -197,6 +212,7 @@ impl Config {
             senders,
             api,
             admin,
+            alerts,
             log_storage_usage,
         })
     }

@@ -578,6 +578,7 @@ fn the_reference_names_a_section_that_reads_each_key() {
         ("src/config/queue.rs", include_str!("queue.rs")),
         ("src/config/api.rs", include_str!("api.rs")),
         ("src/config/admin.rs", include_str!("admin.rs")),
+        ("src/config/alerts.rs", include_str!("alerts.rs")),
         ("src/config/mod.rs", include_str!("mod.rs")),
     ];
     for (name, sections) in keys_the_reference_lists() {
@@ -619,5 +620,60 @@ fn a_queued_attempt_s_lease_always_outlasts_its_time_out() {
     assert_eq!(
         config.queue.attempt_policy(config.webhook.claims),
         config.webhook.claims
+    );
+}
+
+#[test]
+fn notifications_need_a_url_and_a_standard_webhooks_secret_together() {
+    let with = |pairs: &[(&str, &str)]| {
+        let mut all: Vec<(&str, &str)> = vec![
+            ("STRIPE_WEBHOOK_SECRET", "whsec_test"),
+            ("ORIGIN_URL", "https://origin.example/hook"),
+        ];
+        all.extend_from_slice(pairs);
+        let map: std::collections::HashMap<String, String> = all
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::load(|key| map.get(key).cloned())
+    };
+    let secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    assert!(with(&[]).unwrap().alerts.is_none(), "off by default");
+    let on = with(&[
+        ("ALERT_URL", "https://alerts.example/in"),
+        ("ALERT_SECRET", secret),
+    ])
+    .unwrap()
+    .alerts
+    .expect("on");
+    assert_eq!(on.min_interval_ms, 900_000);
+    assert_eq!(on.key.expose(), b"0123456789abcdef0123456789abcdef");
+    let problem = |pairs: &[(&str, &str)]| {
+        let problems = with(pairs).unwrap_err();
+        (problems[0].key, problems[0].problem.clone())
+    };
+    assert_eq!(
+        problem(&[("ALERT_URL", "https://a.example")]).0,
+        "ALERT_SECRET"
+    );
+    assert_eq!(problem(&[("ALERT_SECRET", secret)]).0, "ALERT_SECRET");
+    assert!(problem(&[
+        ("ALERT_URL", "https://a.example"),
+        ("ALERT_SECRET", "nope!")
+    ])
+    .1
+    .contains("whsec_"));
+    assert_eq!(
+        problem(&[("ALERT_URL", "ftp://a.example"), ("ALERT_SECRET", secret)]).0,
+        "ALERT_URL"
+    );
+    assert_eq!(
+        problem(&[
+            ("ALERT_URL", "https://a.example"),
+            ("ALERT_SECRET", secret),
+            ("ALERT_MIN_INTERVAL_SECONDS", "0")
+        ])
+        .0,
+        "ALERT_MIN_INTERVAL_SECONDS"
     );
 }

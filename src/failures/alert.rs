@@ -11,9 +11,11 @@ use sha2::{Digest, Sha256};
 
 use super::entry::Entry;
 use super::index::{IndexStore, Scan};
+use crate::authority::attempt::Summary;
 use crate::claim::{Change, Millis, RetryPolicy, StoreError, Transition};
-use crate::origin::Reason;
+use crate::origin::{Reason, Verdict};
 use crate::providers::standard;
+use crate::providers::Provider;
 
 /// How notifications are made and retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -200,6 +202,18 @@ pub fn signed_headers(
         ("webhook-timestamp".into(), now_seconds.to_string()),
         ("webhook-signature".into(), signature),
     ]
+}
+
+/// Whether the attempt `summary` describes counts against its origin: a webhook delivery
+/// that did not succeed (a non-2xx, a time-out, a network error, a lost answer). Its sender
+/// and the reason, when it does.
+pub fn origin_failure(summary: &Summary) -> Option<(Provider, Option<Reason>)> {
+    let provider = summary.provider?;
+    match summary.verdict {
+        Verdict::Succeeded => None,
+        Verdict::Failed(reason) | Verdict::Unknown(reason) => Some((provider, Some(reason))),
+        Verdict::Pending => Some((provider, Some(Reason::TimedOut))),
+    }
 }
 
 /// The recent failures of one origin.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::authority::queue::read_payload;
-use crate::claim::{Change, ClaimRecord, Millis, Transition};
+use crate::claim::{self, Change, ClaimRecord, ClaimStore, Millis, StoreError, Transition};
 use crate::origin::Reason;
 use crate::providers::{self, Provider};
 
@@ -113,6 +113,23 @@ impl Report {
         };
         Report::of(record, vec![change], None)
     }
+}
+
+/// The report due for `key` at `now` and the changes it carries (see
+/// [`crate::claim::report_due`]); `None` inside when the record is no webhook sender's, whose
+/// changes the index does not keep (they are dropped when acknowledged).
+#[allow(clippy::type_complexity)]
+pub fn due_report<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    now: Millis,
+) -> Result<Option<(Option<Report>, Vec<Change>)>, StoreError> {
+    let Some((record, changes)) = claim::report_due(store, key, now)? else {
+        return Ok(None);
+    };
+    let payload = store.load_payload(key)?;
+    let report = Report::of(&record, changes.clone(), payload.as_deref());
+    Ok(Some((report, changes)))
 }
 
 /// The type of a stored event: the header that names it (GitHub, Shopify), else the body's

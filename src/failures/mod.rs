@@ -19,7 +19,7 @@ mod index;
 pub mod query;
 
 pub use alert::{AlertPolicy, Notification};
-pub use entry::{event_type, Entry, EntryState, Report, MAX_HISTORY};
+pub use entry::{due_report, event_type, Entry, EntryState, Report, MAX_HISTORY};
 pub use index::{
     apply, entry, expire, gone, list, next_wake, summary, Applied, IndexStore, MemoryIndexStore,
     Page, Scan, Summary, MAX_SCANNED,

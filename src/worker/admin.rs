@@ -3,15 +3,18 @@
 
 use worker::{Env, Method, Response, Result};
 
+use super::admin_index;
 use super::authority_client::AuthorityClient;
 use super::clock;
 use super::door::Visit;
 use super::env_config;
 use super::inbound::Inbound;
-use crate::admin::{self, page, Action, AdminAnswer, Next};
+use super::index_client;
+use crate::admin::{self, dead_letters, page, Action, AdminAnswer};
 use crate::answer::HttpAnswer;
 use crate::authority::AuthorityRequest;
 use crate::config::Config;
+use crate::failures::IndexRequest;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 
 /// Serves one admin request; `rest` is the path after `/admin/`.
@@ -41,9 +44,24 @@ async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Res
             return Ok(Answer::Page(asset));
         }
     }
-    record_call(req, env, &config, token.expose_str(), rest, line)
-        .await
-        .map(Answer::Api)
+    let authorization = req.headers().get("authorization")?;
+    if !admin::authorized(authorization.as_deref(), token.expose_str()) {
+        return Ok(Answer::Api(AdminAnswer::unauthorized()));
+    }
+    let url = req.url()?;
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let pairs = pairs
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()));
+    match dead_letters::index_call(req.method().as_ref(), rest, pairs) {
+        Some(Ok(call)) => admin_index::answer(env, &config, call)
+            .await
+            .map(Answer::Api),
+        Some(Err(refused)) => Ok(Answer::Api(refused)),
+        None => record_call(req, env, &config, rest, line)
+            .await
+            .map(Answer::Api),
+    }
 }
 
 /// An admin API answer, or one of the page's assets.
@@ -52,18 +70,14 @@ enum Answer {
     Page(HttpAnswer),
 }
 
+/// A call on one record: inspect, release, forget or redeliver it.
 async fn record_call(
     req: &Inbound,
     env: &Env,
     config: &Config,
-    token: &str,
     rest: &str,
     line: &mut LogLine,
 ) -> Result<AdminAnswer> {
-    let authorization = req.headers().get("authorization")?;
-    if !admin::authorized(authorization.as_deref(), token) {
-        return Ok(AdminAnswer::unauthorized());
-    }
     let call = match admin::call(req.method().as_ref(), rest) {
         Ok(route) => route,
         Err(error) => return Ok(AdminAnswer::for_call_error(error)),
@@ -84,29 +98,18 @@ async fn record_call(
             key: call.key.clone(),
         })
         .await;
-    let change = match admin::after_inspect(call.action, &inspected, clock::now_ms(), force) {
-        Next::Answer(answer) => return Ok(answer),
-        Next::Release {
-            fence,
-            reason,
-            only_after_lease,
-        } => AuthorityRequest::Release {
-            key: call.key.clone(),
-            fence,
-            reason,
-            policy,
-            only_after_lease,
-        },
-        Next::Forget { fence } => AuthorityRequest::Forget {
-            key: call.key.clone(),
-            fence,
-        },
-        Next::Redeliver => AuthorityRequest::Redeliver {
-            key: call.key.clone(),
-            policy,
-        },
+    let next = admin::after_inspect(call.action, &inspected, clock::now_ms(), force);
+    let change = match next.into_request(&call.key, policy) {
+        Ok(change) => change,
+        Err(answer) => return Ok(answer),
     };
-    let answer = admin::after_change(&client.send(&change).await);
+    let changed = client.send(&change).await;
+    // An event the failure index shows, forgotten: the index hears it (best effort; a lost
+    // report leaves the entry until an action finds the record gone, or it expires).
+    if let Some(report) = dead_letters::forgotten_report(&inspected, &changed, clock::now_ms()) {
+        index_client::send(env, &IndexRequest::Report(report)).await;
+    }
+    let answer = admin::after_change(&changed);
     if answer.status < 400 && call.action != Action::Inspect {
         line.raise(Level::Warn); // an operator changed a record
     }

@@ -13,6 +13,7 @@ use super::keeper::Keeper;
 use super::kv_store::KvClaimStore;
 use super::log;
 use super::queue;
+use super::report;
 use crate::authority::alarm::Rearm;
 use crate::authority::{self, alarm, AuthorityReply, AuthorityRequest};
 use crate::claim::{self, ClaimStore, Millis, Nonce, StoreError};
@@ -160,9 +161,11 @@ impl ClaimAuthority {
         for expired in &sweep.expired {
             log::write(&LogLine::expired(&expired.key, expired.state));
         }
-        // Queue mode: deliver what is due (at most one record per object, in practice).
+        // Queue mode: deliver what is due (at most one record per object, in practice), then
+        // hand the failure index what it has not acknowledged.
         for key in &keys {
             queue::run_due(&self.keeper, key).await;
+            report::send_due(&self.keeper, key).await;
         }
         let mut store = KvClaimStore::open(self.keeper.storage())?;
         alarm::rearm(&mut store, ran_at, clock::now_ms())

@@ -12,6 +12,7 @@ use super::clock;
 use super::forward::{self, BodyReader, Exchange};
 use super::keeper::Keeper;
 use super::log;
+use super::report;
 use crate::authority::attempt::{Command, Event, Wants};
 use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head};
 use crate::claim::Millis;
@@ -176,6 +177,7 @@ impl Io {
             }
             Command::Report(summary) => {
                 log::record(keeper.env(), &LogLine::ended(&summary, clock::now_ms()));
+                report::origin_failed(keeper.env(), &summary).await;
             }
         }
         None

@@ -15,22 +15,38 @@ use crate::claim::{decode_record, encode_record, ClaimRecord, ClaimStore, StoreE
 #[wasm_bindgen]
 extern "C" {
     /// `ctx.storage.kv`: synchronous get, put, delete and list.
-    type SyncKv;
+    pub type SyncKv;
 
     #[wasm_bindgen(method, catch)]
-    fn get(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
+    pub fn get(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
 
     #[wasm_bindgen(method, catch)]
-    fn put(this: &SyncKv, key: &str, value: &str) -> Result<(), JsValue>;
+    pub fn put(this: &SyncKv, key: &str, value: &str) -> Result<(), JsValue>;
 
     #[wasm_bindgen(method, catch, js_name = put)]
     fn put_bytes(this: &SyncKv, key: &str, value: &Uint8Array) -> Result<(), JsValue>;
 
     #[wasm_bindgen(method, catch)]
-    fn delete(this: &SyncKv, key: &str) -> Result<bool, JsValue>;
+    pub fn delete(this: &SyncKv, key: &str) -> Result<bool, JsValue>;
 
     #[wasm_bindgen(method, catch)]
     fn list(this: &SyncKv) -> Result<js_sys::Iterator, JsValue>;
+
+    /// `list` with its options (`prefix`, `start`, `end`, `reverse`, `limit`).
+    #[wasm_bindgen(method, catch, js_name = list)]
+    pub fn list_with(this: &SyncKv, options: &JsValue) -> Result<js_sys::Iterator, JsValue>;
+}
+
+/// The synchronous key-value API of the object whose storage is `storage`.
+pub fn sync_kv(storage: &Storage) -> Result<SyncKv, StoreError> {
+    let kv = Reflect::get(storage.as_raw(), &JsValue::from_str("kv")).map_err(js_error)?;
+    if kv.is_undefined() {
+        return Err(StoreError::Fatal(
+            "ctx.storage.kv is missing: the class must be SQLite-backed (new_sqlite_classes)"
+                .into(),
+        ));
+    }
+    Ok(kv.unchecked_into())
 }
 
 /// The storage key of a key's payload (a queued event). It starts with a control character,
@@ -60,15 +76,8 @@ pub struct KvClaimStore {
 impl KvClaimStore {
     /// The store of the object whose storage is `storage`.
     pub fn open(storage: &Storage) -> Result<Self, StoreError> {
-        let kv = Reflect::get(storage.as_raw(), &JsValue::from_str("kv")).map_err(js_error)?;
-        if kv.is_undefined() {
-            return Err(StoreError::Fatal(
-                "ctx.storage.kv is missing: the class must be SQLite-backed (new_sqlite_classes)"
-                    .into(),
-            ));
-        }
         Ok(KvClaimStore {
-            kv: kv.unchecked_into(),
+            kv: sync_kv(storage)?,
             usage: Usage::default(),
         })
     }

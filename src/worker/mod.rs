@@ -2,6 +2,7 @@
 //! the clients it uses. Every decision is made by the pure modules; this only moves bytes.
 
 mod admin;
+mod admin_index;
 mod api;
 mod authority_client;
 mod authority_wire;
@@ -13,8 +14,11 @@ mod delivery;
 mod door;
 mod drive;
 mod env_config;
+mod failure_index;
 mod forward;
 mod inbound;
+mod index_client;
+mod index_store;
 mod keeper;
 mod kv_store;
 mod log;
@@ -22,6 +26,7 @@ mod metrics;
 mod native;
 mod queue;
 mod rate_limit;
+mod report;
 mod test_routes;
 mod webhook;
 

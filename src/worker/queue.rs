@@ -89,7 +89,7 @@ async fn send_stored(
 }
 
 /// A fraction in `[0, 1)` from the platform's secure random source (for back-off jitter).
-fn random_fraction() -> f64 {
+pub fn random_fraction() -> f64 {
     let mut bytes = [0u8; 4];
     match getrandom::fill(&mut bytes) {
         Ok(()) => f64::from(u32::from_le_bytes(bytes)) / (f64::from(u32::MAX) + 1.0),

@@ -1,0 +1,86 @@
+//! An event's changes on their way to the failure index, sent from its object's alarm: read
+//! what is due, send it, then clear what the index took, or wait a back-off (see
+//! [`crate::claim::report_due`]). A failure here never touches the delivery.
+
+use super::clock;
+use super::env_config;
+use super::index_client;
+use super::keeper::Keeper;
+use super::log;
+use crate::authority::attempt::Summary;
+use crate::claim;
+use crate::failures::{self, alert, IndexReply, IndexRequest};
+use crate::log_line::LogLine;
+
+/// Sends `key`'s unacknowledged changes, when they are due.
+pub async fn send_due(keeper: &Keeper, key: &str) {
+    let now = clock::now_ms();
+    let due = keeper
+        .with_store(key, "report", |store| {
+            (failures::due_report(store, key, now), None)
+        })
+        .await
+        .and_then(|due| due);
+    let Ok(Some((report, changes))) = due else {
+        return;
+    };
+    let applied = match report {
+        Some(report) => {
+            let reply = index_client::send(keeper.env(), &IndexRequest::Report(report)).await;
+            match reply {
+                IndexReply::Applied(_) => Ok(()),
+                IndexReply::StoreFailed { detail } => Err(detail),
+                other => Err(format!("an answer out of turn: {other:?}")),
+            }
+        }
+        // Nothing the index keeps (no webhook sender): the changes are dropped.
+        None => Ok(()),
+    };
+    let now = clock::now_ms();
+    let retry = env_config::config(keeper.env()).map(|config| config.queue.retry);
+    let settled = keeper
+        .with_store(key, "report", |store| match (&applied, retry) {
+            (Ok(()), _) => (
+                claim::report_sent(store, key, &changes, now).map(|_| ()),
+                None,
+            ),
+            (Err(_), Ok(retry)) => {
+                let jitter = super::queue::random_fraction();
+                (
+                    claim::report_failed(store, key, now, retry, jitter).map(|_| ()),
+                    None,
+                )
+            }
+            // Misconfigured: the alarm's own guard brings it back in a minute.
+            (Err(_), Err(_)) => (Ok(()), None),
+        })
+        .await;
+    if let Err(detail) = applied {
+        log::write(&LogLine::report_failed(key, &detail));
+    } else if let Ok(Err(error)) | Err(error) = settled {
+        log::write(&LogLine::report_failed(key, &error.to_string()));
+    }
+}
+
+/// Tells the failure index that `summary`'s attempt failed at its origin, when notifications
+/// are on (`ALERT_URL`): it sends `origin.failing` when failures spread across events. Best
+/// effort, after the attempt is settled.
+pub async fn origin_failed(env: &worker::Env, summary: &Summary) {
+    let Some((provider, reason)) = alert::origin_failure(summary) else {
+        return;
+    };
+    let Ok(config) = env_config::config(env) else {
+        return;
+    };
+    let (Some(_), Some((_, url))) = (&config.alerts, config.sender(provider)) else {
+        return;
+    };
+    let request = IndexRequest::OriginFailed {
+        origin: url.origin().ascii_serialization(),
+        key: summary.key.clone(),
+        reason,
+    };
+    if let IndexReply::StoreFailed { detail } = index_client::send(env, &request).await {
+        log::write(&LogLine::report_failed(&summary.key, &detail));
+    }
+}
