@@ -115,7 +115,9 @@
       not_processing: `Only an event being processed can be released; this one is ${body && body.state ? body.state : 'not'}.`,
       processing: `An attempt still holds this event until ${until}. Release it first, or try again after that.`,
       changed: 'The record changed meanwhile. Look it up again and retry.',
-      store_failed: 'The worker\'s store is busy or failed. Try again in a moment.',
+      store_failed: 'The worker\'s store failed. Try again in a moment.',
+      store_unavailable: 'The worker\'s store is busy. Try again in a moment.',
+      index_unavailable: 'The dead-letter record did not answer. Try again in a moment.',
       misconfigured: 'The worker\'s configuration is broken; its /healthz page names the problem.',
       method_not_allowed: 'The worker does not accept this action here (this page and the worker may be of different versions).',
       invalid_event_id: 'That is not a Stripe event id (they look like evt_…).',
@@ -142,7 +144,8 @@
   /** A skipped event's reason (a code, or a sentence) from "redeliver all matching". */
   function explainReason(reason) {
     if (typeof reason !== 'string' || reason === '') return 'No reason given.';
-    return /^[a-z_]+$/.test(reason) ? explain(409, { error: reason }) : reason;
+    const context = { notFound: 'Its record is gone (expired or forgotten), so it is now listed as forgotten.' };
+    return /^[a-z_]+$/.test(reason) ? explain(409, { error: reason }, context) : reason;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -360,6 +363,11 @@
         if (watch && settling && Date.now() - started < WATCH_FOR_MS) {
           say(message, `${note}Watching for changes…`.trim(), note ? 'ok' : '');
           watching = setTimeout(once, WATCH_EVERY_MS);
+        } else if (watch && !settling) {
+          // Watched until it settled: say how it ended, and count it in the summary.
+          const ended = { done: ['Delivered.', 'ok'], dead: ['It died again: every attempt failed.', 'error'] }[record.state];
+          say(message, ended ? ended[0] : note, ended ? ended[1] : 'ok');
+          loadSummary();
         } else {
           say(message, note, note ? 'ok' : '');
         }
@@ -439,7 +447,7 @@
       el('dt', { text: 'Attempts' }), el('dd', { id: 'record-attempts', text: String(record.attempts) }),
       queue ? [el('dt', { text: 'In this budget' }), el('dd', { text: String(queue.attempts_in_budget) })] : null,
       (queue?.last_error || record.last_release_reason)
-        ? [el('dt', { text: 'Last error' }), el('dd', { text: queue?.last_error || record.last_release_reason })]
+        ? [el('dt', { text: 'Last failure' }), el('dd', { text: queue?.last_error || record.last_release_reason })]
         : null,
       queue ? [el('dt', { text: 'Body held' }), el('dd', { text: queue.body_held ? 'yes (it can be redelivered)' : 'no' })] : null);
 
@@ -524,6 +532,7 @@
 
   let listQuery = null; // the filters of the list shown, reused for its next pages
   let listCursor = null;
+  let listLoads = 0; // counts page loads: an answer to an older one is dropped
 
   /** The filters as the API's query parameters (times converted to RFC 3339 in UTC). */
   function filters() {
@@ -556,10 +565,12 @@
     more.hidden = true;
     say(message, 'Loading…');
     const mine = epoch;
+    const load = ++listLoads;
+    const current = () => mine === epoch && load === listLoads;
     try {
       const query = { ...listQuery, cursor: first ? '' : listCursor };
       const page = await api('GET', 'dead-letters', { query, context: { notFound: 'This worker has no dead-letter list yet (an older version).' } });
-      if (mine !== epoch) return;
+      if (!current()) return;
       const rows = page.items.map(deadRow);
       if (first) $('dead-list').replaceChildren(...rows);
       else $('dead-list').append(...rows);
@@ -569,7 +580,7 @@
       say(message, count === 0 ? 'Nothing matches these filters.'
         : `${count} shown${listCursor ? '; more below' : ''}.`);
     } catch (error) {
-      if (mine !== epoch) return;
+      if (!current()) return;
       if (first) $('dead-list').replaceChildren();
       say(message, sentenceOf(error), 'error');
     }
@@ -578,6 +589,7 @@
   /** One dead letter as a list item: what it is, when it died, and its two buttons. */
   function deadRow(item) {
     const note = el('p', { className: 'message', role: 'status' });
+    const badge = el('span', { className: `badge ${item.state}`, text: item.state });
     const lookButton = el('button', { type: 'button', className: 'secondary', text: 'Look up' });
     lookButton.addEventListener('click', () => {
       lookUp(item.provider, item.id);
@@ -598,6 +610,8 @@
         return;
       }
       say(note, 'Queued again.', 'ok');
+      badge.className = 'badge redelivered'; // as the dead-letter record now has it
+      badge.textContent = 'redelivered';
       redeliverButton.disabled = true;
       loadSummary();
       await lookUp(item.provider, item.id, { watch: true, note: 'Queued again; delivering now. ' });
@@ -605,7 +619,7 @@
     });
     return el('li', { className: 'item' },
       el('p', { className: 'item-head' },
-        el('span', { className: `badge ${item.state}`, text: item.state }), ' ',
+        badge, ' ',
         el('strong', { text: PROVIDERS[item.provider] || item.provider }), ' ',
         el('span', { className: 'id', text: item.id })),
       el('dl', { className: 'facts' },
@@ -613,7 +627,7 @@
         el('dt', { text: 'First seen' }), el('dd', {}, item.first_seen_at ? timeElement(item.first_seen_at) : ''),
         el('dt', { text: 'Died' }), el('dd', {}, item.dead_at ? timeElement(item.dead_at) : ''),
         el('dt', { text: 'Attempts' }), el('dd', { text: String(item.attempts) }),
-        el('dt', { text: 'Last error' }), el('dd', { text: item.last_reason || '(none)' })),
+        el('dt', { text: 'Last failure' }), el('dd', { text: item.last_reason || '(none)' })),
       el('div', { className: 'buttons' }, redeliverButton, lookButton),
       note);
   }
