@@ -257,7 +257,10 @@ async function billableUnits(origin) {
     const medianOf = (list, f) => summary(list.filter((l) => typeof l[f] === 'number').map((l) => l[f])).median;
     const processed = webhook.filter((l) => l.outcome === 'processed');
     const repeated = webhook.filter((l) => l.outcome === 'duplicate');
+    const queued = await queuedUnits(origin);
     return {
+      ...queued,
+      syncIndexRequests: runtime.worker.logLines().filter((l) => l.route === 'index').length / unique.length,
       uniqueMs: medianOf(processed, 'duration_ms'),
       uniqueOriginMs: medianOf(processed, 'origin_ms'),
       duplicateMs: medianOf(repeated, 'duration_ms'),
@@ -269,6 +272,37 @@ async function billableUnits(origin) {
       duplicateRowsRead: sum(duplicates, 'rows_read') / unique.length,
       keyedRequests: scopes.filter((l) => l.outcome === 'deliver' && l.rows_written > 0).length / keys.length,
       keyedRowsWritten: sum(scopes, 'rows_written') / keys.length,
+    };
+  } finally {
+    await runtime.stop();
+  }
+}
+
+/**
+ * What one healthy event costs in queue mode, notifications on: the rows its object reads and
+ * writes from storing it to delivering it, and the failure index's requests (none expected: the
+ * index hears only of dead letters, redeliveries and recoveries).
+ */
+async function queuedUnits(origin) {
+  const alerts = { ALERT_URL: `${origin.url}/alerts`, ALERT_SECRET: 'whsec_YmVuY2gtYWxlcnRzLWJlbmNoLWFsZXJ0cy1iZW5jaC0=' };
+  const runtime = await wranglerRuntime('queue', { ...varsOf('queue', origin), ...alerts, LOG_STORAGE_USAGE: 'true' });
+  try {
+    const unique = ids(`queued${Date.now().toString(36)}`, 50);
+    const keys = new Set(unique.map((id) => (PROVIDER === 'stripe' ? id : `${PROVIDER}:${id}`)));
+    await drive(runtime.url, await deliveries(unique, 1), 10);
+    const deadline = Date.now() + 60_000;
+    const delivered = () => runtime.worker.logLines().filter((l) => l.outcome === 'delivered' && keys.has(l.key)).length;
+    while (delivered() < unique.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    if (delivered() < unique.length) throw new Error(`queue mode delivered ${delivered()} of ${unique.length}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the alarms' last re-arm
+    const lines = runtime.worker.logLines();
+    const mine = lines.filter((l) => l.route === 'authority' && keys.has(l.key));
+    const sum = (f) => mine.reduce((a, l) => a + l[f], 0);
+    return {
+      queuedRequests: mine.filter((l) => l.outcome === 'enqueue').length / unique.length,
+      queuedRowsWritten: sum('rows_written') / unique.length,
+      queuedRowsRead: sum('rows_read') / unique.length,
+      queuedIndexRequests: lines.filter((l) => l.route === 'index').length / unique.length,
     };
   } finally {
     await runtime.stop();
@@ -416,6 +450,8 @@ function report(results, units, host, cold, parts) {
   lines.push(`| unique delivery (one request: claim, its alarm, forward, finalize) | ${units.uniqueRequests.toFixed(2)} | ${units.uniqueRowsWritten.toFixed(2)} | ${units.uniqueRowsRead.toFixed(2)} |`);
   lines.push(`| duplicate of a finished event | ${units.duplicateRequests.toFixed(2)} | ${units.duplicateRowsWritten.toFixed(2)} | ${units.duplicateRowsRead.toFixed(2)} |`);
   lines.push(`| first Idempotency-Key request (claim, alarm, finalize with the cached answer) | ${units.keyedRequests.toFixed(2)} | ${units.keyedRowsWritten.toFixed(2)} | — |`);
+  lines.push(`| queue mode: one healthy event, stored then delivered by its alarm (its rows from store to delivery) | ${units.queuedRequests.toFixed(2)} | ${units.queuedRowsWritten.toFixed(2)} | ${units.queuedRowsRead.toFixed(2)} |`);
+  lines.push(`| failure index, per healthy event (sync; queue mode with \`ALERT_URL\` set) | ${units.syncIndexRequests.toFixed(2)}; ${units.queuedIndexRequests.toFixed(2)} | — | — |`);
   lines.push('| peer, unique delivery (claim and settle requests; put, alarm, put) | 2.00 | 3.00 | 2.00 |');
   lines.push('| floor (one conditional write) | 1.00 | 1.00 | 1.00 |', '');
   lines.push(`Duration: the event's object is active, and billed for duration, while it serves the worker's request, and its forward can keep it active after replying while a late answer is awaited. The worker's own duration of each request gives the usual case (medians from the same run, a local origin that answers at once, 10 requests in flight): a unique delivery ${units.uniqueMs} ms, of which the origin's answer ${units.uniqueOriginMs} ms; a duplicate ${units.duplicateMs} ms. The object waits for the origin itself, so an origin that takes 300 ms adds about 300 ms of the object's duration to each unique delivery; the peer's object is idle during its forward (see docs/capacity.md).`, '');

@@ -2,7 +2,7 @@
 //! what a failed one means for the reply. The object adapter keeps a [`KnownAlarm`] in memory
 //! (lost with the instance) and asks here before each `setAlarm`.
 
-use super::{AuthorityReply, Wake, WakeBy};
+use super::{AuthorityReply, Wake};
 use crate::claim::{ClaimStore, Millis, StoreError};
 
 /// How long the object waits before trying again an attempt that was due but could not start.
@@ -18,11 +18,6 @@ pub fn rearm_at(at: Millis, ran_at: Millis, now: Millis) -> Millis {
     } else {
         now.saturating_add(BLOCKED_RETRY_MS)
     }
-}
-
-/// The alarm `key`'s record needs now, if it has one (none: nothing left to do or keep).
-pub fn wake_for<S: ClaimStore>(store: &mut S, key: &str) -> Result<WakeBy, StoreError> {
-    Ok(store.load(key)?.map(|record| Wake::for_record(&record)))
 }
 
 /// What the alarm handler leaves behind once its sweep and attempts are over.
@@ -42,16 +37,37 @@ pub fn rearm<S: ClaimStore>(
     ran_at: Millis,
     now: Millis,
 ) -> Result<Rearm, StoreError> {
+    rearm_and_reports(store, ran_at, now).map(|(rearm, _)| rearm)
+}
+
+/// [`rearm`], and the keys whose changes for the failure index are due at `now`, read in the
+/// same pass (so a healthy record costs no extra read): the alarm sends those, then re-arms
+/// again.
+pub fn rearm_and_reports<S: ClaimStore>(
+    store: &mut S,
+    ran_at: Millis,
+    now: Millis,
+) -> Result<(Rearm, Vec<String>), StoreError> {
     let mut next: Option<Millis> = None;
+    let mut reports = Vec::new();
     for key in store.keys()? {
-        if let Some(wake) = wake_for(store, &key)? {
-            next = Some(next.map_or(wake.at, |at| at.min(wake.at)));
+        let Some(record) = store.load(&key)? else {
+            continue;
+        };
+        if record
+            .pending_report()
+            .is_some_and(|report| report.next_at <= now)
+        {
+            reports.push(key);
         }
+        let wake = Wake::for_record(&record);
+        next = Some(next.map_or(wake.at, |at| at.min(wake.at)));
     }
-    Ok(match next {
+    let rearm = match next {
         Some(at) => Rearm::At(rearm_at(at, ran_at, now)),
         None => Rearm::DeleteAll,
-    })
+    };
+    Ok((rearm, reports))
 }
 
 /// What the object's instance knows of its alarm.
@@ -160,6 +176,58 @@ mod tests {
         at: 1_000,
         due: true,
     };
+
+    #[test]
+    fn the_rearm_pass_names_the_records_whose_changes_are_due_and_only_those() {
+        use crate::claim::{
+            attempt_failed, enqueue, start_attempt, AttemptOutcome, ClaimPolicy, Failure,
+            MemoryClaimStore, Nonce, RetryPolicy,
+        };
+        use crate::origin::Reason;
+        use crate::providers::Provider;
+        let policy = ClaimPolicy {
+            lease_ms: 10_000,
+            retention_ms: 1_000_000,
+        };
+        let retry = RetryPolicy {
+            base_ms: 1_000,
+            max_delay_ms: 1_000,
+            max_attempts: 1,
+            max_age_ms: 100_000,
+        };
+        let mut store = MemoryClaimStore::new();
+        for key in ["healthy", "dead"] {
+            enqueue(
+                &mut store,
+                key,
+                Provider::Stripe,
+                0,
+                policy,
+                Nonce([1; 16]),
+                b"x",
+            )
+            .unwrap();
+        }
+        let AttemptOutcome::Start { fence, .. } =
+            start_attempt(&mut store, "dead", 1, policy, retry, Nonce([2; 16])).unwrap()
+        else {
+            panic!("an attempt")
+        };
+        let failure = Failure {
+            reason: Reason::Answered(500),
+            answer_lost: false,
+        };
+        attempt_failed(&mut store, "dead", &fence, 2, failure, policy, retry, 0.5).unwrap();
+        let (rearm, reports) = rearm_and_reports(&mut store, 1, 3).unwrap();
+        assert_eq!(reports, vec!["dead".to_owned()]);
+        assert_eq!(
+            rearm,
+            Rearm::At(3 + BLOCKED_RETRY_MS),
+            "both were due when it ran"
+        );
+        let (_, later) = rearm_and_reports(&mut store, 3, 1).unwrap();
+        assert!(later.is_empty(), "not before its time");
+    }
 
     #[test]
     fn an_alarm_ahead_serves_an_expiry_whatever_its_time() {

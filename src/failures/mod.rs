@@ -58,6 +58,19 @@ pub enum IndexRequest {
     },
 }
 
+impl IndexRequest {
+    /// The request's name (in storage-usage log lines).
+    pub fn op(&self) -> &'static str {
+        match self {
+            IndexRequest::Report(_) => "report",
+            IndexRequest::OriginFailed { .. } => "origin_failed",
+            IndexRequest::List(_) => "list",
+            IndexRequest::Summary => "summary",
+            IndexRequest::Gone { .. } => "gone",
+        }
+    }
+}
+
 /// The index's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

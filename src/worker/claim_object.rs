@@ -161,10 +161,18 @@ impl ClaimAuthority {
         for expired in &sweep.expired {
             log::write(&LogLine::expired(&expired.key, expired.state));
         }
-        // Queue mode: deliver what is due (at most one record per object, in practice), then
-        // hand the failure index what it has not acknowledged.
+        // Queue mode: deliver what is due (at most one record per object, in practice).
         for key in &keys {
             queue::run_due(&self.keeper, key).await;
+        }
+        let mut store = KvClaimStore::open(self.keeper.storage())?;
+        let (rearm, reports) = alarm::rearm_and_reports(&mut store, ran_at, clock::now_ms())?;
+        if reports.is_empty() {
+            return Ok(rearm);
+        }
+        // Changes the failure index has not acknowledged (after a dead letter, a redelivery or
+        // a recovery only: a healthy delivery never gets here).
+        for key in &reports {
             report::send_due(&self.keeper, key).await;
         }
         let mut store = KvClaimStore::open(self.keeper.storage())?;

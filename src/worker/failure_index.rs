@@ -14,7 +14,7 @@ use crate::claim::Millis;
 use crate::config::{AlertConfig, Config};
 use crate::failures::alert::{self, SendFailed};
 use crate::failures::{self, AlertPolicy, IndexReply, IndexRequest, Notification};
-use crate::log_line::LogLine;
+use crate::log_line::{LogLine, Route};
 
 /// How long one notification's POST may take.
 const SEND_TIMEOUT_MS: u64 = 10_000;
@@ -80,9 +80,8 @@ impl FailureIndex {
 
 impl FailureIndex {
     async fn serve(&self, request: &IndexRequest) -> IndexReply {
-        let alerts = env_config::config(&self.env)
-            .ok()
-            .and_then(|config| policy(&config));
+        let config = env_config::config(&self.env).ok();
+        let alerts = config.as_deref().and_then(policy);
         let mut store = match KvIndexStore::open(&self.state.storage()) {
             Ok(store) => store,
             Err(error) => {
@@ -92,6 +91,19 @@ impl FailureIndex {
             }
         };
         let reply = failures::handle(&mut store, request, clock::now_ms(), alerts.as_ref());
+        if config.is_some_and(|config| config.log_storage_usage) {
+            let usage = store.usage;
+            let line = LogLine::usage(
+                failures::INDEX_NAME,
+                request.op(),
+                usage.rows_read,
+                usage.rows_written,
+            );
+            log::write(&LogLine {
+                route: Route::Index,
+                ..line
+            });
+        }
         if matches!(reply, IndexReply::Applied(_) | IndexReply::Noted) {
             self.rearm(&mut store, None).await;
         }

@@ -4,7 +4,7 @@ use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use worker::Storage;
 
-use super::kv_store::{js_error, sync_kv, SyncKv};
+use super::kv_store::{js_error, sync_kv, SyncKv, Usage};
 use crate::claim::StoreError;
 use crate::failures::{IndexStore, Scan};
 
@@ -12,6 +12,8 @@ use crate::failures::{IndexStore, Scan};
 /// and writes are one atomic step of the object.
 pub struct KvIndexStore {
     kv: SyncKv,
+    /// Rows read and written so far, as Cloudflare bills them.
+    pub usage: Usage,
 }
 
 impl KvIndexStore {
@@ -19,6 +21,7 @@ impl KvIndexStore {
     pub fn open(storage: &Storage) -> Result<Self, StoreError> {
         Ok(KvIndexStore {
             kv: sync_kv(storage)?,
+            usage: Usage::default(),
         })
     }
 }
@@ -32,6 +35,7 @@ fn text(value: JsValue) -> Result<String, StoreError> {
 impl IndexStore for KvIndexStore {
     fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
         let value = self.kv.get(key).map_err(js_error)?;
+        self.usage.rows_read += 1;
         if value.is_undefined() {
             return Ok(None);
         }
@@ -39,10 +43,12 @@ impl IndexStore for KvIndexStore {
     }
 
     fn put(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.usage.rows_written += 1;
         self.kv.put(key, value).map_err(js_error)
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.usage.rows_written += 1;
         self.kv.delete(key).map(|_| ()).map_err(js_error)
     }
 
@@ -61,6 +67,7 @@ impl IndexStore for KvIndexStore {
         let mut found = Vec::new();
         for pair in self.kv.list_with(&options).map_err(js_error)? {
             let pair: Array = pair.map_err(js_error)?.unchecked_into();
+            self.usage.rows_read += 1;
             found.push((text(pair.get(0))?, text(pair.get(1))?));
         }
         Ok(found)

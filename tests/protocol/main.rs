@@ -3,11 +3,12 @@
 //! a failure, an answer lost on the way back, or none), time-outs and the end of the wait,
 //! settles, store failures, `setAlarm` failures, crashes of the object's instance, the clock
 //! moving to the next deadline, an operator's inspect and then release (forced or not),
-//! forget or redeliver, and a deploy that changes the mode or the lease.
+//! forget or redeliver, a deploy that changes the mode or the lease, and sends to the failure
+//! index that fail.
 //!
 //! The model drives the product's own rules: the claim engine over an in-memory store, the
-//! attempt driver, the alarm rules, the admin API's decisions, the doors' answer tables, and
-//! the configuration loader (a deploy can only choose a configuration the real check accepts).
+//! attempt driver, the alarm rules, the admin API's decisions, the doors' answer tables, the
+//! failure index's rules over its own in-memory store, and the configuration loader (a deploy can only choose a configuration the real check accepts).
 //! Only the adapter's sequencing (`src/worker/`: a rule, then the alarm it needs) is written
 //! again, in `object.rs`.
 //!
@@ -24,8 +25,9 @@ use std::time::Instant;
 use stateright::{Checker, HasDiscoveries, Model, Property};
 use webhook_dedup::admin::Action as AdminAction;
 use webhook_dedup::authority::attempt::{Event, Wants};
-use webhook_dedup::claim::{ClaimState, Millis};
+use webhook_dedup::claim::{self, Change, ClaimState, Millis, Transition};
 use webhook_dedup::config::{Config, DeliveryMode};
+use webhook_dedup::failures::{self, EntryState};
 use webhook_dedup::providers::Provider;
 
 use world::{Budget, Door, RunEnd, World};
@@ -61,6 +63,12 @@ pub enum Reached {
     Redelivered = 8,
     Forgotten = 16,
     Expired = 32,
+    /// The failure index lists the dead letter.
+    Indexed = 64,
+    /// The failure index shows a recovery.
+    IndexRecovered = 128,
+    /// A send to the failure index failed and a later one delivered its changes.
+    ReportResent = 256,
 }
 
 /// One nondeterministic step.
@@ -94,6 +102,8 @@ pub enum Action {
     Operate { action: OperatorAction, force: bool },
     /// A deploy of configuration `config`.
     Deploy { config: usize },
+    /// The next send to the failure index fails.
+    IndexFails,
 }
 
 /// What an operator does after reading a record.
@@ -133,6 +143,7 @@ impl Protocol {
             times.extend([record.lease.until, record.expires_at]);
             times.extend(record.lease.wait_ends_at);
             times.extend(record.next_attempt_at());
+            times.extend(record.pending_report().map(|report| report.next_at));
         }
         times
             .into_iter()
@@ -226,6 +237,9 @@ impl Model for Protocol {
         if left.crashes > 0 {
             actions.push(Action::Crash);
         }
+        if left.index_failures > 0 && !world.index_fails {
+            actions.push(Action::IndexFails);
+        }
         if left.operator > 0 {
             actions.push(Action::Inspect);
             if world.read.is_some() {
@@ -301,6 +315,10 @@ impl Model for Protocol {
                 world.left.deploys -= 1;
                 world.deploy = config;
             }
+            Action::IndexFails => {
+                world.left.index_failures -= 1;
+                world.index_fails = true;
+            }
         }
         Some(world)
     }
@@ -331,6 +349,10 @@ impl Model for Protocol {
             }),
             Property::always("an acknowledged event is kept, done or dead", acked_event_kept),
             Property::always("work due has an alarm by then", due_work_has_alarm),
+            Property::always(
+                "the failure index lists every dead letter, or its object still holds the report",
+                index_knows_dead_letters,
+            ),
         ];
         for reached in &self.must_reach {
             properties.push(match reached {
@@ -364,6 +386,18 @@ impl Model for Protocol {
                         w.ghost.reached & Reached::Expired as u32 != 0
                     })
                 }
+                Reached::Indexed => Property::sometimes(
+                    "reaches a dead letter in the index",
+                    |_: &Protocol, w: &World| w.ghost.reached & Reached::Indexed as u32 != 0,
+                ),
+                Reached::IndexRecovered => Property::sometimes(
+                    "reaches a recovery in the index",
+                    |_: &Protocol, w: &World| w.ghost.reached & Reached::IndexRecovered as u32 != 0,
+                ),
+                Reached::ReportResent => Property::sometimes(
+                    "reaches a report sent again after a failed send",
+                    |_: &Protocol, w: &World| w.ghost.reached & Reached::ReportResent as u32 != 0,
+                ),
             });
         }
         properties
@@ -387,7 +421,7 @@ fn acked_event_kept(model: &Protocol, world: &World) -> bool {
 }
 
 /// A record that still has to act (a queued attempt due, a queue attempt's lease to take
-/// over) has an alarm at or before then (or now, for work already overdue); excused while the
+/// over, changes to send to the failure index) has an alarm at or before then (or now, for work already overdue); excused while the
 /// alarm handler runs, right after a request that failed with a retryable error (its sender
 /// retries, or the next request sets the alarm), for work that came due before the alarm last
 /// ran and could not start then, and after an alarm that could not read the store: both are
@@ -399,12 +433,14 @@ fn due_work_has_alarm(model: &Protocol, world: &World) -> bool {
     let Some(record) = world.store.peek(&model.key()) else {
         return true;
     };
-    let due = match record.state() {
+    let attempt = match record.state() {
         ClaimState::Queued => record.next_attempt_at(),
         ClaimState::Processing if record.holds_undelivered_event() => Some(record.lease.until),
         _ => None,
     };
-    let Some(due) = due else {
+    // Changes waiting for the failure index are work too.
+    let report = record.pending_report().map(|report| report.next_at);
+    let Some(due) = [attempt, report].into_iter().flatten().min() else {
         return true;
     };
     let Some(at) = world.alarm else {
@@ -417,6 +453,34 @@ fn due_work_has_alarm(model: &Protocol, world: &World) -> bool {
             .ghost
             .alarm_blocked_until
             .is_some_and(|until| at <= until)
+}
+
+/// A dead-lettered event (its record not past its retention) is in the failure index as dead
+/// since that very death, or its record still holds that change for the index: a lost send
+/// never loses a dead letter from the operator's view.
+fn index_knows_dead_letters(model: &Protocol, world: &World) -> bool {
+    let key = model.key();
+    let Some(record) = world.store.peek(&key) else {
+        return true;
+    };
+    if record.is_expired(world.now) || record.state() != ClaimState::Dead {
+        return true;
+    }
+    let Some(dead_at) = record.dead_at() else {
+        return false;
+    };
+    let change = Change {
+        transition: Transition::DeadLettered,
+        at: dead_at,
+    };
+    if claim::holds(record.pending_report(), &change) {
+        return true;
+    }
+    let mut index = world.index.clone();
+    failures::entry(&mut index, &key)
+        .ok()
+        .flatten()
+        .is_some_and(|entry| entry.state == EntryState::Dead && entry.dead_at == dead_at)
 }
 
 /// The configuration `vars` give, which the real loader must accept.
@@ -493,6 +557,7 @@ fn sync_deliveries() {
             alarm_failures: 0,
             deploys: 0,
             operator: 0,
+            index_failures: 0,
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::Expired],
@@ -512,6 +577,7 @@ fn sync_deliveries_and_an_operator() {
             alarm_failures: 0,
             deploys: 0,
             operator: 3,
+            index_failures: 0,
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::Forgotten],
@@ -531,9 +597,10 @@ fn queue_mode_with_failures() {
             alarm_failures: 1,
             deploys: 0,
             operator: 0,
+            index_failures: 0,
         },
         max_time: 40_000,
-        must_reach: vec![Reached::Takeover, Reached::DeadLettered],
+        must_reach: vec![Reached::Takeover, Reached::DeadLettered, Reached::Indexed],
     });
 }
 
@@ -550,12 +617,40 @@ fn queue_mode_and_an_operator_who_redelivers() {
             alarm_failures: 0,
             deploys: 0,
             operator: 2,
+            index_failures: 0,
         },
         max_time: 40_000,
         must_reach: vec![
             Reached::Takeover,
             Reached::DeadLettered,
             Reached::Redelivered,
+            Reached::Indexed,
+            Reached::IndexRecovered,
+        ],
+    });
+}
+
+#[test]
+fn the_failure_index_when_a_send_fails() {
+    check(Protocol {
+        name: "the failure index when a send fails",
+        configs: vec![with(&[("DELIVERY_MODE", "queue")])],
+        doors: vec![Door::Webhook],
+        budget: Budget {
+            deliveries: 1,
+            crashes: 0,
+            store_failures: 0,
+            alarm_failures: 0,
+            deploys: 0,
+            operator: 2,
+            index_failures: 1,
+        },
+        max_time: 30_000,
+        must_reach: vec![
+            Reached::DeadLettered,
+            Reached::Indexed,
+            Reached::ReportResent,
+            Reached::IndexRecovered,
         ],
     });
 }
@@ -573,6 +668,7 @@ fn queue_mode_and_an_operator_who_forgets() {
             alarm_failures: 0,
             deploys: 0,
             operator: 3,
+            index_failures: 0,
         },
         max_time: 20_000,
         must_reach: vec![Reached::Forgotten, Reached::DeadLettered],
@@ -592,6 +688,7 @@ fn queue_mode_when_set_alarm_fails() {
             alarm_failures: 1,
             deploys: 0,
             operator: 1,
+            index_failures: 0,
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::DeadLettered],
@@ -619,6 +716,7 @@ fn deploys_that_change_the_mode_or_the_lease() {
             alarm_failures: 0,
             deploys: 2,
             operator: 0,
+            index_failures: 0,
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover],
@@ -638,6 +736,7 @@ fn idempotency_keys() {
             alarm_failures: 0,
             deploys: 0,
             operator: 0,
+            index_failures: 0,
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::Replayed],

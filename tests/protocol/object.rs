@@ -3,7 +3,7 @@
 //! then its attempt driver; the alarm's sweep, due attempts and re-arm), calling the product's
 //! own rules for every decision.
 
-use webhook_dedup::admin::{self, Action as AdminAction, Family, Next};
+use webhook_dedup::admin::{self, dead_letters, Action as AdminAction, Family};
 use webhook_dedup::authority::alarm::{self, AlarmStep, KnownAlarm, Rearm};
 use webhook_dedup::authority::attempt::{Command, Event, SettleOp};
 use webhook_dedup::authority::{
@@ -12,6 +12,7 @@ use webhook_dedup::authority::{
 };
 use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce, Source};
 use webhook_dedup::config::{Config, DeliveryMode};
+use webhook_dedup::failures::{self, EntryState};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::providers::Provider;
 use webhook_dedup::webhook;
@@ -481,7 +482,8 @@ impl World {
 
     /// The alarm handler ends (its forwards are over): re-armed for what is left, or the
     /// object's storage deleted; when that fails, the alarm runs again by when the work needs it.
-    pub fn alarm_ends(&mut self, _model: &Protocol) {
+    pub fn alarm_ends(&mut self, model: &Protocol) {
+        self.send_report(model);
         self.alarm_running = false;
         let ran_at = self.ghost.alarm_ran_at.unwrap_or(self.now);
         match alarm::rearm(&mut self.store, ran_at, self.now) {
@@ -496,6 +498,40 @@ impl World {
                 self.known = KnownAlarm::None;
             }
             Err(_) => self.alarm_retry(None),
+        }
+    }
+
+    /// The changes the failure index has not acknowledged, sent as the alarm's last step (see
+    /// `src/worker/report.rs`): applied and cleared, or, when the send fails, kept and sent
+    /// again after a back-off.
+    fn send_report(&mut self, model: &Protocol) {
+        let key = model.key();
+        let now = self.now;
+        let retry = model.config(self).queue.retry;
+        let Ok(Some((report, changes))) = failures::due_report(&mut self.store, &key, now) else {
+            return;
+        };
+        if std::mem::take(&mut self.index_fails) {
+            let _ = claim::report_failed(&mut self.store, &key, now, retry, 0.5);
+            self.ghost.report_lost = true;
+            return;
+        }
+        if let Some(report) = report {
+            let _ = failures::apply(&mut self.index, &report, now, None);
+        }
+        if claim::report_sent(&mut self.store, &key, &changes, now).is_ok()
+            && self.ghost.report_lost
+        {
+            self.reach(Reached::ReportResent);
+        }
+        match failures::entry(&mut self.index, &key)
+            .ok()
+            .flatten()
+            .map(|entry| entry.state)
+        {
+            Some(EntryState::Dead) => self.reach(Reached::Indexed),
+            Some(EntryState::Recovered) => self.reach(Reached::IndexRecovered),
+            _ => {}
         }
     }
 
@@ -568,27 +604,9 @@ impl World {
             config.webhook.claims,
             config.api.as_ref().map(|api| api.claims),
         );
-        let request = match admin::after_inspect(action, &read, self.now, force) {
-            Next::Answer(_) => return,
-            Next::Release {
-                fence,
-                reason,
-                only_after_lease,
-            } => AuthorityRequest::Release {
-                key: key.clone(),
-                fence,
-                reason,
-                policy,
-                only_after_lease,
-            },
-            Next::Forget { fence } => AuthorityRequest::Forget {
-                key: key.clone(),
-                fence,
-            },
-            Next::Redeliver => AuthorityRequest::Redeliver {
-                key: key.clone(),
-                policy,
-            },
+        let next = admin::after_inspect(action, &read, self.now, force);
+        let Ok(request) = next.into_request(&key, policy) else {
+            return;
         };
         let record_before = self.ghost.record;
         let reply = self.request(&key, &request);
@@ -600,6 +618,11 @@ impl World {
                 self.ghost.acked = false;
             }
             AuthorityReply::Forget(claim::ForgetOutcome::Forgotten) => {
+                // The admin API tells the index, best effort (a failed send is lost).
+                let report = dead_letters::forgotten_report(&read, &reply, self.now);
+                if let (Some(report), false) = (report, std::mem::take(&mut self.index_fails)) {
+                    let _ = failures::apply(&mut self.index, &report, self.now, None);
+                }
                 self.ghost.operator_at = Some(self.now);
                 self.reach(Reached::Forgotten);
                 if record_before != self.ghost.read_record {

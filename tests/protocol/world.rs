@@ -5,6 +5,7 @@
 use webhook_dedup::authority::alarm::KnownAlarm;
 use webhook_dedup::authority::{Attempt, AuthorityReply};
 use webhook_dedup::claim::{MemoryClaimStore, Millis};
+use webhook_dedup::failures::MemoryIndexStore;
 
 /// Which front door a delivery comes through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -110,6 +111,8 @@ pub struct Ghost {
     pub alarm_blocked_until: Option<Millis>,
     /// Broken invariants found on a transition (bits of [`super::Violation`]).
     pub violations: u32,
+    /// A send to the failure index failed, its changes kept for the next.
+    pub report_lost: bool,
     /// Scenarios reached (bits of [`super::Reached`]).
     pub reached: u32,
 }
@@ -123,6 +126,8 @@ pub struct Budget {
     pub alarm_failures: u8,
     pub deploys: u8,
     pub operator: u8,
+    /// Sends to the failure index that fail.
+    pub index_failures: u8,
 }
 
 /// Everything the model checker explores.
@@ -146,6 +151,10 @@ pub struct World {
     pub senders: Vec<Sender>,
     /// The operator's last read of the record (the inspect reply).
     pub read: Option<AuthorityReply>,
+    /// The failure index's storage.
+    pub index: MemoryIndexStore,
+    /// The next send to the failure index fails.
+    pub index_fails: bool,
     pub next_nonce: u8,
     pub left: Budget,
     pub ghost: Ghost,
@@ -166,6 +175,8 @@ impl World {
             runs: Vec::new(),
             senders: Vec::new(),
             read: None,
+            index: MemoryIndexStore::default(),
+            index_fails: false,
             next_nonce: 1,
             left: budget,
             ghost: Ghost::default(),
