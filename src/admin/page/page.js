@@ -20,6 +20,8 @@
   const WATCH_FOR_MS = 120_000;
   // Redeliver all matching: at most this many calls (25 events each) in one go.
   const BULK_MAX_CALLS = 400;
+  // The list: empty pages (a narrow filter over a long stretch) followed in one go.
+  const EMPTY_PAGES_FOLLOWED = 10;
 
   const $ = (id) => document.getElementById(id);
 
@@ -559,6 +561,12 @@
     return loadDeadPage(true);
   }
 
+  /**
+   * Shows the first page of the list (`first`) or appends the next one. A page of the index
+   * reads a bounded stretch of it, so with narrow filters it may come back empty and still
+   * give a next_cursor: such pages are followed (up to EMPTY_PAGES_FOLLOWED) until one holds
+   * items or the end is reached.
+   */
   async function loadDeadPage(first) {
     const message = $('dead-message');
     const more = $('dead-more');
@@ -568,17 +576,28 @@
     const load = ++listLoads;
     const current = () => mine === epoch && load === listLoads;
     try {
-      const query = { ...listQuery, cursor: first ? '' : listCursor };
-      const page = await api('GET', 'dead-letters', { query, context: { notFound: 'This worker has no dead-letter list yet (an older version).' } });
-      if (!current()) return;
+      let cursor = first ? '' : listCursor;
+      let page;
+      for (let followed = 0; ; followed += 1) {
+        page = await api('GET', 'dead-letters', {
+          query: { ...listQuery, cursor },
+          context: { notFound: 'This worker has no dead-letter list yet (an older version).' },
+        });
+        if (!current()) return;
+        cursor = page.next_cursor;
+        if (page.items.length > 0 || !cursor || followed >= EMPTY_PAGES_FOLLOWED) break;
+      }
       const rows = page.items.map(deadRow);
       if (first) $('dead-list').replaceChildren(...rows);
       else $('dead-list').append(...rows);
-      listCursor = page.next_cursor;
+      listCursor = cursor;
       more.hidden = !listCursor;
       const count = $('dead-list').children.length;
-      say(message, count === 0 ? 'Nothing matches these filters.'
-        : `${count} shown${listCursor ? '; more below' : ''}.`);
+      if (count === 0) {
+        say(message, listCursor ? 'None found yet; "Show more" looks further back.' : 'Nothing matches these filters.');
+      } else {
+        say(message, `${count} shown${listCursor ? '; "Show more" looks further back' : ''}.`);
+      }
     } catch (error) {
       if (!current()) return;
       if (first) $('dead-list').replaceChildren();
