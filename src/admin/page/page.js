@@ -9,12 +9,8 @@
 (() => {
   const TOKEN_KEY = 'webhook-dedup.admin-token';
   const PROVIDERS = { stripe: 'Stripe', github: 'GitHub', shopify: 'Shopify', standard: 'Standard Webhooks' };
-  const LIST_STATES = {
-    dead: 'dead',
-    redelivered: 'redelivered',
-    recovered: 'recovered',
-    forgotten: 'forgotten',
-  };
+  // The states of the dead-letter record, in the summary's order.
+  const ENTRY_STATES = ['dead', 'redelivered', 'recovered', 'forgotten'];
   // How often, and how long, a record is looked up again while it may still change.
   const WATCH_EVERY_MS = 1500;
   const WATCH_FOR_MS = 120_000;
@@ -187,7 +183,7 @@
     } catch {
       body = null;
     }
-    if (response.status === 401) {
+    if (response.status === 401 && token === storedToken()) {
       $('token-status').textContent = 'This token was not accepted. Type the right one.';
     }
     if (!response.ok) throw new Refusal(explain(response.status, body, context), response.status, body && body.error);
@@ -292,9 +288,8 @@
 
   /** The totals by state, then one line per sender with its non-zero counts. */
   function summaryView(summary) {
-    const states = Object.keys(LIST_STATES);
     const counts = (byState) => {
-      const shown = states.filter((state) => (byState[state] ?? 0) > 0);
+      const shown = ENTRY_STATES.filter((state) => (byState[state] ?? 0) > 0);
       if (shown.length === 0) return [el('span', { className: 'hint', text: 'none' })];
       return shown.map((state, i) => [i ? ' ' : '', el('span', { className: `badge ${state}`, text: `${byState[state]} ${state}` })]);
     };
@@ -701,7 +696,8 @@
     }
     bulkRunning = false;
     button.textContent = 'Redeliver all matching';
-    const stopped = bulkStop || (cursor && !failure) ? ' Stopped before the end; run it again for the rest.' : '';
+    // A cursor left over means the loop ended early: stopped, or BULK_MAX_CALLS reached.
+    const stopped = cursor && !failure ? ' Stopped before the end; run it again for the rest.' : '';
     say(progress, `Redelivered ${redelivered} event${redelivered === 1 ? '' : 's'}; ${skipped.length} skipped.${stopped}${failure ? ` Then: ${failure}` : ''}`,
       failure ? 'error' : 'ok');
     if (skipped.length) {
