@@ -106,6 +106,17 @@ pub enum Reason {
     NoAttemptInTime,
 }
 
+impl Reason {
+    /// True when the origin refused the event itself: a 4xx other than 408 (time-out), 409
+    /// (conflict), 425 (too early) and 429 (too many requests), which say "later" rather than
+    /// "never". Queue mode dead-letters such an event at once unless `RETRY_CLIENT_ERRORS` is
+    /// set, so a replayed body a handler refuses reaches it once per stored record.
+    pub fn is_refusal(self) -> bool {
+        matches!(self, Reason::Answered(status) if (400..500).contains(&status)
+            && !matches!(status, 408 | 409 | 425 | 429))
+    }
+}
+
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

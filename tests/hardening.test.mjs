@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { ROOT, call, sleep, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { ROOT, call, sleep, startOrigin, startWorker, storageDump, until } from './harness.mjs';
 import { claimId, signedHeaders } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
@@ -265,4 +265,56 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
     const fresh = await send(`fresh-${provider}`, other, await signedHeaders(provider, { id: 'x', body: other, secret }));
     assert.equal(fresh.status, 200, fresh.text);
   }
+});
+
+test('a captured GitHub body replayed under made-up ids reaches a handler that refuses repeats once per stored record, within the replay limit', async (t) => {
+  // The handler remembers bodies: the first time it answers 200, after that 422 (a refusal).
+  // Queue mode dead-letters a refused event at once (RETRY_CLIENT_ERRORS unset), so each record
+  // the replay limit lets through costs the origin one call, not one per retry.
+  const seenBodies = new Set();
+  const origin = await startOrigin((req) => {
+    const body = req.body.toString('utf8');
+    if (seenBodies.has(body)) return { status: 422, body: 'seen this one' };
+    seenBodies.add(body);
+    return { status: 200 };
+  });
+  const worker = await startWorker({
+    config: path.join(ROOT, 'tests', 'wrangler.ratelimit.test.toml'),
+    vars: {
+      STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: origin.url,
+      GITHUB_WEBHOOK_SECRET: 'amplify-github-secret',
+      ADMIN_TOKEN: 'amplify-admin-token-0123456789',
+      RETRY_BASE_SECONDS: '1', RETRY_MAX_DELAY_SECONDS: '1', RETRY_MAX_ATTEMPTS: '5',
+    },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const body = JSON.stringify({ captured: 'github', at: Date.now() });
+  const captured = await signedHeaders('github', { id: 'original', body, secret: 'amplify-github-secret' });
+  const accepted = [];
+  for (let n = 0; n < 12; n += 1) {
+    const id = `amplify-${n}`;
+    const answer = await call(`${worker.url}/webhooks/github`, {
+      method: 'POST', headers: { 'content-type': 'application/json', ...captured, 'x-github-delivery': id }, body,
+    });
+    if (answer.status === 200) accepted.push(id);
+    else assert.equal(answer.status, 429, answer.text);
+  }
+  assert.ok(accepted.length >= 2 && accepted.length <= 6, `the replay limit (3 a minute) let ${accepted.length} through`);
+  const auth = { authorization: 'Bearer amplify-admin-token-0123456789' };
+  const stateOf = async (id) => (await call(`${worker.url}/admin/deliveries/github/${id}`, { headers: auth })).json?.record?.state;
+  for (const id of accepted) {
+    await until(async () => ['done', 'dead'].includes(await stateOf(id)), 15_000, `${id} settled`);
+  }
+  // Longer than the retries would have taken (1 s apart, up to 5 attempts).
+  await sleep(5_000);
+  const calls = origin.requests.filter((r) => r.body.toString('utf8') === body);
+  assert.equal(calls.length, accepted.length, `one origin call per stored record: ${calls.length} calls for ${accepted.length} records`);
+  const dead = [];
+  for (const id of accepted) if (await stateOf(id) === 'dead') dead.push(id);
+  assert.equal(dead.length, accepted.length - 1, 'every replay after the first was refused and dead-lettered at once');
+  const line = await worker.waitForLog((l) => l.outcome === 'dead_lettered' && dead.includes(l.key.replace('github:', '')));
+  assert.match(line.detail, /origin answered 422/);
 });

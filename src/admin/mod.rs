@@ -622,6 +622,8 @@ mod tests {
                     started_at: 0,
                 },
                 step,
+                storage_id: 0,
+                changes_noted: 0,
                 dead_at: None,
                 report: None,
             }),

@@ -194,6 +194,7 @@ mod tests {
             max_delay_ms: 1_000,
             max_attempts: 1,
             max_age_ms: 100_000,
+            retry_client_errors: false,
         };
         let mut store = MemoryClaimStore::new();
         for key in ["healthy", "dead"] {

@@ -189,6 +189,7 @@ mod tests {
         max_delay_ms: 4_000,
         max_attempts: 2,
         max_age_ms: 100_000,
+        retry_client_errors: false,
     };
 
     #[test]
@@ -348,7 +349,10 @@ mod tests {
             ),
             (answered(500), false),
             (answered(503), false),
-            (answered(404), false),
+            (answered(408), false),
+            (answered(409), false),
+            (answered(425), false),
+            (answered(429), false),
             (answered(521), false),
             (answered(522), false),
             (OriginOutcome::NotSent, false),
@@ -378,6 +382,39 @@ mod tests {
             );
             let expected = if lost { POLICY.lease_ms } else { 1_100 };
             assert_eq!(end, Ok(AttemptEnd::RetryAt(expected)), "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn an_event_the_origin_refuses_is_dead_lettered_at_once_unless_client_errors_are_retried() {
+        for status in [400, 401, 403, 404, 410, 422] {
+            for retry_client_errors in [false, true] {
+                let retry = RetryPolicy {
+                    retry_client_errors,
+                    ..RETRY
+                };
+                let mut store = MemoryClaimStore::new();
+                let (key, nonce) = ("evt_q", Nonce([9; 16]));
+                enqueue(&mut store, key, Provider::Github, 0, POLICY, nonce, b"x").unwrap();
+                let (started, _) = start(&mut store, key, 0, POLICY, retry, Nonce([1; 16]));
+                let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
+                    panic!("{started:?}")
+                };
+                let verdict = Verdict::Failed(Reason::Answered(status));
+                let (end, _) = settle_attempt(
+                    &mut store, key, &fence, 100, verdict, POLICY, retry, 0.999_999,
+                );
+                let expected = if retry_client_errors {
+                    AttemptEnd::RetryAt(1_100)
+                } else {
+                    AttemptEnd::DeadLettered
+                };
+                assert_eq!(
+                    end,
+                    Ok(expected),
+                    "{status}, retried: {retry_client_errors}"
+                );
+            }
         }
     }
 

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fence::{Fence, Nonce};
 use super::record::{
-    CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis, PendingReport,
-    QueueStage, QueueStep, Source, Stage, Transition,
+    CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis, QueueStage,
+    QueueStep, Source, Stage, Transition,
 };
 use super::store::{ClaimStore, StoreError};
 use crate::origin::Reason;
@@ -342,8 +342,7 @@ pub fn finalize<S: ClaimStore>(
         Stage::Queue(queue) if queue.step == QueueStep::Attempting => {
             queue.step = QueueStep::Delivered { finished_at: now };
             if queue.dead_at.is_some() {
-                let pending = queue.report.take();
-                queue.report = Some(PendingReport::with(pending, Transition::Recovered, now));
+                queue.note(Transition::Recovered, now);
             }
             true
         }

@@ -183,6 +183,8 @@ impl RecordV4 {
             accepted_at: queue.accepted_at,
             budget,
             step,
+            storage_id: 0,
+            changes_noted: 0,
             dead_at,
             report: None,
         }))

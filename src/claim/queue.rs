@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::engine::{load_current, ClaimPolicy};
 use super::fence::{Fence, Nonce};
 use super::record::{
-    Budget, ClaimRecord, ClaimStage, ClaimState, Lease, Millis, PendingReport, QueueStage,
-    QueueStep, Source, Stage, Transition,
+    Budget, ClaimRecord, ClaimStage, ClaimState, Lease, Millis, QueueStage, QueueStep, Source,
+    Stage, Transition,
 };
 use super::store::{ClaimStore, StoreError};
 use crate::origin::Reason;
@@ -35,6 +35,9 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// How long after the budget began attempts may start (`RETRY_MAX_AGE_HOURS`).
     pub max_age_ms: u64,
+    /// Retry an attempt the origin refused (a 4xx but 408, 409, 425, 429) like any other
+    /// failure (`RETRY_CLIENT_ERRORS`); by default such an event is dead-lettered at once.
+    pub retry_client_errors: bool,
 }
 
 impl RetryPolicy {
@@ -121,6 +124,8 @@ pub fn enqueue<S: ClaimStore>(
                 next_attempt_at: now,
                 unknown,
             },
+            storage_id: u64::from_le_bytes(salt.0[..8].try_into().expect("8 of 16 bytes")),
+            changes_noted: 0,
             dead_at: None,
             report: None,
         }),
@@ -276,11 +281,7 @@ fn dead_letter(
 fn died(mut queue: QueueStage, now: Millis) -> QueueStage {
     if matches!(queue.step, QueueStep::Dead { .. }) {
         queue.dead_at = Some(now);
-        queue.report = Some(PendingReport::with(
-            queue.report.take(),
-            Transition::DeadLettered,
-            now,
-        ));
+        queue.note(Transition::DeadLettered, now);
     }
     queue
 }
@@ -338,7 +339,8 @@ pub struct Failure {
 /// back-off (`jitter` in `[0, 1)`), and never before this attempt's lease ends when its answer
 /// was lost, so two runs of the handler do not overlap within the lease; or dead-letters the
 /// event when the budget has no attempt left (`max_attempts` made, or the next would start
-/// after `max_age_ms`). Fenced: an attempt whose lease ran out and was taken over changes
+/// after `max_age_ms`), or at once when the origin refused it (see [`Reason::is_refusal`];
+/// unless `retry_client_errors`). Fenced: an attempt whose lease ran out and was taken over changes
 /// nothing.
 #[allow(clippy::too_many_arguments)]
 pub fn attempt_failed<S: ClaimStore>(
@@ -370,7 +372,9 @@ pub fn attempt_failed<S: ClaimStore>(
         record.lease.until = record.lease.until.min(now);
         after_backoff
     };
-    let dead = failed >= retry.max_attempts
+    let refused = failure.reason.is_refusal() && !retry.retry_client_errors;
+    let dead = refused
+        || failed >= retry.max_attempts
         || next > queue.budget.started_at.saturating_add(retry.max_age_ms);
     let (outcome, step) = after_failure(dead, next, now, failure.answer_lost);
     record.stage = Stage::Queue(died(QueueStage { step, ..queue }, now));
@@ -459,8 +463,7 @@ pub fn redeliver<S: ClaimStore>(
         return Ok(RedeliverOutcome::NoBody);
     };
     if matches!(queue.step, QueueStep::Dead { .. }) {
-        let pending = queue.report.take();
-        queue.report = Some(PendingReport::with(pending, Transition::Redelivered, now));
+        queue.note(Transition::Redelivered, now);
     }
     queue.budget = Budget {
         first_attempt: record.attempts,
@@ -513,6 +516,7 @@ mod tests {
         max_delay_ms: 4_000,
         max_attempts: 3,
         max_age_ms: 100_000,
+        retry_client_errors: false,
     };
 
     fn start(store: &mut MemoryClaimStore, now: Millis, n: u8) -> (Fence, u32, bool) {
@@ -711,6 +715,7 @@ mod tests {
         let died = Change {
             transition: Transition::DeadLettered,
             at: 3_300,
+            seq: 1,
         };
         assert_eq!(dead.dead_at(), Some(3_300));
         assert_eq!(
@@ -826,6 +831,7 @@ mod tests {
         // Its attempt still starts when it finally can (within the age limit).
         let patient = RetryPolicy {
             max_age_ms: 100 * POLICY.retention_ms,
+            retry_client_errors: false,
             ..RETRY
         };
         let AttemptOutcome::Start { fence, .. } =
@@ -1094,6 +1100,7 @@ mod tests {
         // no redelivery either until that lease has run out.
         let young = RetryPolicy {
             max_age_ms: 5_000,
+            retry_client_errors: false,
             ..RETRY
         };
         let (mut aged, only) = first_attempt();
@@ -1503,6 +1510,7 @@ mod tests {
             max_delay_ms: 3_600_000,
             max_attempts: 10,
             max_age_ms: 100_000_000,
+            retry_client_errors: false,
         };
         let mut store = MemoryClaimStore::new();
         enqueue(

@@ -136,6 +136,14 @@ pub struct QueueStage {
     pub budget: Budget,
     /// Where the delivery stands.
     pub step: QueueStep,
+    /// Random, drawn by the object when the event was stored: tells this stored event from an
+    /// earlier one of the same key that an operator deleted (0 for events stored before the
+    /// failure index).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub storage_id: u64,
+    /// How many changes were noted for the failure index so far: each change's number.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub changes_noted: u32,
     /// When the event was last dead-lettered (kept after a redelivery: its later delivery is a
     /// recovery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,14 +168,21 @@ pub enum Transition {
     Forgotten,
 }
 
-/// One transition and when it happened: together with the event's key, what makes it unique
-/// (the failure index applies each once, however often it is sent).
+/// One transition of one stored event: numbered in order, so the failure index applies each
+/// once, however often it is sent (two may share a millisecond).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Change {
     /// What happened.
     pub transition: Transition,
     /// When, by the event's object's clock.
     pub at: Millis,
+    /// Its number among the stored event's changes (from 1).
+    pub seq: u32,
+}
+
+/// For serde: leave a zero out.
+fn is_zero<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// The most changes a record keeps for the failure index; past it the oldest is dropped (the
@@ -186,19 +201,30 @@ pub struct PendingReport {
     pub next_at: Millis,
 }
 
+impl QueueStage {
+    /// Notes `transition` at `now` for the failure index: the next change's number, added to
+    /// the outbox, which is sent at once (a new change does not wait out the back-off of older
+    /// ones).
+    pub fn note(&mut self, transition: Transition, now: Millis) {
+        self.changes_noted = self.changes_noted.saturating_add(1);
+        let change = Change {
+            transition,
+            at: now,
+            seq: self.changes_noted,
+        };
+        self.report = Some(PendingReport::with(self.report.take(), change, now));
+    }
+}
+
 impl PendingReport {
-    /// `pending` with `transition` at `now` added, to send at once (a new change is sent
-    /// without waiting out the back-off of older ones).
-    pub fn with(pending: Option<PendingReport>, transition: Transition, now: Millis) -> Self {
+    /// `pending` with `change` added, due at `now`.
+    pub fn with(pending: Option<PendingReport>, change: Change, now: Millis) -> Self {
         let mut report = pending.unwrap_or(PendingReport {
             changes: Vec::new(),
             tries: 0,
             next_at: now,
         });
-        report.changes.push(Change {
-            transition,
-            at: now,
-        });
+        report.changes.push(change);
         let excess = report.changes.len().saturating_sub(MAX_PENDING_CHANGES);
         report.changes.drain(..excess);
         report.tries = 0;

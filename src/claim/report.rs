@@ -103,6 +103,7 @@ mod tests {
         max_delay_ms: 8_000,
         max_attempts: 1,
         max_age_ms: 100_000,
+        retry_client_errors: false,
     };
 
     fn stored() -> MemoryClaimStore {
@@ -135,8 +136,12 @@ mod tests {
         attempt_failed(store, KEY, fence, now, failure, POLICY, ONE_ATTEMPT, 0.5).unwrap();
     }
 
-    fn change(transition: Transition, at: Millis) -> Change {
-        Change { transition, at }
+    fn change(transition: Transition, at: Millis, seq: u32) -> Change {
+        Change {
+            transition,
+            at,
+            seq,
+        }
     }
 
     fn pending(store: &mut MemoryClaimStore) -> Vec<Change> {
@@ -167,8 +172,8 @@ mod tests {
             crate::claim::RedeliverOutcome::Queued
         );
         let both = vec![
-            change(Transition::DeadLettered, 5),
-            change(Transition::Redelivered, 7),
+            change(Transition::DeadLettered, 5, 1),
+            change(Transition::Redelivered, 7, 2),
         ];
         assert_eq!(pending(&mut store), both);
         let (_, due) = report_due(&mut store, KEY, 7).unwrap().unwrap();
@@ -180,7 +185,10 @@ mod tests {
             report_sent(&mut store, KEY, &due, 10).unwrap(),
             "the recovery is left"
         );
-        assert_eq!(pending(&mut store), vec![change(Transition::Recovered, 9)]);
+        assert_eq!(
+            pending(&mut store),
+            vec![change(Transition::Recovered, 9, 3)]
+        );
         let (_, due) = report_due(&mut store, KEY, 10).unwrap().unwrap();
         assert!(!report_sent(&mut store, KEY, &due, 11).unwrap());
         assert!(pending(&mut store).is_empty());
@@ -217,12 +225,17 @@ mod tests {
     }
 
     #[test]
-    fn an_outbox_keeps_only_its_newest_changes() {
-        let mut report = None;
+    fn an_outbox_keeps_only_its_newest_changes_each_numbered_once() {
+        let mut store = stored();
+        let Stage::Queue(mut queue) = store.load(KEY).unwrap().unwrap().stage else {
+            panic!("stored")
+        };
         for at in 0..20 {
-            report = Some(PendingReport::with(report, Transition::Redelivered, at));
+            queue.note(Transition::Redelivered, at);
         }
-        let report = report.unwrap();
+        let report = queue.report.unwrap();
+        let numbers: Vec<u32> = report.changes.iter().map(|c| c.seq).collect();
+        assert_eq!(numbers, (13..=20).collect::<Vec<_>>());
         assert_eq!(
             report.changes.len(),
             crate::claim::record::MAX_PENDING_CHANGES

@@ -95,6 +95,8 @@ pub mod keys {
     pub const RETRY_MAX_ATTEMPTS: &str = "RETRY_MAX_ATTEMPTS";
     /// Queue mode: hours after acceptance during which attempts start.
     pub const RETRY_MAX_AGE_HOURS: &str = "RETRY_MAX_AGE_HOURS";
+    /// Queue mode: retry an attempt the origin refused with a 4xx (but 408, 409, 425, 429).
+    pub const RETRY_CLIENT_ERRORS: &str = "RETRY_CLIENT_ERRORS";
     /// Queue mode: the time-out of one attempt (milliseconds).
     pub const QUEUE_FORWARD_TIMEOUT_MS: &str = "QUEUE_FORWARD_TIMEOUT_MS";
 
@@ -123,6 +125,7 @@ pub mod keys {
         RETRY_MAX_DELAY_SECONDS,
         RETRY_MAX_ATTEMPTS,
         RETRY_MAX_AGE_HOURS,
+        RETRY_CLIENT_ERRORS,
         QUEUE_FORWARD_TIMEOUT_MS,
         STRIPE_WEBHOOK_SECRET,
         ORIGIN_URL,

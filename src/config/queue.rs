@@ -2,8 +2,8 @@
 
 use super::keys::{
     DELIVERY_MODE, GITHUB_DELIVERY_MODE, LEASE_SECONDS, MAX_BODY_BYTES, QUEUE_FORWARD_TIMEOUT_MS,
-    RETRY_BASE_SECONDS, RETRY_MAX_AGE_HOURS, RETRY_MAX_ATTEMPTS, RETRY_MAX_DELAY_SECONDS,
-    SHOPIFY_DELIVERY_MODE, STANDARD_DELIVERY_MODE, STRIPE_DELIVERY_MODE,
+    RETRY_BASE_SECONDS, RETRY_CLIENT_ERRORS, RETRY_MAX_AGE_HOURS, RETRY_MAX_ATTEMPTS,
+    RETRY_MAX_DELAY_SECONDS, SHOPIFY_DELIVERY_MODE, STANDARD_DELIVERY_MODE, STRIPE_DELIVERY_MODE,
 };
 use super::reader::Reader;
 use super::{settle_margin_ms, DeliveryConfig};
@@ -138,7 +138,8 @@ impl QueueConfig {
     }
 }
 
-/// The `RETRY_…` keys: the back-off (its cap at least its start), the attempts, the age limit.
+/// The `RETRY_…` keys: the back-off (its cap at least its start), the attempts, the age limit,
+/// and whether a refusal (a 4xx) is retried.
 fn retry_policy<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> RetryPolicy {
     let base_ms = r.integer(RETRY_BASE_SECONDS, DEFAULT_RETRY_BASE_SECONDS, 1, 86_400) * 1_000;
     let max_delay_ms = r.integer(
@@ -160,6 +161,7 @@ fn retry_policy<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> RetryPolicy
         max_delay_ms,
         max_attempts,
         max_age_ms: super::hours_to_ms(max_age_hours),
+        retry_client_errors: r.flag(RETRY_CLIENT_ERRORS),
     }
 }
 

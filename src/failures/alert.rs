@@ -72,8 +72,8 @@ pub struct Notification {
 }
 
 /// A stable id from the parts that make a notification unique.
-fn stable_id(kind: Kind, subject: &str, at: Millis) -> String {
-    let digest = Sha256::digest(format!("{}\n{subject}\n{at}", kind.name()));
+fn stable_id(kind: Kind, subject: &str, which: &str) -> String {
+    let digest = Sha256::digest(format!("{}\n{subject}\n{which}", kind.name()));
     format!("msg_{}", &hex::encode(digest)[..32])
 }
 
@@ -97,7 +97,11 @@ pub fn for_change(entry: &Entry, change: &Change, now: Millis) -> Option<Notific
         },
     });
     Some(Notification {
-        id: stable_id(kind, &entry.key, change.at),
+        id: stable_id(
+            kind,
+            &entry.key,
+            &format!("{}:{}", entry.storage_id, change.seq),
+        ),
         kind,
         payload: payload.to_string(),
         tries: 0,
@@ -287,7 +291,7 @@ fn origin_failing(
         },
     });
     Notification {
-        id: stable_id(kind, origin, now),
+        id: stable_id(kind, origin, &now.to_string()),
         kind,
         payload: payload.to_string(),
         tries: 0,

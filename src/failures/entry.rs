@@ -67,6 +67,8 @@ impl EntryState {
 pub struct Report {
     /// The event's record key (its object's name).
     pub key: String,
+    /// Which stored event of that key (see [`crate::claim::QueueStage::storage_id`]).
+    pub storage_id: u64,
     /// Its sender.
     pub provider: Provider,
     /// Its type, when the sender names one (read from the stored event).
@@ -92,6 +94,7 @@ impl Report {
         let provider = record.source.provider()?;
         Some(Report {
             key: record.key.clone(),
+            storage_id: record.queue().map_or(0, |queue| queue.storage_id),
             provider,
             event_type: payload.and_then(|payload| event_type(provider, payload)),
             first_seen_at: record.first_seen_at,
@@ -110,6 +113,7 @@ impl Report {
         let change = Change {
             transition: Transition::Forgotten,
             at: now,
+            seq: record.queue()?.changes_noted.saturating_add(1),
         };
         Report::of(record, vec![change], None)
     }
@@ -166,6 +170,11 @@ pub const MAX_HISTORY: usize = 16;
 pub struct Entry {
     /// The event's record key.
     pub key: String,
+    /// Which stored event of that key its changes came from.
+    pub storage_id: u64,
+    /// The number of the last change applied (a change numbered no higher, of the same stored
+    /// event, was applied already).
+    pub last_seq: u32,
     /// Its sender.
     pub provider: Provider,
     /// Its type, when known.

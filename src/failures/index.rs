@@ -145,12 +145,16 @@ pub fn apply<S: IndexStore>(
 ) -> Result<Applied, StoreError> {
     let old = entry(store, &report.key)?;
     let mut next = old.clone().unwrap_or_else(|| new_entry(report));
+    if next.storage_id != report.storage_id {
+        next.storage_id = report.storage_id;
+        next.last_seq = 0;
+    }
     let mut applied = Applied::default();
     for change in &report.changes {
-        let newest = next.history.last().map(|last| last.at);
-        if next.history.contains(change) || newest.is_some_and(|at| at > change.at) {
+        if change.seq <= next.last_seq {
             continue;
         }
+        next.last_seq = change.seq;
         next.state = EntryState::after(change.transition);
         next.history.push(*change);
         applied.fresh.push(*change);
@@ -178,6 +182,8 @@ fn new_entry(report: &Report) -> Entry {
     let first_change = report.changes.first().map_or(0, |change| change.at);
     Entry {
         key: report.key.clone(),
+        storage_id: report.storage_id,
+        last_seq: 0,
         provider: report.provider,
         event_type: None,
         first_seen_at: report.first_seen_at,
@@ -262,9 +268,11 @@ pub fn gone<S: IndexStore>(store: &mut S, key: &str, now: Millis) -> Result<bool
     }
     let mut next = old.clone();
     next.state = EntryState::Forgotten;
+    next.last_seq = next.last_seq.saturating_add(1);
     next.history.push(Change {
         transition: Transition::Forgotten,
-        at: now.max(old.history.last().map_or(0, |last| last.at)),
+        at: now,
+        seq: next.last_seq,
     });
     let excess = next.history.len().saturating_sub(MAX_HISTORY);
     next.history.drain(..excess);

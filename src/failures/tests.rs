@@ -10,16 +10,22 @@ const ALERTS: AlertPolicy = AlertPolicy {
         max_delay_ms: 4_000,
         max_attempts: 3,
         max_age_ms: 100_000,
+        retry_client_errors: false,
     },
 };
 
-fn change(transition: Transition, at: Millis) -> Change {
-    Change { transition, at }
+fn change(transition: Transition, at: Millis, seq: u32) -> Change {
+    Change {
+        transition,
+        at,
+        seq,
+    }
 }
 
 fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) -> Report {
     Report {
         key: provider.key(key),
+        storage_id: 7,
         provider,
         event_type: Some("push".into()),
         first_seen_at: 1,
@@ -36,7 +42,7 @@ fn dead(key: &str, provider: Provider, at: Millis) -> Report {
         key,
         provider,
         at,
-        vec![change(Transition::DeadLettered, at)],
+        vec![change(Transition::DeadLettered, at, 1)],
     )
 }
 
@@ -109,9 +115,9 @@ fn the_life_of_an_entry_follows_its_changes_and_a_stale_one_is_skipped() {
         Provider::Shopify,
         10,
         vec![
-            change(Transition::DeadLettered, 10),
-            change(Transition::Redelivered, 20),
-            change(Transition::Recovered, 30),
+            change(Transition::DeadLettered, 10, 1),
+            change(Transition::Redelivered, 20, 2),
+            change(Transition::Recovered, 30, 3),
         ],
     );
     let applied = apply(&mut store, &later, 31, Some(&ALERTS)).unwrap();
@@ -120,12 +126,13 @@ fn the_life_of_an_entry_follows_its_changes_and_a_stale_one_is_skipped() {
     let found = entry(&mut store, &key).unwrap().unwrap();
     assert_eq!(found.state, EntryState::Recovered);
     assert_eq!(found.history.len(), 3);
-    // A report overtaken by a newer change (say an operator's forget) changes nothing.
+    // A change already applied (its number no higher), say from a report overtaken by an
+    // operator's forget, changes nothing.
     let stale = report(
         "s1",
         Provider::Shopify,
         10,
-        vec![change(Transition::Redelivered, 25)],
+        vec![change(Transition::Redelivered, 25, 2)],
     );
     assert!(apply(&mut store, &stale, 40, Some(&ALERTS))
         .unwrap()
@@ -225,7 +232,7 @@ fn the_summary_counts_by_sender_and_state_and_follows_every_move() {
         "a",
         Provider::Github,
         10,
-        vec![change(Transition::Redelivered, 20)],
+        vec![change(Transition::Redelivered, 20, 2)],
     );
     apply(&mut store, &redelivered, 20, None).unwrap();
     assert!(gone(&mut store, &Provider::Github.key("b"), 30).unwrap());
@@ -253,7 +260,7 @@ fn entries_expire_with_their_records_and_take_every_key_with_them() {
         "a",
         Provider::Github,
         10,
-        vec![change(Transition::Redelivered, 50)],
+        vec![change(Transition::Redelivered, 50, 2)],
     );
     extended.expires_at = 2_000_000;
     apply(&mut store, &extended, 50, None).unwrap();
@@ -413,4 +420,51 @@ fn the_dispatcher_answers_each_request() {
         handle(&mut store, &IndexRequest::Summary, 10, None),
         IndexReply::Summary(_)
     ));
+}
+
+#[test]
+fn changes_in_one_millisecond_are_each_applied_and_a_key_stored_again_starts_over() {
+    let mut store = MemoryIndexStore::default();
+    let key = Provider::Github.key("same-ms");
+    // Died, redelivered and died again within one millisecond: three changes, all applied.
+    let burst = report(
+        "same-ms",
+        Provider::Github,
+        10,
+        vec![
+            change(Transition::DeadLettered, 10, 1),
+            change(Transition::Redelivered, 10, 2),
+            change(Transition::DeadLettered, 10, 3),
+        ],
+    );
+    let applied = apply(&mut store, &burst, 10, Some(&ALERTS)).unwrap();
+    assert_eq!(applied.fresh.len(), 3);
+    assert_eq!(
+        applied.notifications.len(),
+        2,
+        "two deaths, two notifications"
+    );
+    assert_ne!(applied.notifications[0], applied.notifications[1]);
+    assert_eq!(
+        entry(&mut store, &key).unwrap().unwrap().state,
+        EntryState::Dead
+    );
+    // Forgotten, then stored again by the sender and dead in the same millisecond: another
+    // stored event of the key, whose changes count from 1 again.
+    let mut forgotten = report(
+        "same-ms",
+        Provider::Github,
+        10,
+        vec![change(Transition::Forgotten, 10, 4)],
+    );
+    forgotten.storage_id = 7;
+    apply(&mut store, &forgotten, 10, None).unwrap();
+    let mut again = dead("same-ms", Provider::Github, 10);
+    again.storage_id = 8;
+    assert_eq!(apply(&mut store, &again, 10, None).unwrap().fresh.len(), 1);
+    let found = entry(&mut store, &key).unwrap().unwrap();
+    assert_eq!(
+        (found.state, found.storage_id, found.last_seq),
+        (EntryState::Dead, 8, 1)
+    );
 }

@@ -69,6 +69,8 @@ pub enum Reached {
     IndexRecovered = 128,
     /// A send to the failure index failed and a later one delivered its changes.
     ReportResent = 256,
+    /// An event the origin refused (a 4xx) dead-lettered after its first attempt.
+    RefusedAtOnce = 512,
 }
 
 /// One nondeterministic step.
@@ -126,6 +128,8 @@ pub struct Protocol {
     pub max_time: Millis,
     /// The scenarios it must reach.
     pub must_reach: Vec<Reached>,
+    /// The status a handler run that fails answers with (500, or a refusal such as 404).
+    pub fail_status: u16,
 }
 
 impl Protocol {
@@ -398,6 +402,18 @@ impl Model for Protocol {
                     "reaches a report sent again after a failed send",
                     |_: &Protocol, w: &World| w.ghost.reached & Reached::ReportResent as u32 != 0,
                 ),
+                Reached::RefusedAtOnce => Property::sometimes(
+                    "reaches a refused event dead-lettered after one attempt",
+                    |model: &Protocol, w: &World| {
+                        w.store.peek(&model.key()).is_some_and(|record| {
+                            record.state() == ClaimState::Dead
+                                && record.attempts == 1
+                                && record
+                                    .last_failure
+                                    .is_some_and(|reason| reason.is_refusal())
+                        })
+                    },
+                ),
             });
         }
         properties
@@ -466,12 +482,14 @@ fn index_knows_dead_letters(model: &Protocol, world: &World) -> bool {
     if record.is_expired(world.now) || record.state() != ClaimState::Dead {
         return true;
     }
-    let Some(dead_at) = record.dead_at() else {
+    let (Some(dead_at), Some(queue)) = (record.dead_at(), record.queue()) else {
         return false;
     };
+    // The death is the stored event's last change noted.
     let change = Change {
         transition: Transition::DeadLettered,
         at: dead_at,
+        seq: queue.changes_noted,
     };
     if claim::holds(record.pending_report(), &change) {
         return true;
@@ -480,7 +498,11 @@ fn index_knows_dead_letters(model: &Protocol, world: &World) -> bool {
     failures::entry(&mut index, &key)
         .ok()
         .flatten()
-        .is_some_and(|entry| entry.state == EntryState::Dead && entry.dead_at == dead_at)
+        .is_some_and(|entry| {
+            entry.state == EntryState::Dead
+                && entry.storage_id == queue.storage_id
+                && entry.last_seq == queue.changes_noted
+        })
 }
 
 /// The configuration `vars` give, which the real loader must accept.
@@ -561,6 +583,7 @@ fn sync_deliveries() {
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::Expired],
+        fail_status: 500,
     });
 }
 
@@ -581,6 +604,7 @@ fn sync_deliveries_and_an_operator() {
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::Forgotten],
+        fail_status: 500,
     });
 }
 
@@ -601,6 +625,7 @@ fn queue_mode_with_failures() {
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::DeadLettered, Reached::Indexed],
+        fail_status: 500,
     });
 }
 
@@ -627,6 +652,32 @@ fn queue_mode_and_an_operator_who_redelivers() {
             Reached::Indexed,
             Reached::IndexRecovered,
         ],
+        fail_status: 500,
+    });
+}
+
+#[test]
+fn queue_mode_when_the_origin_refuses() {
+    check(Protocol {
+        name: "queue mode when the origin refuses (404)",
+        configs: vec![with(&[("DELIVERY_MODE", "queue")])],
+        doors: vec![Door::Webhook],
+        budget: Budget {
+            deliveries: 1,
+            crashes: 1,
+            store_failures: 0,
+            alarm_failures: 0,
+            deploys: 0,
+            operator: 2,
+            index_failures: 0,
+        },
+        max_time: 20_000,
+        must_reach: vec![
+            Reached::RefusedAtOnce,
+            Reached::Indexed,
+            Reached::Redelivered,
+        ],
+        fail_status: 404,
     });
 }
 
@@ -652,6 +703,7 @@ fn the_failure_index_when_a_send_fails() {
             Reached::ReportResent,
             Reached::IndexRecovered,
         ],
+        fail_status: 500,
     });
 }
 
@@ -670,8 +722,9 @@ fn queue_mode_and_an_operator_who_forgets() {
             operator: 3,
             index_failures: 0,
         },
-        max_time: 20_000,
+        max_time: 12_000,
         must_reach: vec![Reached::Forgotten, Reached::DeadLettered],
+        fail_status: 500,
     });
 }
 
@@ -692,6 +745,7 @@ fn queue_mode_when_set_alarm_fails() {
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::DeadLettered],
+        fail_status: 500,
     });
 }
 
@@ -720,6 +774,7 @@ fn deploys_that_change_the_mode_or_the_lease() {
         },
         max_time: 40_000,
         must_reach: vec![Reached::Takeover],
+        fail_status: 500,
     });
 }
 
@@ -738,7 +793,8 @@ fn idempotency_keys() {
             operator: 0,
             index_failures: 0,
         },
-        max_time: 40_000,
+        max_time: 20_000,
         must_reach: vec![Reached::Takeover, Reached::Replayed],
+        fail_status: 500,
     });
 }

@@ -357,7 +357,7 @@ impl World {
         }
         if let Some(index) = listening {
             self.forwards[index].listens = false;
-            let status = if ok { 200 } else { 500 };
+            let status = if ok { 200 } else { model.fail_status };
             self.feed(
                 model,
                 index,

@@ -19,6 +19,7 @@ const RETRY: RetryPolicy = RetryPolicy {
     max_delay_ms: 4_000,
     max_attempts: 3,
     max_age_ms: 1_000_000,
+    retry_client_errors: false,
 };
 const KEY: &str = "evt_1";
 
