@@ -139,7 +139,13 @@ impl Io {
         keeper: &Keeper,
     ) -> Option<Event> {
         match command {
-            Command::Reply(report) => self.answer(Early::Reply(forwarded(report))),
+            Command::Reply(report) => {
+                let verdict = report.verdict;
+                self.answer(Early::Reply(forwarded(report)));
+                // A failure the caller was told of in time counts against the origin too.
+                let (key, provider) = (attempt.key(), attempt.provider());
+                report::origin_failed(keeper.env(), key, provider, verdict).await;
+            }
             Command::ReplyStreaming(report) => return self.stream(report),
             Command::Abort => {
                 if let Some(aborter) = &self.aborter {
@@ -177,7 +183,13 @@ impl Io {
             }
             Command::Report(summary) => {
                 log::record(keeper.env(), &LogLine::ended(&summary, clock::now_ms()));
-                report::origin_failed(keeper.env(), &summary).await;
+                report::origin_failed(
+                    keeper.env(),
+                    &summary.key,
+                    summary.provider,
+                    summary.verdict,
+                )
+                .await;
             }
         }
         None
