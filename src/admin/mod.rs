@@ -514,30 +514,35 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
             "the record changed; look again",
             "admin_forget_refused",
         ),
-        AuthorityReply::Redeliver(RedeliverOutcome::Queued) => AdminAnswer::new(
+        AuthorityReply::Redeliver(outcome) => after_redeliver(outcome),
+        other => AdminAnswer::store_failed(StoreFailure::of(other)),
+    }
+}
+
+/// The answer to the claim authority's reply to a redelivery.
+fn after_redeliver(outcome: &RedeliverOutcome) -> AdminAnswer {
+    match outcome {
+        RedeliverOutcome::Queued => AdminAnswer::new(
             200,
             json!({ "status": "queued", "detail": "queued again with a fresh attempt budget; delivered now" }),
             "admin_redelivered",
         ),
-        AuthorityReply::Redeliver(RedeliverOutcome::UnderLease { lease_expires_at }) => {
-            AdminAnswer::new(
-                409,
-                json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "lease_expires_at_time": rfc3339(*lease_expires_at), "detail": "an attempt holds the event under a live lease, or its answer was lost and its handler may still be running until then" }),
-                "admin_redeliver_refused",
-            )
-        }
-        AuthorityReply::Redeliver(RedeliverOutcome::NotDead { state, .. }) => AdminAnswer::new(
+        RedeliverOutcome::UnderLease { lease_expires_at } => AdminAnswer::new(
+            409,
+            json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "lease_expires_at_time": rfc3339(*lease_expires_at), "detail": "an attempt holds the event under a live lease, or its answer was lost and its handler may still be running until then" }),
+            "admin_redeliver_refused",
+        ),
+        RedeliverOutcome::NotDead { state, .. } => AdminAnswer::new(
             409,
             json!({ "error": "not_dead", "state": state, "detail": "the event is no longer dead" }),
             "admin_redeliver_refused",
         ),
-        AuthorityReply::Redeliver(RedeliverOutcome::NoBody) => AdminAnswer::refused(
+        RedeliverOutcome::NoBody => AdminAnswer::refused(
             404,
             "no_body",
             "no stored body to redeliver",
             "admin_not_found",
         ),
-        other => AdminAnswer::store_failed(StoreFailure::of(other)),
     }
 }
 
