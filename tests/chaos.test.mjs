@@ -61,15 +61,22 @@ test('reduced chaos run in queue mode: every event delivered once or dead-letter
   assert.ok(afterLost > 0, 'some answers came after the attempt\'s time-out and their events were retried (each after its lease, or the checker fails)');
 });
 
-test('reduced chaos run of GitHub deliveries (queue mode, its default): every delivery run once or dead-lettered', { timeout: 240_000 }, async (t) => {
+test('reduced chaos run of GitHub deliveries (queue mode, its default): every delivery run once or dead-lettered, every dead letter in the failure index', { timeout: 240_000 }, async (t) => {
+  // Two attempts at most and 30% failures: about 9 of the 100 events die (none dying has a
+  // chance below 1 in 10,000), so the index is checked against real dead letters.
   const { options, history } = await runChaos({
-    provider: 'github', mode: 'queue', events: 100, maxDuplicates: 5, concurrency: 32, failureRate: 0.2, slowRate: 0.05,
+    provider: 'github', mode: 'queue', events: 100, maxDuplicates: 5, concurrency: 32, failureRate: 0.3, slowRate: 0.05,
     beyondRate: 0, restarts: 0, leaseSeconds: 8, forwardTimeoutMs: 2_000, lateWaitSeconds: 3, queueTimeoutMs: 2_000,
+    retryMaxAttempts: 2,
   });
   const { table, failures, report } = checked(options, history, t);
   assert.deepEqual(failures, [], report);
   assert.ok(history.deliveries.every((d) => d.status === undefined || d.status === 200), 'every delivery acknowledged at once');
   assert.ok(Object.values(history.finalStates).every((state) => state === 'done' || state === 'dead'), JSON.stringify(history.finalStates));
   assert.ok(history.log.some((l) => l.provider === 'github' && l.outcome === 'delivered'), 'delivered as GitHub deliveries');
+  const dead = Object.values(history.finalStates).filter((state) => state === 'dead').length;
+  assert.ok(dead > 0, 'some events were dead-lettered');
+  // The checker failed the run if any dead letter was missing from the index; the counts too.
+  assert.equal(history.indexedDead?.length, dead, 'the failure index lists each dead letter as dead');
   assert.ok(history.log.some((l) => l.outcome === 'retry_scheduled'), 'failed attempts were retried');
 });

@@ -183,6 +183,21 @@ test('queue mode: an event dead-lettered although an attempt succeeded in time i
   assert.doesNotMatch(check(slow).failures.join('\n'), /evt_b: dead-lettered/);
 });
 
+test('queue mode: a dead letter missing from the failure index, or an indexed one not dead, is a failure', () => {
+  const slow = () => {
+    const h = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });
+    h.origin.find((r) => r.eventId === 'evt_b').answeredAt = 3 + 4_001; // its answer was lost: dead is sound
+    return h;
+  };
+  const missing = Object.assign(slow(), { indexedDead: [] });
+  assert.match(check(missing).failures.join('\n'), /evt_b: dead-lettered, but not in the failure index as dead/);
+  const extra = Object.assign(slow(), { indexedDead: ['evt_a', 'evt_b'] });
+  assert.match(check(extra).failures.join('\n'), /evt_a: in the failure index as dead, but it ended done/);
+  const sound = Object.assign(slow(), { indexedDead: ['evt_b'] });
+  assert.deepEqual(check(sound).failures, []);
+  assert.ok(check(sound).table.some(([label, value]) => label === 'dead letters in the failure index' && value === 1));
+});
+
 // The checker once allowed two things these histories need. Every lease check allowed an
 // unnamed `leaseMs - 1_000` of slack (the origin's receipt time stood in for the claim time),
 // and an answer up to 250 ms past the wait horizon both skipped the lease check and excused a

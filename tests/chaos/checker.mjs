@@ -30,6 +30,7 @@
  * history = {
  *   events: [eventId],
  *   keys: { eventId: record key } | undefined,                          // what log lines carry
+ *   indexedDead: [eventId] | null | undefined,     // queue mode: the failure index's dead letters
  *   deliveries: [{ eventId, status | undefined, error | undefined,      // every send; `at` the
  *                  at | undefined, sentAt | undefined, body }],         // answer's time
  *   chains: [{ eventId, finished: bool }],                              // Stripe-like retry loops
@@ -214,6 +215,13 @@ export function check(history) {
       }
     }
     if (judgeEnds && e.acknowledged && successes.length === 0 && final !== 'dead') fail(id, 'acknowledged to Stripe but never succeeded at the origin');
+    // The failure index (when the run read it) lists every dead letter as dead, and nothing
+    // else as dead.
+    if (history.indexedDead) {
+      const indexed = history.indexedDead.includes(id);
+      if (final === 'dead' && !indexed) fail(id, 'dead-lettered, but not in the failure index as dead');
+      if (final !== 'dead' && indexed) fail(id, `in the failure index as dead, but it ended ${final ?? 'unknown'}`);
+    }
     if (final === 'dead') {
       const learnable = successes.find((r) => (!afterHorizon(r) && !cutOff(r)) || learnedDurably(id, r));
       if (learnable) fail(id, `dead-lettered although attempt ${learnable.attempt} succeeded within the attempt's time-out, or its success was learned`);
@@ -268,6 +276,7 @@ export function check(history) {
     ...(history.mode === 'queue' ? [
       ['events delivered (done)', finals.filter((f) => f === 'done').length],
       ['events dead-lettered', finals.filter((f) => f === 'dead').length],
+      ...(history.indexedDead ? [['dead letters in the failure index', history.indexedDead.length]] : [['the failure index', 'not read']]),
       ['retries scheduled', history.log.filter((l) => l.outcome === 'retry_scheduled').length],
     ] : []),
     ['takeovers', takeovers],

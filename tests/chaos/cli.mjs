@@ -28,6 +28,9 @@ const { values } = parseArgs({
     'slow-rate': { type: 'string', default: '0.05' },
     'beyond-rate': { type: 'string' }, // default: 0.02 in queue mode, 0 in sync mode
     restarts: { type: 'string', default: '2' },
+    // Queue mode: attempts before an event is dead-lettered. Three, so that about 1% of the
+    // events die and the failure index is checked against real dead letters.
+    'retry-max-attempts': { type: 'string', default: '3' },
     seed: { type: 'string' },
     write: { type: 'boolean', default: false },
     repeat: { type: 'string' }, // run this many times, each with a fresh seed; stop at a failure
@@ -65,6 +68,7 @@ const options = {
   slowRate: Number(values['slow-rate']),
   beyondRate: Number(values['beyond-rate'] ?? (values.mode === 'queue' ? '0.02' : '0')),
   restarts: Number(values.restarts),
+  retryMaxAttempts: Number(values['retry-max-attempts']),
   ...(values.seed ? { seed: Number(values.seed) } : {}),
 };
 
@@ -99,7 +103,7 @@ function summariseMachine(samples) {
 function replayCommand(used) {
   const flags = [`--mode ${used.mode}`, `--provider ${used.provider}`, `--events ${used.events}`, `--max-duplicates ${used.maxDuplicates}`,
     `--concurrency ${used.concurrency}`, `--failure-rate ${used.failureRate}`, `--slow-rate ${used.slowRate}`,
-    `--beyond-rate ${used.beyondRate}`, `--restarts ${used.restarts}`, `--seed ${used.seed}`];
+    `--beyond-rate ${used.beyondRate}`, `--restarts ${used.restarts}`, `--retry-max-attempts ${used.retryMaxAttempts}`, `--seed ${used.seed}`];
   return `npm run chaos -- ${flags.join(' ')}`;
 }
 
@@ -203,7 +207,7 @@ if (values.write) {
     '',
     '- an event is lost: acknowledged but never succeeded at the origin, or never acknowledged within the send budget; in queue mode, acknowledged but neither delivered nor dead-lettered by the rules;',
     '- an event succeeded at the origin twice. Every 2xx the origin answered counts, whether or not the worker received it. Two cases are allowed. A restart of the runtime cut off the first run (it began before the first answered, or within 2 s after), and the next attempt was claimed only after the first claim\'s lease ended. Or the first answered after the wait horizon, measured from its own claim, and the product did not log that it learned that answer. The horizon is the forward time-out plus the late-answer wait in sync mode, the attempt\'s time-out in queue mode;',
-    '- a queue event is dead-lettered although an attempt succeeded in time, or its success was learned;',
+    '- a queue event is dead-lettered although an attempt succeeded in time, or its success was learned; or a dead letter is missing from the failure index at the end (read through `GET /admin/dead-letters`), or the index lists as dead an event that is not;',
     '- an attempt reached the origin after the product had logged the event done (a `finalized` settle, or `delivered`). A done record never changes back, restarts included;',
     '- a takeover was claimed before the lease of the claim it replaced had ended;',
     '- an attempt was claimed before the lease of the attempt before it had ended, when that attempt answered after its horizon (or never) and the product did not learn the answer. If the product did learn it (its timer ran late), the next attempt may start once that answer was given, not before;',

@@ -378,6 +378,33 @@ export async function runChaos(options) {
       finalStates[id] = answer.status === 200 ? (await answer.json()).record.state : `absent (${answer.status})`;
     }
   }
+  // Queue mode: the failure index's dead letters, read once it has caught up with the dead
+  // events (or after 30 s), to count against the dead letters the run saw.
+  let indexedDead = null;
+  if (queue && !aborted) {
+    // The index names an event by the id its record is kept under; the run's ids, back again.
+    const eventOf = new Map(events.map((id) => [claimId(o.provider, id), id]));
+    const dead = events.filter((id) => finalStates[id] === 'dead');
+    const readIndex = async () => {
+      const ids = [];
+      let cursor = null;
+      do {
+        const query = `state=dead&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const answer = await fetch(`${worker.url}/admin/dead-letters?${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        if (answer.status !== 200) return null;
+        const page = await answer.json();
+        ids.push(...page.items.filter((item) => item.provider === o.provider).map((item) => eventOf.get(item.id) ?? item.id));
+        cursor = page.next_cursor;
+      } while (cursor);
+      return ids;
+    };
+    const indexDeadline = Date.now() + 30_000;
+    do {
+      indexedDead = await readIndex();
+      if (indexedDead && dead.every((id) => indexedDead.includes(id))) break;
+      await sleep(1_000);
+    } while (Date.now() < indexDeadline);
+  }
   await sleep(500);
   clearInterval(watchdog);
   agent.destroy();
@@ -414,7 +441,7 @@ export async function runChaos(options) {
     options: o,
     history: {
       provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
-      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, stalls, devServerLogs,
+      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, indexedDead, stalls, devServerLogs,
       cutShort: aborted, claimTimesDisagreeing,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
