@@ -100,3 +100,29 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error
   node --version > "$stamp"
 fi
+
+# 6. A Chromium for the operator page's browser test (tests/operator-page.test.mjs), driven by
+# playwright-core (an npm package above, which brings no browser of its own). CHROMIUM_PATH
+# names one (Chrome works too); else `chromium` on PATH; else Debian's package is installed.
+if [ -n "${CHROMIUM_PATH:-}" ]; then
+  if [ ! -x "$CHROMIUM_PATH" ]; then
+    echo "setup: CHROMIUM_PATH is $CHROMIUM_PATH, which is not an executable file" >&2
+    exit 1
+  fi
+elif ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo"; fi
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -n "$sudo" ]; }; then
+    say "installing Debian's chromium package (for the operator page's browser test)"
+    # A fresh machine may have no package lists yet: update them and try once more.
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+      || { $sudo apt-get update && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
+      || true
+  fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "setup: no Chromium found, and Debian's chromium package could not be installed here." >&2
+    echo "setup: the operator page's test needs one: run 'apt-get install chromium' as root, or set" >&2
+    echo "setup: CHROMIUM_PATH to a Chromium or Chrome binary (macOS: the one inside Google Chrome.app)." >&2
+    exit 1
+  fi
+fi

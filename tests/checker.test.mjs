@@ -91,12 +91,12 @@ test('a second success is a double unless a restart cut off the first or the fir
   assert.match(check(before).failures.join('\n'), /evt_b: succeeded at the origin twice/, 'a restart before the first success excuses nothing');
   const tooSoon = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
   tooSoon.origin.push({ ...second, receivedAt: 2_100, answeredAt: 2_101, takeover: false });
-  assert.match(check(tooSoon).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\); a restart cut off the first, but attempt 2 began 2097 ms after it, inside its lease/,
+  assert.match(check(tooSoon).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\); a restart cut off the first, but attempt 2 was claimed at 2100 ms, inside its lease \(claimed at 3 ms, until 6003 ms\)/,
     'a restart excuses a second run only once the first one\'s lease has run out');
   const laterRetry = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
   laterRetry.origin.push({ ...second, attempt: 3 });
   laterRetry.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 2_100, answeredAt: 2_101, takeover: false, status: 500 });
-  assert.match(check(laterRetry).failures.join('\n'), /a restart cut off the first, but attempt 2 began/,
+  assert.match(check(laterRetry).failures.join('\n'), /a restart cut off the first, but attempt 2 was claimed at/,
     'nor when a failed attempt inside the lease came between them');
 });
 
@@ -105,7 +105,7 @@ test('a takeover inside the replaced claim\'s lease is not believed', () => {
   h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 500, answeredAt: 501, takeover: true, status: 500 });
   h.origin.sort((a, b) => a.receivedAt - b.receivedAt);
   h.origin.find((r) => r.eventId === 'evt_b' && r.attempt === 1).receivedAt = 3;
-  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 took over .* inside its lease/);
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 took over at 500 ms, inside the lease of attempt 1 \(claimed at 3 ms, lease until 6003 ms\)/);
 });
 
 test('an attempt inside the lease of one whose answer came after the horizon fails, in either mode', () => {
@@ -118,7 +118,7 @@ test('an attempt inside the lease of one whose answer came after the horizon fai
     h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: first.receivedAt + 3_000, answeredAt: first.receivedAt + 3_001, takeover: false, status: 200 });
     h.finalStates = { evt_a: 'done', evt_b: 'done' };
     const { failures, table } = check(h);
-    assert.match(failures.join('\n'), /evt_b: attempt 2 started 3000 ms after attempt 1, whose answer came after the wait horizon, inside its lease/, mode);
+    assert.match(failures.join('\n'), /evt_b: attempt 2 was claimed at 3003 ms, inside the lease of attempt 1 \(claimed at 3 ms, its claim time unknown: its arrival at the origin, lease until 6003 ms\), whose answer came 5000 ms after its claim, after the wait horizon, and was not learned/, mode);
     assert.equal(row(table, 'attempts after an answer slower than the wait horizon (none may start inside its lease)'), 1);
     // The same attempt once the lease has ended passes.
     h.origin.at(-1).receivedAt = first.receivedAt + 6_000;
@@ -129,7 +129,7 @@ test('an attempt inside the lease of one whose answer came after the horizon fai
     first.status = undefined;
     h.restartsAt = [{ from: first.receivedAt + 100, to: first.receivedAt + 900 }];
     h.origin.at(-1).receivedAt = first.receivedAt + 2_000;
-    assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 started 2000 ms after attempt 1/, mode);
+    assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 was claimed at 2003 ms, inside the lease of attempt 1 .*whose answer never came/, mode);
   }
 });
 
@@ -151,7 +151,9 @@ test('answers learned late are counted', () => {
 test('any 500 answer fails the run', () => {
   const h = history();
   h.deliveries.push({ eventId: 'evt_a', status: 500, body: '{"error":"store_failed"}', at: 5 });
-  assert.match(check(h).failures.join('\n'), /1 answers were 500 .*evt_a at 5 ms: \{"error":"store_failed"\}/);
+  assert.match(check(h).failures.join('\n'), /1 answers were 500 .*evt_a at 5 ms \(the worker's\): \{"error":"store_failed"\}/);
+  h.deliveries.push({ eventId: 'evt_b', status: 500, body: 'Error: Network connection lost.', at: 6 });
+  assert.match(check(h).failures.join('\n'), /2 answers were 500 .*evt_b at 6 ms \(not the worker's JSON: the dev server's\): Error: Network connection lost\./);
 });
 
 test('connection errors during a restart and fence conflicts are counted, not failures', () => {
@@ -179,4 +181,128 @@ test('queue mode: an event dead-lettered although an attempt succeeded in time i
   const slow = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });
   slow.origin[2].answeredAt = 3 + 4_001; // slower than the attempt's time-out: its answer was lost
   assert.doesNotMatch(check(slow).failures.join('\n'), /evt_b: dead-lettered/);
+});
+
+test('queue mode: a dead letter missing from the failure index, or an indexed one not dead, is a failure', () => {
+  const slow = () => {
+    const h = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });
+    h.origin.find((r) => r.eventId === 'evt_b').answeredAt = 3 + 4_001; // its answer was lost: dead is sound
+    return h;
+  };
+  const missing = Object.assign(slow(), { indexedDead: [] });
+  assert.match(check(missing).failures.join('\n'), /evt_b: dead-lettered, but not in the failure index as dead/);
+  const extra = Object.assign(slow(), { indexedDead: ['evt_a', 'evt_b'] });
+  assert.match(check(extra).failures.join('\n'), /evt_a: in the failure index as dead, but it ended done/);
+  const sound = Object.assign(slow(), { indexedDead: ['evt_b'] });
+  assert.deepEqual(check(sound).failures, []);
+  assert.ok(check(sound).table.some(([label, value]) => label === 'dead letters in the failure index' && value === 1));
+});
+
+// The checker once allowed two things these histories need. Every lease check allowed an
+// unnamed `leaseMs - 1_000` of slack (the origin's receipt time stood in for the claim time),
+// and an answer up to 250 ms past the wait horizon both skipped the lease check and excused a
+// second success. Both histories below passed that checker; each must fail now.
+
+test('the lease is measured from the claim it replaced, to the millisecond: no slack', () => {
+  // evt_b's first run was claimed at 0 but reached the origin only at 800 (a slow forward), and
+  // was cut off by a restart. The takeover was claimed at 5_500: inside the 6 s lease by 500 ms,
+  // though it reached the origin 5_500 ms after the first did (within the old slack).
+  const h = history({ restartsAt: [{ from: 900, to: 1_500 }] });
+  const first = h.origin.find((r) => r.eventId === 'evt_b');
+  Object.assign(first, { claimedAt: 0, receivedAt: 800, answeredAt: undefined, status: undefined, held: true });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 5_500, receivedAt: 6_300, answeredAt: 6_301, takeover: true, status: 200 });
+  const failures = check(h).failures.join('\n');
+  assert.match(failures, /evt_b: attempt 2 took over at 5500 ms, inside the lease of attempt 1 \(claimed at 0 ms, lease until 6000 ms\)/);
+  assert.match(failures, /evt_b: attempt 2 was claimed at 5500 ms, inside the lease of attempt 1 .*whose answer never came/);
+  // Claimed when the lease ended: sound, whatever the arrival times.
+  Object.assign(h.origin.at(-1), { claimedAt: 6_000 });
+  assert.deepEqual(check(h).failures, []);
+  Object.assign(h.origin.at(-1), { claimedAt: 5_999 });
+  assert.match(check(h).failures.join('\n'), /attempt 2 took over at 5999 ms, inside the lease of attempt 1/, 'one millisecond early is early');
+});
+
+test('an answer just past the wait horizon excuses nothing: no band', () => {
+  // evt_b's first run answered 200 at 100 ms past its horizon (4 s from its claim), unlearned;
+  // a retry claimed 3 s after it, inside its lease, ran the handler again.
+  const band = history();
+  const first = band.origin.find((r) => r.eventId === 'evt_b');
+  Object.assign(first, { claimedAt: 3, receivedAt: 3, answeredAt: 3 + 4_100 });
+  band.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 3_003, receivedAt: 3_004, answeredAt: 3_005, takeover: false, status: 200 });
+  const verdict = check(band);
+  assert.match(verdict.failures.join('\n'), /evt_b: attempt 2 was claimed at 3003 ms, inside the lease of attempt 1 \(claimed at 3 ms, lease until 6003 ms\), whose answer came 4100 ms after its claim, after the wait horizon, and was not learned/);
+  assert.deepEqual(verdict.failing, ['evt_b']);
+  // Slower than the horizon from its own claim, not from its arrival: claimed at 3, reached
+  // the origin at 300, answered 3_900 after arriving, 4_197 after its claim. The second run,
+  // once the lease had ended, is excused.
+  const measured = history();
+  Object.assign(measured.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 3, receivedAt: 300, answeredAt: 4_200 });
+  measured.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: true, status: 200 });
+  const excused = check(measured);
+  assert.deepEqual(excused.failures, []);
+  assert.equal(row(excused.table, 'second successes allowed: the first slower than the wait horizon'), 1);
+  // The same answer 1 ms inside its horizon excuses nothing.
+  measured.origin.find((r) => r.eventId === 'evt_b' && r.attempt === 1).answeredAt = 4_003;
+  assert.match(check(measured).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\) with no restart cutting off the first, which was answered 4000 ms after its claim, within the wait horizon/);
+});
+
+test('an answer past the horizon that the product still learned: no lease to wait for, but no second success either', () => {
+  // Its timer ran late: the product's own line says it got attempt 1's 500 and released it; a
+  // retry may then run at once, once the handler has answered.
+  const late = history({ log: [{ key: 'evt_b', attempt: 1, outcome: 'late_answer', origin_status: 500, settle: 'released' }] });
+  const first = late.origin.find((r) => r.eventId === 'evt_b');
+  Object.assign(first, { claimedAt: 3, answeredAt: 3 + 4_050, status: 500 });
+  late.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 4_100, receivedAt: 4_101, answeredAt: 4_102, takeover: false, status: 200 });
+  const verdict = check(late);
+  assert.deepEqual(verdict.failures, []);
+  assert.equal(row(verdict.table, 'answers after the wait horizon that the product still learned'), 1);
+  // Before the handler had answered, that retry is a run alongside itself.
+  Object.assign(late.origin.at(-1), { claimedAt: 4_000, receivedAt: 4_001 });
+  assert.match(check(late).failures.join('\n'), /evt_b: attempt 2 reached the origin at 4001 ms, before attempt 1 answered \(4053 ms\)/);
+  // A 2xx the product learned is never run again, however late it came.
+  const learned = history({ log: [{ key: 'evt_b', attempt: 1, outcome: 'late_answer', origin_status: 200, settle: 'finalized' }] });
+  Object.assign(learned.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 3, answeredAt: 3 + 4_100 });
+  learned.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: true, status: 200 });
+  assert.match(check(learned).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\), although the product learned the first's 200/);
+});
+
+test('failing events are named, for the artifacts', () => {
+  const h = history();
+  h.deliveries.push({ eventId: 'evt_a', status: 500, body: '{"error":"store_failed"}', at: 5 });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 9_000, answeredAt: 9_001, takeover: true, status: 200 });
+  assert.deepEqual(check(h).failing.sort(), ['evt_a', 'evt_b']);
+});
+
+test('a stalled dev server is named as the harness\'s failure', () => {
+  const h = history({ stalls: [{ at: 9_000, probe: 'healthz: TimeoutError', sendsWaiting: 12, oldestSentAt: 7_000 }] });
+  assert.match(check(h).failures.join('\n'), /the dev server stopped answering at 9000 ms \(healthz: TimeoutError; 12 sends waiting, the oldest sent at 7000 ms\): a failure of the runtime's wrapper, not an answer of the worker/);
+});
+
+test('nothing runs after the product recorded the event done, restart or not', () => {
+  const h = history({
+    restartsAt: [{ from: 5_000, to: 6_000 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'processed', origin_status: 200, settle: 'finalized', seenAt: 10 }],
+  });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 9_000, receivedAt: 9_001, answeredAt: 9_002, takeover: true, status: 500 });
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 9001 ms, after the product had recorded the event done \(attempt 1's finalized, logged by 10 ms\)/);
+  const queue = history({ mode: 'queue', finalStates: { evt_a: 'done', evt_b: 'done' }, log: [{ key: 'evt_b', attempt: 1, outcome: 'delivered', origin_status: 200, seenAt: 10 }] });
+  queue.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 9_000, receivedAt: 9_001, answeredAt: 9_002, takeover: false, status: 200 });
+  assert.match(check(queue).failures.join('\n'), /evt_b: attempt 2 reached the origin at 9001 ms, after the product had recorded the event done \(attempt 1's delivered/);
+});
+
+test('a done line logged as a restart began proves nothing: the write may not have been durable', () => {
+  // Seed 1541284132: attempt 1's late 2xx answered 35 ms before a restart began; its
+  // \`finalized\` line arrived 1 ms after; the record was still processing after the restart,
+  // and attempt 2 took over once the lease had ended. A crash within the settle grace.
+  const h = history({
+    restartsAt: [{ from: 28_445, to: 30_014 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'late_answer', origin_status: 200, settle: 'finalized', seenAt: 28_446 }],
+  });
+  Object.assign(h.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 26_096, receivedAt: 26_139, answeredAt: 28_410 });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 32_674, receivedAt: 32_689, answeredAt: 32_689, takeover: true, status: 200 });
+  const verdict = check(h);
+  assert.deepEqual(verdict.failures, []);
+  assert.equal(row(verdict.table, 'second successes allowed: a restart cut off the first'), 1);
+  // Logged well before the restart, the same line is proof: nothing may run after it.
+  h.log[0].seenAt = 20_000;
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 32689 ms, after the product had recorded the event done/);
 });

@@ -1,12 +1,15 @@
 // The claim authority on the real runtime: one Durable Object per key serialises every claim,
 // leases run out into takeovers, fences refuse late attempts, the alarm enforces retention,
-// and records survive a restart of the runtime. Reached through the /_test/ routes.
+// and records survive a restart of the runtime. Reached through the /_test/ routes, and, for
+// "exactly one wins", also through the production path: signed deliveries to
+// POST /webhooks/stripe forwarded to a real HTTP origin.
 import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { call, sleep, startWorker } from './harness.mjs';
+import { adminHeaders, call, sleep, startOrigin, startWorker, until } from './harness.mjs';
+import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
 const TOKEN = 'claims-admin-token-0123456789abcdef';
 const BASE_VARS = {
@@ -55,6 +58,75 @@ test('50 keys x 20 concurrent claims: exactly one winner per key', async (t) => 
   const winners = results.filter((r) => r.answer.json.outcome === 'claimed');
   assert.equal(winners.length, 50);
   assert.deepEqual(new Set(winners.map((w) => w.key)), new Set(keys));
+});
+
+test('production path: 150 concurrent signed deliveries of one event, exactly one reaches the origin; the rest 409 in_flight or 200 duplicate', async (t) => {
+  const SECRET = 'whsec_claims_production';
+  const id = eventId('race');
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  // The origin holds the one forward it gets until every concurrent delivery has its answer, so
+  // each of them meets the live claim; it records every request it receives.
+  const origin = await startOrigin(async () => {
+    await held;
+    return { status: 200, body: 'ok' };
+  });
+  const worker = await startWorker({ vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook`, ENABLE_TEST_ROUTES: 'true' } });
+  t.after(async () => {
+    release();
+    await worker.dispose();
+    await origin.close();
+  });
+  const payload = eventPayload(id);
+  const early = [];
+  const sends = Array.from({ length: 150 }, () => deliver(worker, payload, { secret: SECRET }).then((answer) => {
+    early.push(answer);
+    return answer;
+  }));
+  // Every delivery but the forwarded one is answered while the forward is held.
+  await until(() => early.length >= 149, 20_000, '149 answers while one forward is held');
+  assert.equal(early.length, 149, 'the forwarded one is not answered while its forward is held');
+  assert.ok(early.every((a) => a.status === 409 && a.json.error === 'in_flight'), early.map((a) => `${a.status} ${a.text}`).join('\n'));
+  assert.equal(origin.requests.length, 1, 'one forward reached the origin');
+  release();
+  const answers = await Promise.all(sends);
+  const processed = answers.filter((a) => a.status === 200 && a.json.status === 'processed');
+  assert.equal(processed.length, 1, 'exactly one delivery won and was processed');
+  // After it, more deliveries of the same event: every one a duplicate, none forwarded.
+  const later = await Promise.all(Array.from({ length: 50 }, () => deliver(worker, payload, { secret: SECRET })));
+  assert.ok(later.every((a) => a.status === 200 && a.json.status === 'duplicate'), later.map((a) => a.text).join('\n'));
+  assert.equal(origin.requests.length, 1, 'forwarded once');
+  assert.equal(origin.requests[0].headers['x-webhook-dedup-attempt'], '1');
+  assert.equal(origin.requests[0].headers['x-webhook-dedup-takeover'], 'false');
+  assert.ok(origin.requests[0].body.equals(Buffer.from(payload)));
+  const record = (await call(`${worker.url}/_test/claims/${id}`, { headers: adminHeaders(worker) })).json.record;
+  assert.equal(record.state, 'done');
+  assert.equal(record.attempts, 1, 'one claim was ever won');
+});
+
+test('production path: 40 events x 15 concurrent signed deliveries, each forwarded exactly once', async (t) => {
+  const SECRET = 'whsec_claims_production';
+  const origin = await startOrigin(() => ({ status: 200, body: 'ok', delayMs: 50 }));
+  const worker = await startWorker({ vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook`, ENABLE_TEST_ROUTES: 'true' } });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const ids = Array.from({ length: 40 }, () => eventId('many'));
+  const payloads = new Map(ids.map((id) => [id, eventPayload(id)]));
+  const answers = await Promise.all(ids.flatMap((id) => Array.from({ length: 15 }, async () => ({
+    id, answer: await deliver(worker, payloads.get(id), { secret: SECRET }),
+  }))));
+  for (const id of ids) {
+    const mine = answers.filter((a) => a.id === id).map((a) => a.answer);
+    const words = mine.map((a) => `${a.status} ${a.json?.status ?? a.json?.error}`);
+    assert.equal(words.filter((w) => w === '200 processed').length, 1, `${id}: ${words.join(', ')}`);
+    assert.ok(words.every((w) => ['200 processed', '409 in_flight', '200 duplicate'].includes(w)), `${id}: ${words.join(', ')}`);
+    const forwards = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+    assert.equal(forwards.length, 1, `${id} forwarded once`);
+    assert.equal(forwards[0].headers['x-webhook-dedup-attempt'], '1');
+  }
+  assert.equal(origin.requests.length, ids.length);
 });
 
 test('a lease that runs out is taken over, and the late holder is fenced off', async (t) => {
@@ -148,7 +220,10 @@ test('the alarm deletes a record when its retention ends', async (t) => {
   const dir = path.join(worker.persistDir, 'v3', 'do', 'webhook-dedup-test-ClaimAuthority');
   const objects = readdirSync(dir).filter((f) => /^[0-9a-f]{64}\.sqlite$/.test(f));
   assert.equal(objects.length, 1);
-  await sleep(500);
+  // The runtime truncates the file and drops its write-ahead log once the object has closed
+  // it, which may take a moment: waited for, not slept on.
+  const emptied = () => statSync(path.join(dir, objects[0])).size <= 4096 && !readdirSync(dir).includes(`${objects[0]}-wal`);
+  await until(emptied, 5_000, 'the emptied database').catch(() => {});
   assert.ok(statSync(path.join(dir, objects[0])).size <= 4096, 'nothing left in its database');
   assert.ok(!readdirSync(dir).includes(`${objects[0]}-wal`), 'no write-ahead log left');
 });

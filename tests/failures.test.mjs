@@ -282,3 +282,36 @@ describe('the failure index', () => {
     assert.equal(seen(slowId).filter((r) => r.answer.status === 200).length, 1);
   });
 });
+
+test('sync mode: failures the sender was told of in time still count against the origin, one origin.failing', async (t) => {
+  const origin = await startOrigin(() => ({ status: 500, body: 'down' }));
+  const alerts = await startOrigin(() => ({ status: 204, body: '' }));
+  const worker = await startWorker({
+    vars: {
+      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+      ORIGIN_URL: `${origin.url}/hooks`,
+      ADMIN_TOKEN: TOKEN,
+      ALERT_URL: `${alerts.url}/ops`,
+      ALERT_SECRET,
+    },
+  });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+    await alerts.close();
+  });
+  for (const n of [1, 2, 3]) {
+    const answer = await deliver(worker, eventPayload(eventId(`syncfail${n}`)), { secret: STRIPE_SECRET });
+    assert.ok(answer.status >= 500, `the sender is told of the failure (${answer.status})`);
+  }
+  const failing = await until(() => alerts.requests.find((r) => JSON.parse(r.body).type === 'origin.failing'), 20_000, 'origin.failing');
+  const payload = new Webhook(ALERT_SECRET).verify(failing.body.toString('utf8'), failing.headers);
+  assert.equal(payload.data.origin, origin.url);
+  assert.equal(payload.data.failed_events, 3);
+  await sleep(1_000);
+  assert.equal(alerts.requests.filter((r) => JSON.parse(r.body).type === 'origin.failing').length, 1);
+  // A sync failure is the sender's to retry: nothing is dead, nothing else is notified.
+  const summary = await call(`${worker.url}/admin/summary`, { headers: auth });
+  assert.equal(summary.json.total, 0);
+  assert.deepEqual(alerts.requests.map((r) => JSON.parse(r.body).type), ['origin.failing']);
+});

@@ -1,11 +1,12 @@
 // Test harness: the real worker under `wrangler dev` (workerd with local Durable Object
 // storage) on a free loopback port, and a real HTTP origin that records what it receives.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import v8 from 'node:v8';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -68,20 +69,46 @@ function withTestToken(vars) {
 export const adminHeaders = (worker) => ({ authorization: `Bearer ${worker.adminToken}` });
 
 /**
+ * A frozen copy of the build for one runtime: build/ copied into a folder of its own, with a
+ * copy of `config` whose `main` points at it and `no_bundle = true`. Run so, `wrangler dev`
+ * neither bundles (its esbuild watch covers wrangler's own templates in node_modules, and a
+ * rebuild there mid-run, say while node_modules is reinstalled, reloads the worker or, when the
+ * rebuild fails, hangs wrangler: esbuild's formatMessagesSync never returns) nor sees a new
+ * build written meanwhile: nothing outside the folder can reload it. Its own log folder too.
+ */
+function frozenCopy(config) {
+  const folder = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-frozen-'));
+  cpSync(path.join(ROOT, 'build'), path.join(folder, 'build'), { recursive: true });
+  const text = readFileSync(config, 'utf8');
+  if (!/^main = "\.\.\/build\/index\.js"$/m.test(text)) throw new Error(`${config}: main is not ../build/index.js`);
+  const frozen = path.join(folder, 'wrangler.toml');
+  writeFileSync(frozen, text.replace(/^main = .*$/m, 'main = "build/index.js"\nno_bundle = true'));
+  return { folder, config: frozen, logs: path.join(folder, 'logs') };
+}
+
+/**
  * Starts the built worker with `wrangler dev`, exactly as on the command line, with `vars`
  * given as --var flags and its own persistence folder. Resolves once /healthz answers.
- * `worker.restart()` stops and starts the runtime on the same port and storage.
+ * `worker.restart()` stops and starts the runtime on the same port and storage. With
+ * `frozen`, it runs a frozen copy of the build (see [frozenCopy]; its wrangler logs in
+ * `worker.logDir`).
  */
-export async function startWorker({ vars: given = {}, persistDir, config = TEST_CONFIG } = {}) {
+export async function startWorker({ vars: given = {}, persistDir, config: givenConfig = TEST_CONFIG, frozen = false } = {}) {
   const vars = withTestToken(given);
   const port = await freePort();
   const dir = persistDir ?? mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-state-'));
+  const copy = frozen ? frozenCopy(givenConfig) : null;
+  const config = copy ? copy.config : givenConfig;
   const worker = {
     url: `http://127.0.0.1:${port}`,
     adminToken: vars.ADMIN_TOKEN,
     port,
     persistDir: dir,
+    logDir: copy?.logs,
     output: '',
+    // When each chunk of `output` arrived (Date.now() ms), as [end offset, time] pairs, so a
+    // log line can be given the time it was written (to within the pipe's delay).
+    outputTimes: [],
     child: null,
     async start() {
       const inspector = await freePort();
@@ -93,12 +120,19 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
         cwd: ROOT,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
+        env: {
+          ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+          ...(copy ? { WRANGLER_LOG_PATH: copy.logs } : {}),
+        },
       });
       running.add(child);
       this.child = child;
-      child.stdout.on('data', (chunk) => { this.output += chunk; });
-      child.stderr.on('data', (chunk) => { this.output += chunk; });
+      const take = (chunk) => {
+        this.output += chunk;
+        this.outputTimes.push([this.output.length, Date.now()]);
+      };
+      child.stdout.on('data', take);
+      child.stderr.on('data', take);
       const exited = new Promise((resolve) => child.once('exit', resolve));
       this.exited = exited;
       const deadline = Date.now() + 60_000;
@@ -141,6 +175,7 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
     async dispose() {
       await this.stop();
       if (!persistDir) rmSync(dir, { recursive: true, force: true });
+      if (copy) rmSync(copy.folder, { recursive: true, force: true });
     },
     /** Waits (up to `ms`) for a log line that satisfies `predicate`, and returns it. */
     async waitForLog(predicate, ms = 5_000) {
@@ -150,6 +185,30 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
         if (line || Date.now() > deadline) return line;
         await sleep(50);
       }
+    },
+    /**
+     * Every line of the runtime's output so far, each with `at`, the time (Date.now() ms) its
+     * chunk arrived: `{ at, text, json }`, `json` the parsed log line when it is one.
+     */
+    timedLines() {
+      const lines = [];
+      let start = 0;
+      let chunk = 0;
+      const times = this.outputTimes;
+      while (start < this.output.length) {
+        const end = this.output.indexOf('\n', start);
+        if (end === -1) break; // a line still being written
+        while (chunk < times.length - 1 && times[chunk][0] <= end) chunk += 1;
+        const text = this.output.slice(start, end);
+        const brace = text.indexOf('{');
+        let json;
+        if (brace !== -1 && text.startsWith('{"level"', brace)) {
+          try { json = JSON.parse(text.slice(brace)); } catch { /* not a whole log line */ }
+        }
+        lines.push({ at: times[chunk]?.[1], text, json });
+        start = end + 1;
+      }
+      return lines;
     },
     /** The JSON log lines the worker wrote so far. */
     logLines() {
@@ -176,6 +235,7 @@ export async function startWorker({ vars: given = {}, persistDir, config = TEST_
       worker.port = await freePort();
       worker.url = `http://127.0.0.1:${worker.port}`;
       worker.output = '';
+      worker.outputTimes = [];
     }
   }
 }
@@ -372,6 +432,68 @@ export function openObjectDatabase(file, { readOnly = true } = {}) {
 }
 
 /**
+ * A reader of the claim records the objects under a runtime's persistence folder hold, for
+ * watching a running runtime without asking it anything: `read(key)` returns the record of
+ * `key` as stored now (`{ key, attempts, lease: { claimed_at, until, … }, … }`), or undefined
+ * when it is not (yet) readable. Which object's database holds a key is learned by reading each
+ * database once and remembered. Reads are read-only, with a short busy time-out (the runtime
+ * holds a lock now and then): a read that meets one gives up and returns undefined.
+ */
+export function claimReader(dir) {
+  const fileOf = new Map(); // key -> database file
+  const scanned = new Set(); // files whose key is known
+  let folders = []; // the folders of the objects' databases, found once
+  const databases = () => {
+    if (folders.length === 0) folders = [...new Set(objectFiles(dir).map((f) => path.dirname(f)))];
+    return folders.flatMap((folder) => readdirSync(folder)
+      .filter((name) => /^[0-9a-f]{64}\.sqlite$/.test(name))
+      .map((name) => path.join(folder, name)));
+  };
+  const open = (file) => {
+    const db = new DatabaseSync(file, { readOnly: true });
+    db.exec('PRAGMA busy_timeout = 50');
+    return db;
+  };
+  const valueOf = (file, key) => {
+    const db = open(file);
+    try {
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = '_cf_KV'").get()) return undefined;
+      // A record's key; a stored body's key starts with U+0001.
+      return key === undefined ? db.prepare("SELECT key, value FROM _cf_KV WHERE key NOT LIKE char(1) || '%' LIMIT 1").get()
+        : db.prepare('SELECT key, value FROM _cf_KV WHERE key = ?').get(key);
+    } finally {
+      db.close();
+    }
+  };
+  const parse = (row) => {
+    const stored = JSON.parse(v8.deserialize(row.value));
+    return stored.record;
+  };
+  return {
+    read(key) {
+      try {
+        const known = fileOf.get(key);
+        if (known) {
+          const row = valueOf(known, key);
+          return row ? parse(row) : undefined;
+        }
+        for (const file of databases()) {
+          if (scanned.has(file)) continue;
+          const row = valueOf(file);
+          if (!row) continue;
+          scanned.add(file);
+          fileOf.set(row.key, file);
+          if (row.key === key) return parse(row);
+        }
+      } catch {
+        // locked, or a database being made: not readable now
+      }
+      return undefined;
+    },
+  };
+}
+
+/**
  * Everything the Durable Objects under a runtime's persistence folder store, read logically: for
  * every SQLite database in its `do` folders (each object's, and the runtime's alarm table), every
  * row of every table,
@@ -379,25 +501,45 @@ export function openObjectDatabase(file, { readOnly = true } = {}) {
  * the files' sizes do.
  */
 export function storageDump(dir) {
-  const files = objectFiles(dir);
+  return objectFiles(dir).sort()
+    .flatMap((file) => databaseRows(file).map((row) => `${path.relative(dir, file)} ${row}`))
+    .join('\n');
+}
+
+/** Every row of every table of one object's database, as `{table} {values as hex}`, in order. */
+export function databaseRows(file) {
   const show = (value) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : String(value));
   const dump = [];
-  for (const file of files.sort()) {
+  const db = openObjectDatabase(file);
+  try {
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
+    for (const { name } of tables) {
+      const rows = db.prepare(`SELECT * FROM "${name}" ORDER BY 1`);
+      rows.setReadBigInts(true);
+      for (const row of rows.all()) dump.push(`${name} ${Object.values(row).map(show).join(' ')}`);
+    }
+  } finally {
+    db.close();
+  }
+  return dump;
+}
+
+/**
+ * The database of the object named `name` (the key the worker addresses it by) under a
+ * persistence folder, or undefined when no such object was ever called: the local runtime
+ * writes each named object's name in a table of its own when the object starts.
+ */
+export function objectNamed(dir, name) {
+  for (const file of objectFiles(dir)) {
     const db = openObjectDatabase(file);
     try {
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
-      for (const { name } of tables) {
-        const rows = db.prepare(`SELECT * FROM "${name}" ORDER BY 1`);
-        rows.setReadBigInts(true);
-        for (const row of rows.all()) {
-          dump.push(`${path.relative(dir, file)} ${name} ${Object.values(row).map(show).join(' ')}`);
-        }
-      }
+      const named = db.prepare("SELECT 1 FROM sqlite_master WHERE name = '__miniflare_do_name'").get();
+      if (named && db.prepare('SELECT name FROM __miniflare_do_name WHERE id = 1').get()?.name === name) return file;
     } finally {
       db.close();
     }
   }
-  return dump.join('\n');
+  return undefined;
 }
 
 /** fetch that returns { status, headers, text, json }. */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { adminHeaders, call, objectFiles, sleep, startOrigin, startWorker, until } from './harness.mjs';
+import { adminHeaders, call, objectFiles, startOrigin, startWorker, until } from './harness.mjs';
 import { claimId, deliveryId, deliverAs, handlerVerifies, send, signedHeaders, standardSecret } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
@@ -93,10 +93,13 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       const repeat = await deliverAs(ctx.worker, provider, { id, body: payload, secret: SECRETS[provider][0] });
       assert.equal(repeat.status, 200);
       assert.deepEqual(repeat.json, { status: 'duplicate' });
-      await sleep(300);
+      // Ran once: one claim was ever won (each forward follows one), and a done record is
+      // never forwarded again.
+      const record = (await inspect(provider, id)).json.record;
+      assert.equal(record.state, 'done');
+      assert.equal(record.attempts, 1, 'one claim');
       assert.equal(seen(provider, id).length, 1, 'ran once');
 
-      const record = (await inspect(provider, id)).json.record;
       assert.equal(record.key, `${provider}:${claimId(provider, id)}`, 'named by provider and id');
       const line = await ctx.worker.waitForLog((l) => l.key === record.key && l.outcome === 'duplicate');
       assert.equal(line.provider, provider);
@@ -138,6 +141,7 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
       // Every refusal, whatever id it carries or lacks: no object is created (each stored
       // delivery has its own), and nothing reaches the origin, also from background work.
       const objectsBefore = objectFiles(ctx.worker.persistDir);
+      const logged = ctx.worker.logLines().length;
       for (const { label, payload, headers } of cases) {
         const clean = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined));
         const answer = await send(ctx.worker, provider, payload, clean);
@@ -145,7 +149,12 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
         assert.equal(answer.json.error, label, answer.text);
         assert.ok(answer.json.detail, 'a readable detail');
       }
-      await sleep(300);
+      // Each refusal's own log line, which the worker writes last, after any call to an object
+      // (an object's database is made at its first call): once every one is out, the objects'
+      // folder is final for these requests, with no pause.
+      const refusals = () => ctx.worker.logLines().slice(logged).filter((l) => l.provider === provider && l.status === 400);
+      await until(() => refusals().length >= cases.length, 5_000, 'the refusals\' log lines');
+      assert.deepEqual(refusals().map((l) => l.outcome), cases.map((c) => c.label));
       assert.deepEqual(objectFiles(ctx.worker.persistDir), objectsBefore, 'nothing stored');
       assert.equal(cases.filter(({ id }) => seen(provider, id).length).length, 0, 'nothing forwarded');
     });
@@ -228,8 +237,14 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
     // A second subscription to a topic (another webhook id, the same event id): a duplicate.
     const again = await deliverAs(ctx.worker, 'shopify', { id, event: 'orders/paid', body: body('shopify', id), secret });
     assert.deepEqual(again.json, { status: 'duplicate' });
-    await sleep(300);
-    for (const event of topics) assert.equal(byTopic(event).length, 1, `${event} ran once`);
+    // Each topic ran once: one claim ever won, and done.
+    for (const event of topics) {
+      const url = `${ctx.worker.url}/admin/deliveries/shopify/${encodeURIComponent(`${event}:${id}`)}`;
+      const record = (await call(url, { headers: adminHeaders(ctx.worker) })).json.record;
+      assert.equal(record.state, 'done', event);
+      assert.equal(record.attempts, 1, `${event}: one claim`);
+      assert.equal(byTopic(event).length, 1, `${event} ran once`);
+    }
   });
 
   test('Stripe is one provider among them, unchanged: its records keep their names, both admin paths reach them', async () => {

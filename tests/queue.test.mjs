@@ -68,7 +68,9 @@ describe('queue mode', () => {
     await until(async () => (await inspect(id))?.state === 'done', 5_000, 'done');
     const record = await inspect(id);
     assert.equal(record.queue.body_held, false, 'the body is dropped once delivered');
-    await sleep(500);
+    // Delivered once: one attempt was ever claimed (each forward follows a claim, which counts
+    // in `attempts`), and a done record is never attempted again.
+    assert.equal(record.attempts, 1, 'one attempt claimed');
     assert.equal(seen(id).length, 1);
     const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'delivered');
     assert.equal(line.attempt, 1);
@@ -152,15 +154,17 @@ describe('queue mode', () => {
     const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'dead_lettered');
     assert.equal(line.level, 'error');
     assert.equal((await deliver(worker, payload, { secret: SECRET })).json.status, 'duplicate', 'Stripe is not asked to retry');
-    await sleep(2_500);
-    assert.equal(seen(id).length, 3, 'no attempt after the last');
+    // No attempt after the last: none is scheduled, and the redelivery below is attempt 4 (an
+    // attempt in between would have taken that number).
+    assert.equal(seen(id).length, 3);
 
     healthy = true;
     const redelivered = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
     assert.equal(redelivered.status, 200, redelivered.text);
     assert.equal(redelivered.json.status, 'queued');
     await until(async () => (await inspect(id))?.state === 'done', 10_000, 'the redelivery');
-    assert.deepEqual(seen(id).map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4']);
+    assert.deepEqual(seen(id).map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4'], 'no attempt while it was dead');
+    assert.equal((await inspect(id)).attempts, 4);
     const again = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
     assert.equal(again.status, 404, 'a delivered event holds no body');
     const unknown = await call(`${worker.url}/admin/events/${eventId('never')}/redeliver`, { method: 'POST', headers: auth });
@@ -184,7 +188,8 @@ describe('queue mode', () => {
     assert.ok(answers.every((a) => a.status === 200), answers.map((a) => a.text).join('\n'));
     assert.equal(answers.filter((a) => a.json.status === 'queued').length, 1);
     await until(async () => (await inspect(id))?.state === 'done', 10_000, 'the delivery');
-    await sleep(500);
+    // One delivery: one attempt was ever claimed, and a done record is never attempted again.
+    assert.equal((await inspect(id)).attempts, 1, 'one attempt claimed');
     assert.equal(seen(id).length, 1);
   });
 
@@ -238,12 +243,43 @@ test('queue mode: a restart while the origin holds a delivery; the alarm deliver
   assert.equal(record.state, 'done');
 });
 
+/**
+ * No two origin requests for one event overlap in time: each is received only after the one
+ * before it was answered (`answeredAt`, when its handler finished, whether or not anyone still
+ * listened). A request never answered overlaps everything after it.
+ */
+function assertNoOverlap(requests, label) {
+  const sorted = [...requests].sort((a, b) => a.receivedAt - b.receivedAt);
+  for (let i = 1; i < sorted.length; i += 1) {
+    const before = sorted[i - 1];
+    const next = sorted[i];
+    assert.ok(before.answeredAt !== undefined && next.receivedAt >= before.answeredAt,
+      `${label}: attempt ${next.headers['x-webhook-dedup-attempt']} reached the origin at ${next.receivedAt}, while attempt ${before.headers['x-webhook-dedup-attempt']} (received ${before.receivedAt}) was still running (answered ${before.answeredAt ?? 'never'})`);
+  }
+}
+
 test('switching modes over the same storage: no event dropped, none delivered twice at once', { timeout: 180_000 }, async (t) => {
+  // A held request is a handler still running: it finishes (answers 200, to whoever still
+  // listens) when the test lets it go, never on its own.
   let hold = true;
-  const origin = await startOrigin(() => (hold ? { hang: true } : { status: 200 }));
+  let letGo;
+  let going = new Promise((resolve) => { letGo = resolve; });
+  const holdAgain = () => {
+    hold = true;
+    going = new Promise((resolve) => { letGo = resolve; });
+  };
+  const finish = () => {
+    hold = false;
+    letGo();
+  };
+  const origin = await startOrigin(async () => {
+    if (hold) await going;
+    return { status: 200 };
+  });
   const dir = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-switch-'));
   let worker;
   t.after(async () => {
+    finish();
     await worker?.dispose();
     await origin.close();
     rmSync(dir, { recursive: true, force: true });
@@ -270,8 +306,9 @@ test('switching modes over the same storage: no event dropped, none delivered tw
   assert.equal(held.json.error, 'in_flight');
   assert.ok(Number(held.headers.get('retry-after')) >= 1);
   // Once that claim's lease has run out, the event is stored and delivered, attempts continuing
-  // (repeats answered in flight meanwhile store nothing, so asking again is safe).
-  hold = false;
+  // (repeats answered in flight meanwhile store nothing, so asking again is safe). Its first
+  // handler finishes now, well inside that lease.
+  finish();
   const stored = await until(async () => {
     const answer = await deliver(worker, payload, { secret: SECRET });
     if (answer.json?.error !== 'in_flight') return answer;
@@ -282,10 +319,11 @@ test('switching modes over the same storage: no event dropped, none delivered tw
   await until(async () => (await record(id))?.state === 'done', 10_000, 'the delivery');
   const attempts = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
   assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2']);
+  assertNoOverlap(attempts, id);
 
   // An attempt of queue mode is never released by an operator, even forced: the sender was
   // told `queued` and will not send the event again.
-  hold = true;
+  holdAgain();
   const other = eventId('switchback');
   assert.equal((await deliver(worker, eventPayload(other), { secret: SECRET })).json.status, 'queued');
   await until(() => origin.requests.some((r) => r.headers['x-webhook-dedup-event-id'] === other), 10_000, 'the attempt');
@@ -294,19 +332,21 @@ test('switching modes over the same storage: no event dropped, none delivered tw
   assert.equal(release.json.error, 'queued_delivery');
   assert.equal((await record(other)).state, 'processing');
 
-  // Queue → sync while that attempt holds the event: a duplicate, never a second forward.
+  // Queue → sync while that attempt holds the event: a duplicate, never a second forward. Its
+  // handler finishes once the runtime has restarted, inside its lease.
   await run('sync');
-  hold = false;
+  finish();
   const again = await deliver(worker, eventPayload(other), { secret: SECRET });
   assert.deepEqual(again.json, { status: 'duplicate' }, again.text);
   await until(async () => (await record(other))?.state === 'done', 60_000, 'the takeover by the queue');
   // Only the queue forwarded it: its attempt numbers, each once, in order (how many depends on
   // how long the restart took; the sync door added none).
-  const numbers = origin.requests
-    .filter((r) => r.headers['x-webhook-dedup-event-id'] === other)
-    .map((r) => Number(r.headers['x-webhook-dedup-attempt']));
+  const others = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === other);
+  const numbers = others.map((r) => Number(r.headers['x-webhook-dedup-attempt']));
   assert.deepEqual(numbers, numbers.map((_, i) => i + 1), `attempts ${numbers}`);
   assert.ok(numbers.length >= 2, 'taken over after the restart');
+  // None delivered twice at once: no two of its origin requests overlapped in time.
+  assertNoOverlap(others, other);
 });
 
 test('queue mode refuses a body cap that cannot be stored: 500 misconfigured', async (t) => {

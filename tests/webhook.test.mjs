@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { adminHeaders, call, objectFiles, postChunked, sleep, startDirect, startOrigin, startWorker, storageDump } from './harness.mjs';
+import { adminHeaders, call, objectFiles, postChunked, sleep, startDirect, startOrigin, startWorker, storageDump, until } from './harness.mjs';
 import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_webhook_tests_secret';
@@ -306,12 +306,18 @@ describe('signature verification: each refusal answered, nothing stored, nothing
     // Other tests' objects may still settle in the background: no new object may appear.
     const objectsBefore = objectFiles(worker.persistDir);
     const seen = origin.requests.length;
+    const logged = worker.logLines().length;
     for (const [name, body, code] of bodies) {
       const answer = await deliver(worker, body, { secret: NEW });
       assert.equal(answer.status, 400, name);
       assert.equal(answer.json.error, code, name);
     }
-    await sleep(300);
+    // Each refusal's own log line, which the worker writes last, after any call to an object
+    // (an object's database is made at its first call): once every one is out, the objects'
+    // folder is final for these requests, with no pause.
+    const refusals = () => worker.logLines().slice(logged).filter((l) => l.route === 'webhook' && l.status === 400);
+    await until(() => refusals().length >= bodies.length, 5_000, 'the refusals\' log lines');
+    assert.deepEqual(refusals().map((l) => l.outcome), bodies.map(([, , code]) => code));
     assert.deepEqual(objectFiles(worker.persistDir), objectsBefore, 'no object was created');
     assert.equal(origin.requests.length, seen, 'nothing reached the origin');
     // Looked up last: reading a record creates its object's (empty) database.

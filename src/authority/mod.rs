@@ -362,11 +362,7 @@ fn run<S: ClaimStore>(
             })
         }
         AuthorityRequest::Enqueue { .. } => enqueue(store, request, body, now, salt),
-        AuthorityRequest::Redeliver {
-            key,
-            policy,
-            dead_only,
-        } => redeliver(store, key, *policy, *dead_only, now),
+        AuthorityRequest::Redeliver { .. } => redeliver(store, request, now),
         // A delivery forwards, which only the object adapter can do (see `begin`).
         AuthorityRequest::Deliver(_) => Err(StoreError::Fatal(
             "a delivery is run by the object, not by handle".into(),
@@ -377,20 +373,26 @@ fn run<S: ClaimStore>(
     }
 }
 
-/// A redelivery: of whatever the record holds, or (`dead_only`) of that stored event only
-/// while it is dead.
+/// A redelivery: of whatever the record holds, or (a bulk redelivery's) of the stored event
+/// `dead_only` names, only while it is dead.
 fn redeliver<S: ClaimStore>(
     store: &mut Watched<'_, S>,
-    key: &str,
-    policy: ClaimPolicy,
-    dead_only: Option<u64>,
+    request: &AuthorityRequest,
     now: Millis,
 ) -> Result<AuthorityReply, StoreError> {
-    let outcome = match dead_only {
-        None => claim::redeliver(store, key, now, policy)?,
-        Some(storage_id) => claim::redeliver_dead(store, key, now, policy, storage_id)?,
+    let AuthorityRequest::Redeliver {
+        key,
+        policy,
+        dead_only,
+    } = request
+    else {
+        unreachable!("called for redeliveries only");
     };
-    Ok(AuthorityReply::Redeliver(outcome))
+    match dead_only {
+        None => claim::redeliver(store, key, now, *policy),
+        Some(storage_id) => claim::redeliver_dead(store, key, now, *policy, *storage_id),
+    }
+    .map(AuthorityReply::Redeliver)
 }
 
 /// A release; an operator's without force is refused while the claim's lease is live by the

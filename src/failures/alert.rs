@@ -11,7 +11,6 @@ use sha2::{Digest, Sha256};
 
 use super::entry::Entry;
 use super::index::{IndexStore, Scan};
-use crate::authority::attempt::Summary;
 use crate::claim::{Change, Millis, RetryPolicy, StoreError, Transition};
 use crate::origin::{Reason, Verdict};
 use crate::providers::standard;
@@ -208,12 +207,16 @@ pub fn signed_headers(
     ]
 }
 
-/// Whether the attempt `summary` describes counts against its origin: a webhook delivery
-/// that did not succeed (a non-2xx, a time-out, a network error, a lost answer). Its sender
-/// and the reason, when it does.
-pub fn origin_failure(summary: &Summary) -> Option<(Provider, Option<Reason>)> {
-    let provider = summary.provider?;
-    match summary.verdict {
+/// Whether an attempt of `provider`'s event that ended with `verdict` counts against its
+/// origin: a webhook delivery that did not succeed (a non-2xx, a time-out, a network error, a
+/// lost answer), whether the sender was told in time or later. Its sender and the reason,
+/// when it does.
+pub fn origin_failure(
+    provider: Option<Provider>,
+    verdict: Verdict,
+) -> Option<(Provider, Option<Reason>)> {
+    let provider = provider?;
+    match verdict {
         Verdict::Succeeded => None,
         Verdict::Failed(reason) | Verdict::Unknown(reason) => Some((provider, Some(reason))),
         Verdict::Pending => Some((provider, Some(Reason::TimedOut))),

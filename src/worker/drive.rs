@@ -139,7 +139,7 @@ impl Io {
         keeper: &Keeper,
     ) -> Option<Event> {
         match command {
-            Command::Reply(report) => self.answer(Early::Reply(forwarded(report))),
+            Command::Reply(report) => self.reply(report, attempt, keeper).await,
             Command::ReplyStreaming(report) => return self.stream(report),
             Command::Abort => {
                 if let Some(aborter) = &self.aborter {
@@ -177,10 +177,30 @@ impl Io {
             }
             Command::Report(summary) => {
                 log::record(keeper.env(), &LogLine::ended(&summary, clock::now_ms()));
-                report::origin_failed(keeper.env(), &summary).await;
+                report::origin_failed(
+                    keeper.env(),
+                    &summary.key,
+                    summary.provider,
+                    summary.verdict,
+                )
+                .await;
             }
         }
         None
+    }
+
+    /// Answers the caller with `report`. A failure the caller was told of in time counts
+    /// against the origin too (see [`report::origin_failed`]).
+    async fn reply(
+        &mut self,
+        report: crate::authority::Report,
+        attempt: &Attempt,
+        keeper: &Keeper,
+    ) {
+        let verdict = report.verdict;
+        self.answer(Early::Reply(forwarded(report)));
+        let (key, provider) = (attempt.key(), attempt.provider());
+        report::origin_failed(keeper.env(), key, provider, verdict).await;
     }
 
     /// Answers the caller with `report` and a stream for the origin's body; `CallerGone` when

@@ -2,6 +2,7 @@
 //! applies reports and answers queries; its alarm expires entries and sends the operational
 //! notifications waiting in its outbox.
 
+use futures_util::future::join_all;
 use wasm_bindgen::prelude::*;
 use worker::{Env, ScheduledTime, State};
 
@@ -154,7 +155,7 @@ impl FailureIndex {
         }
     }
 
-    /// Sends the notifications due at `now`; returns how many it tried.
+    /// Sends the notifications due at `now`, all at once; returns how many it tried.
     async fn send_due(
         &self,
         store: &mut KvIndexStore,
@@ -165,8 +166,9 @@ impl FailureIndex {
         let Ok(due) = alert::due(store, now, PER_ALARM) else {
             return 0;
         };
-        for notification in &due {
-            let accepted = post(alerts, notification).await;
+        // Sent side by side, so a slow receiver costs one time-out per alarm, not one each.
+        let answers = join_all(due.iter().map(|notification| post(alerts, notification))).await;
+        for (notification, accepted) in due.iter().zip(answers) {
             let kind = notification.kind.name();
             match accepted {
                 Ok(()) => {

@@ -7,10 +7,11 @@ use super::env_config;
 use super::index_client;
 use super::keeper::Keeper;
 use super::log;
-use crate::authority::attempt::Summary;
 use crate::claim;
 use crate::failures::{self, alert, IndexReply, IndexRequest};
 use crate::log_line::LogLine;
+use crate::origin::Verdict;
+use crate::providers::Provider;
 
 /// Sends `key`'s unacknowledged changes, when they are due.
 pub async fn send_due(keeper: &Keeper, key: &str) {
@@ -62,11 +63,17 @@ pub async fn send_due(keeper: &Keeper, key: &str) {
     }
 }
 
-/// Tells the failure index that `summary`'s attempt failed at its origin, when notifications
-/// are on (`ALERT_URL`): it sends `origin.failing` when failures spread across events. Best
-/// effort, after the attempt is settled.
-pub async fn origin_failed(env: &worker::Env, summary: &Summary) {
-    let Some((provider, reason)) = alert::origin_failure(summary) else {
+/// Tells the failure index that an attempt of event `key` of `provider` ended with `verdict`
+/// at its origin, when that is a failure and notifications are on (`ALERT_URL`): it sends
+/// `origin.failing` when failures spread across events. Best effort, after the attempt is
+/// settled and its caller answered.
+pub async fn origin_failed(
+    env: &worker::Env,
+    key: &str,
+    provider: Option<Provider>,
+    verdict: Verdict,
+) {
+    let Some((provider, reason)) = alert::origin_failure(provider, verdict) else {
         return;
     };
     let Ok(config) = env_config::config(env) else {
@@ -77,10 +84,10 @@ pub async fn origin_failed(env: &worker::Env, summary: &Summary) {
     };
     let request = IndexRequest::OriginFailed {
         origin: url.origin().ascii_serialization(),
-        key: summary.key.clone(),
+        key: key.to_owned(),
         reason,
     };
     if let IndexReply::StoreFailed { detail } = index_client::send(env, &request).await {
-        log::write(&LogLine::report_failed(&summary.key, &detail));
+        log::write(&LogLine::report_failed(key, &detail));
     }
 }

@@ -1,13 +1,19 @@
 // `npm run chaos`: the full chaos run (1,000 events by default); prints the checker's table,
-// writes RELIABILITY.md with --write, and exits non-zero when the checker finds a failure.
+// writes RELIABILITY.md with --write, and exits non-zero when the checker finds a failure. A
+// failed run keeps its artifacts (seed, options, each failing event's timeline, the whole
+// history) under .wrangler/chaos-failures/ and prints their paths.
 //   npm run chaos -- --events 200 --restarts 1 --seed 42
 //   npm run chaos -- --provider github --mode queue --write
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+//   npm run chaos -- --mode queue --repeat 50     # fresh seeds, stops at the first failure
+//   node tests/chaos/cli.mjs --check .wrangler/chaos-failures/<name>.history.json.gz
+import { randomInt } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { ROOT } from '../harness.mjs';
+import { keepFailure, readHistory } from './artifacts.mjs';
 import { check, format } from './checker.mjs';
 import { runChaos } from './run.mjs';
 
@@ -22,10 +28,24 @@ const { values } = parseArgs({
     'slow-rate': { type: 'string', default: '0.05' },
     'beyond-rate': { type: 'string' }, // default: 0.02 in queue mode, 0 in sync mode
     restarts: { type: 'string', default: '2' },
+    // Queue mode: attempts before an event is dead-lettered. Three, so that about 1% of the
+    // events die and the failure index is checked against real dead letters.
+    'retry-max-attempts': { type: 'string', default: '3' },
     seed: { type: 'string' },
     write: { type: 'boolean', default: false },
+    repeat: { type: 'string' }, // run this many times, each with a fresh seed; stop at a failure
+    keep: { type: 'boolean', default: false }, // keep the artifacts of a passing run too
+    check: { type: 'string' }, // run the checker again on a kept history, and explain it
   },
 });
+if (values.check) {
+  // A kept history, checked again (say, after a fix of the checker).
+  const { options, history } = readHistory(values.check);
+  const verdict = check(history);
+  process.stdout.write(`history of seed ${options.seed} (${options.mode}) checked again\n${format(verdict.table)}\n`);
+  for (const failure of verdict.failures.slice(0, 50)) process.stdout.write(`FAIL ${failure}\n`);
+  process.exit(verdict.failures.length === 0 ? 0 : 1);
+}
 const PROVIDERS = ['stripe', 'standard', 'github', 'shopify'];
 if (!PROVIDERS.includes(values.provider) || !['sync', 'queue'].includes(values.mode)) {
   process.stderr.write(`--provider is one of ${PROVIDERS.join(', ')}; --mode is sync or queue\n`);
@@ -48,15 +68,111 @@ const options = {
   slowRate: Number(values['slow-rate']),
   beyondRate: Number(values['beyond-rate'] ?? (values.mode === 'queue' ? '0.02' : '0')),
   restarts: Number(values.restarts),
+  retryMaxAttempts: Number(values['retry-max-attempts']),
   ...(values.seed ? { seed: Number(values.seed) } : {}),
 };
-const started = Date.now();
-const { options: used, history } = await runChaos(options);
-const { table, failures } = check(history);
-const seconds = ((Date.now() - started) / 1000).toFixed(0);
-const text = format(table);
-process.stdout.write(`chaos run (seed ${used.seed}, ${seconds} s)\n${text}\n`);
-for (const failure of failures.slice(0, 50)) process.stdout.write(`FAIL ${failure}\n`);
+
+// What else ran on the machine during a run: sampled every 2 s, the load and how many
+// compilers (rustc, cargo, clippy) and runtimes (workerd) were running, ours included.
+const WATCHED = ['rustc', 'cargo', 'clippy-driver', 'wasm-opt', 'workerd'];
+function sampleMachine() {
+  const sample = { at: Date.now(), load: Number(os.loadavg()[0].toFixed(2)) };
+  for (const pid of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(pid)) continue;
+    try {
+      const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      if (WATCHED.includes(comm)) sample[comm] = (sample[comm] ?? 0) + 1;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return sample;
+}
+function summariseMachine(samples) {
+  const compiling = samples.filter((s) => s.rustc || s.cargo || s['clippy-driver']);
+  return {
+    maxLoad: Math.max(0, ...samples.map((s) => s.load)),
+    compiling: compiling.length === 0 ? null
+      : { from: new Date(compiling[0].at).toISOString(), to: new Date(compiling.at(-1).at).toISOString(), samples: compiling.length },
+    maxWorkerd: Math.max(0, ...samples.map((s) => s.workerd ?? 0)),
+    samples,
+  };
+}
+
+/** The command that runs `used` again. */
+function replayCommand(used) {
+  const flags = [`--mode ${used.mode}`, `--provider ${used.provider}`, `--events ${used.events}`, `--max-duplicates ${used.maxDuplicates}`,
+    `--concurrency ${used.concurrency}`, `--failure-rate ${used.failureRate}`, `--slow-rate ${used.slowRate}`,
+    `--beyond-rate ${used.beyondRate}`, `--restarts ${used.restarts}`, `--retry-max-attempts ${used.retryMaxAttempts}`, `--seed ${used.seed}`];
+  return `npm run chaos -- ${flags.join(' ')}`;
+}
+
+/** One chaos run with `seed` (or a fresh one): checked, printed, its artifacts kept on failure. */
+async function runOnce(seed) {
+  const samples = [sampleMachine()];
+  const sampler = setInterval(() => samples.push(sampleMachine()), 2_000);
+  const started = Date.now();
+  let result;
+  try {
+    result = await runChaos({ ...options, ...(seed === undefined ? {} : { seed }) });
+  } finally {
+    clearInterval(sampler);
+  }
+  const { options: used, history } = result;
+  const verdict = check(history);
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const machine = summariseMachine(samples);
+  process.stdout.write(`chaos run (seed ${used.seed}, ${seconds} s)\n${format(verdict.table)}\n`);
+  for (const failure of verdict.failures.slice(0, 50)) process.stdout.write(`FAIL ${failure}\n`);
+  let kept;
+  if (verdict.failures.length > 0 || values.keep) {
+    kept = keepFailure({ options: used, history, verdict, seconds, machine, command: replayCommand(used) });
+    process.stdout.write(`${verdict.failures.length > 0 ? 'failed run kept' : 'run kept'}: ${kept.text}\n  timelines: ${kept.json}\n  history: ${kept.history}\n`);
+  }
+  return { used, verdict, seconds, started, machine, kept, table: verdict.table, failures: verdict.failures };
+}
+
+if (values.repeat) {
+  // The loop: fresh seeds, stopped at the first failure (whose artifacts are kept), a line per
+  // run in .wrangler/chaos-loops/, and a summary.
+  const runs = Number(values.repeat);
+  const dir = path.join(ROOT, '.wrangler', 'chaos-loops');
+  mkdirSync(dir, { recursive: true });
+  const logFile = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${options.mode}.jsonl`);
+  process.stdout.write(`chaos loop: up to ${runs} runs (${options.mode} mode, ${options.provider}), one line each in ${logFile}\n`);
+  const done = [];
+  let failed;
+  for (let i = 0; i < runs; i += 1) {
+    const seed = values.seed && i === 0 ? Number(values.seed) : randomInt(2 ** 31 - 1);
+    process.stdout.write(`\n=== run ${i + 1}/${runs}: seed ${seed}, ${new Date().toISOString()}\n`);
+    const run = await runOnce(seed);
+    const line = {
+      run: i + 1, seed: run.used.seed, mode: run.used.mode, provider: run.used.provider, passed: run.failures.length === 0,
+      seconds: run.seconds, startedAt: new Date(run.started).toISOString(), endedAt: new Date().toISOString(),
+      maxLoad: run.machine.maxLoad, compiling: run.machine.compiling, maxWorkerd: run.machine.maxWorkerd,
+      takeovers: run.table.find(([l]) => l === 'takeovers')?.[1], failures: run.failures.length, kept: run.kept?.text,
+    };
+    appendFileSync(logFile, `${JSON.stringify(line)}\n`);
+    done.push(line);
+    if (!line.passed) {
+      failed = line;
+      break;
+    }
+  }
+  const secs = done.map((d) => d.seconds);
+  process.stdout.write([
+    '',
+    `chaos loop summary (${options.mode} mode, ${options.provider}): ${done.filter((d) => d.passed).length} of ${done.length} runs passed${failed ? `; run ${failed.run} failed (seed ${failed.seed}): ${failed.kept}` : ''}`,
+    `seeds: ${done.map((d) => d.seed).join(', ')}`,
+    `durations: shortest ${Math.min(...secs)} s, longest ${Math.max(...secs)} s, mean ${Math.round(secs.reduce((a, b) => a + b, 0) / secs.length)} s`,
+    `runs while a compiler ran: ${done.filter((d) => d.compiling).map((d) => `${d.run} (${d.passed ? 'passed' : 'failed'})`).join(', ') || 'none'}; highest load ${Math.max(...done.map((d) => d.maxLoad))}`,
+    `per-run lines: ${logFile}`,
+    '',
+  ].join('\n'));
+  process.exit(failed ? 1 : 0);
+}
+
+const { used, table, failures, seconds } = await runOnce(options.seed);
 if (values.write) {
   const queue = used.mode === 'queue';
   const stripe = used.provider === 'stripe';
@@ -85,13 +201,30 @@ if (values.write) {
   const header = [
     '# Reliability',
     '',
-    'Figures of the full chaos runs (`npm run chaos`), one section per delivery mode (and per sender, for the runs with `--provider`). The checker (`tests/chaos/checker.mjs`) reads the whole history of a run and fails it when an event is lost (acknowledged to Stripe but never succeeded at the origin, or never acknowledged within the budget; in queue mode, acknowledged but neither delivered nor dead-lettered by the rules), when an event succeeded at the origin twice (every 2xx the origin answered counts, whether or not the worker received it) unless a restart of the runtime cut off the first (it began before the first was answered, or within 2 s after, before its outcome could be settled) and the attempt after it began only once its lease had run out, or the first took longer than the wait horizon (sync: forward time-out plus late-answer wait; queue: the attempt\'s time-out), when a queue event is dead-lettered although an attempt succeeded in time, when a takeover came inside the lease of the claim it replaced, when any attempt started inside the lease of one whose answer came after the wait horizon (a retry in queue mode, a takeover in sync mode: a slow handler run alongside itself), when one attempt number was forwarded twice or out of order, when a send got no answer at all outside a restart, or when any answer is a 500.',
+    'Figures of the full chaos runs (`npm run chaos`), one section per delivery mode (and per sender, for the runs with `--provider`), and of the same runs repeated in a loop.',
     '',
-    'The runtime: these runs use wrangler 4.164.0 (workerd 2026-11-17, compatibility date 2026-11-17) on Node.js 24. When the toolchain moved there from wrangler 4.86.0 (workerd 2026-04-26) on Node.js 20, the same full run with the same protocol and checker was made on both (commits a35b195 and 470f80c): no failure either way, 77 s and 79 s, 60 and 54 origin answers after the time-out, 4 and 3 takeovers; nothing the checker counts changed with the runtime. The runs below also include the later changes (late answers, queue mode, other senders).',
+    'The checker (`tests/chaos/checker.mjs`) reads the whole history of a run. All its times are on one clock, the one the Durable Objects use for their claims. Each attempt\'s claim time is read from its object\'s storage when its forward reaches the origin. The checker fails the run when:',
+    '',
+    '- an event is lost: acknowledged but never succeeded at the origin, or never acknowledged within the send budget; in queue mode, acknowledged but neither delivered nor dead-lettered by the rules;',
+    '- an event succeeded at the origin twice. Every 2xx the origin answered counts, whether or not the worker received it. Two cases are allowed. A restart of the runtime cut off the first run (it began before the first answered, or within 2 s after), and the next attempt was claimed only after the first claim\'s lease ended. Or the first answered after the wait horizon, measured from its own claim, and the product did not log that it learned that answer. The horizon is the forward time-out plus the late-answer wait in sync mode, the attempt\'s time-out in queue mode;',
+    '- a queue event is dead-lettered although an attempt succeeded in time, or its success was learned; or a dead letter is missing from the failure index at the end (read through `GET /admin/dead-letters`), or the index lists as dead an event that is not;',
+    '- an attempt reached the origin after the product had logged the event done (a `finalized` settle, or `delivered`). A done record never changes back, restarts included;',
+    '- a takeover was claimed before the lease of the claim it replaced had ended;',
+    '- an attempt was claimed before the lease of the attempt before it had ended, when that attempt answered after its horizon (or never) and the product did not learn the answer. If the product did learn it (its timer ran late), the next attempt may start once that answer was given, not before;',
+    '- one attempt number was forwarded twice or out of order;',
+    '- a send got no answer at all outside a restart (each send uses a fresh connection, so none is lost to a reused one the server just closed);',
+    '- the dev server (wrangler) stopped answering: a failure of the harness, named as such;',
+    '- any answer is a 500.',
+    '',
+    'Leases are measured from claim times, to the millisecond: there is no slack and no margin. Whether the product learned an answer is read from its own log line for that attempt (it carries the origin\'s status), not guessed from a band of time. A failed run keeps what it takes to replay and explain it (see [testing](docs/testing.md#when-a-chaos-run-fails)).',
+    '',
+    'The runtime: these runs use wrangler 4.164.0 (workerd 2026-11-17, compatibility date 2026-11-17) on Node.js 24. When the toolchain moved there from wrangler 4.86.0 (workerd 2026-04-26) on Node.js 20, the same full run with the same protocol and checker was made on both (commits a35b195 and 470f80c): no failure either way, 77 s and 79 s, 60 and 54 origin answers after the time-out, 4 and 3 takeovers; nothing the checker counts changed with the runtime. The runs below also include the later changes (late answers, queue mode, other senders). Each run starts `wrangler dev` on a frozen, unbundled copy of the build, so nothing else on the machine can reload it mid-run (see [testing](docs/testing.md#when-a-chaos-run-fails)).',
     '',
   ].join('\n');
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const markers = PROVIDERS.flatMap((p) => ['sync', 'queue'].map((mode) => (p === 'stripe' ? mode : `${p}-${mode}`)));
+  // The sections of each run, then the repeated runs' (written by hand from `--repeat`'s
+  // summaries), kept as they are.
+  const markers = [...PROVIDERS.flatMap((p) => ['sync', 'queue'].map((mode) => (p === 'stripe' ? mode : `${p}-${mode}`))), 'repeated'];
   const sections = markers.map((name) => {
     if (name === marker) return section;
     const found = old.match(new RegExp(`<!-- ${name} -->[\\s\\S]*?<!-- /${name} -->`));

@@ -3,9 +3,15 @@
 // them to the real worker under `wrangler dev` with persisted storage, while a recording origin fails and
 // stalls at random and the runtime is restarted; it redelivers as Stripe does until each
 // delivery got a 2xx or its retry budget is spent. Returns the whole history.
+//
+// Every time in the history is Date.now() milliseconds: the clock the runtime's objects use
+// for their claims, so an attempt's claim time (read from its object's storage when its
+// forward reaches the origin) compares with the origin's and the driver's own times.
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 
-import { sleep, startWorker } from '../harness.mjs';
+import { claimReader, sleep, startWorker } from '../harness.mjs';
 import { claimId, signedHeaders, standardSecret } from '../provider-helpers.mjs';
 import { eventPayload, signatureFor } from '../stripe-helpers.mjs';
 
@@ -36,15 +42,36 @@ export function random(seed) {
   };
 }
 
+/** The clock of every time in the history (see above). */
+const now = () => Date.now();
+
 /**
  * The recording origin: fails `failureRate` of requests (500); answers `slowRate` of them
  * after a delay between the forward time-out and the end of the wait horizon, and
  * `beyondRate` of them only after the horizon. Every answer it decides on is recorded as
- * given (the handler ran), whether or not anyone was still listening.
+ * given (the handler ran), whether or not anyone was still listening. `keyOf(req)` names the
+ * claim record a request belongs to; once `origin.claims` is set (a [claimReader]), each
+ * request's claim time is read from its object's storage as it arrives: the record then holds
+ * the claim whose forward this is (the claim is written before the forward leaves, and no
+ * other claim can replace it before the forward is answered or its lease runs out).
  */
-async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs, slowFrom }) {
+async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs, slowFrom, keyOf }) {
   const records = [];
   let hold = null; // { resolve }: the next request is held (never answered) and reported
+  let claims = null;
+  // The claim of `record` as its object stores it, when that is still the claim of this
+  // attempt (its fence starts with the attempt number); tried again a few times, shortly, when
+  // the database is busy.
+  const readClaim = (record, tries = 0) => {
+    if (!claims) return;
+    const stored = claims.read(record.key);
+    if (stored?.lease?.fence?.startsWith(`${record.attempt}.`)) {
+      record.claimedAt = stored.lease.claimed_at;
+      record.leaseUntil = stored.lease.until;
+    } else if ((stored === undefined || stored.attempts < record.attempt) && tries < 10) {
+      setTimeout(() => readClaim(record, tries + 1), 20);
+    }
+  };
 
   const server = http.createServer((req, res) => {
     req.resume();
@@ -54,9 +81,10 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         // The sender's own id (a Shopify delivery is claimed as `{topic}:{event id}`; each
         // event here has one topic).
         eventId: req.headers['x-shopify-event-id'] ?? req.headers['x-webhook-dedup-event-id'],
+        key: keyOf(req),
         takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
-        receivedAt: performance.now(),
+        receivedAt: now(),
         status: roll < failureRate ? 500 : 200,
         delayMs: 0,
       };
@@ -69,6 +97,7 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         record.delayMs = horizonMs + 500 + rand() * 1_000;
       }
       records.push(record);
+      readClaim(record);
       if (hold) {
         // Held for a restart: the worker dies while this claim waits on the origin.
         const { resolve } = hold;
@@ -79,7 +108,7 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         return;
       }
       const answer = () => {
-        record.answeredAt = performance.now(); // the handler finished, listened to or not
+        record.answeredAt = now(); // the handler finished, listened to or not
         if (req.socket.destroyed) return; // the claim authority stopped waiting, or died
         res.writeHead(record.status).end(record.status === 200 ? 'ok' : 'failed');
       };
@@ -94,9 +123,18 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     records,
+    /** Starts reading claim times with `reader` (a [claimReader] of the runtime's storage). */
+    readClaimsWith(reader) {
+      claims = reader;
+    },
     /** Holds the next forward unanswered; resolves with its record when it arrives. */
     holdNext() {
       return new Promise((resolve) => { hold = { resolve }; });
+    },
+    /** Gives up a hold not met yet: its promise resolves with null. */
+    cancelHold() {
+      hold?.resolve(null);
+      hold = null;
     },
     async close() {
       for (const s of sockets) s.destroy();
@@ -125,11 +163,21 @@ export async function runChaos(options) {
   // mode an answer later than the attempt's time-out counts as a failed attempt.
   const horizonMs = queue ? o.queueTimeoutMs : o.forwardTimeoutMs + o.lateWaitSeconds * 1000;
   const rand = random(o.seed);
+  // The record key of a forward (what log lines carry): the claim id, after `{provider}:` for
+  // every sender but Stripe.
+  const keyOfRequest = (req) => {
+    const id = req.headers['x-webhook-dedup-event-id'];
+    return o.provider === 'stripe' ? id : `${o.provider}:${id}`;
+  };
   const origin = await startRecordingOrigin({
     rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, beyondRate: o.beyondRate,
-    timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs,
+    timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs, keyOf: keyOfRequest,
   });
+  const startedAt = now();
+  // A frozen copy of the build, unbundled: nothing written outside the run's folder (a new
+  // build, a reinstall of node_modules) can reload or hang the dev server mid-run.
   const worker = await startWorker({
+    frozen: true,
     vars: {
       STRIPE_WEBHOOK_SECRET: SECRET,
       [sender.secretKey]: sender.secret,
@@ -147,10 +195,11 @@ export async function runChaos(options) {
       } : {}),
     },
   });
+  origin.readClaimsWith(claimReader(worker.persistDir));
   const run = `${Date.now().toString(36)}${o.seed}`;
   const events = Array.from({ length: o.events }, (_, i) => `evt_chaos_${run}_${i}`);
   // The record key of an event (what log lines carry), and how the admin API addresses it.
-  const keyOf = (id) => (o.provider === 'stripe' ? id : `${o.provider}:${id}`);
+  const keyOf = (id) => (o.provider === 'stripe' ? id : `${o.provider}:${claimId(o.provider, id)}`);
   const deliveries = [];
   const chains = [];
   let inFlight = 0;
@@ -163,12 +212,58 @@ export async function runChaos(options) {
     inFlight -= 1;
     waiting.shift()?.();
   };
-  const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
+  // A fresh connection for every send. The dev server closes a connection idle for 15 s and
+  // does not say so (no Keep-Alive header), so a kept-alive one can be reused just as it
+  // closes: the send is reset before reaching the worker (seed 1396692589, ECONNRESET 16 s after
+  // a restart). Without reuse that race cannot happen, and a send with no answer stays a failure.
+  const agent = new http.Agent({ keepAlive: false, maxSockets: o.concurrency });
   let restarting = Promise.resolve();
+  let isRestarting = false;
 
+  // The watchdog: when sends have waited long (the worker answers a delivery within its
+  // forward time-out, or at once in queue mode) and the dev server does not answer /healthz
+  // either, the runtime's wrapper has stalled, not the worker: recorded as such.
+  // A stall that lasts 30 s with no answer at all cuts the run short (else its sends, 30 s
+  // each, would go on for hours): no more sends, and what happened so far is checked.
+  const outstanding = new Set(); // { sentAt } of each send in flight
+  const stalls = [];
+  let stalled = null;
+  let lastAnswerAt = now();
+  let aborted = false;
+  const watchdog = setInterval(async () => {
+    // A stall lasts until a send gets an answer (sends that time out are sent again).
+    if (stalled && lastAnswerAt > stalled.at) stalled = null;
+    const oldest = Math.min(...[...outstanding].map((x) => x.sentAt));
+    if (stalled) {
+      if (!aborted && lastAnswerAt < stalled.at && now() - stalled.at > 30_000) {
+        aborted = true;
+        stalled.cutShortAt = now();
+        origin.cancelHold();
+        agent.destroy(); // the sends in flight fail at once
+      }
+      return;
+    }
+    if (isRestarting || outstanding.size === 0 || now() - oldest < 15_000) return;
+    const probe = await fetch(`${worker.url}/healthz`, { signal: AbortSignal.timeout(3_000) })
+      .then((r) => `healthz ${r.status}`, (error) => `healthz: ${error.name}`);
+    if (probe === 'healthz 200' || isRestarting) return;
+    stalled = { at: now(), sendsWaiting: outstanding.size, oldestSentAt: oldest, probe };
+    stalls.push(stalled);
+  }, 5_000);
+
+  // Every send: when it left and when its answer (or error) came, the status, and the answer's
+  // word (`processed`, `duplicate`, `in_flight`, …) or, for a 5xx, its body.
   const send = async (eventId, payload) => {
     await restarting;
     await acquire();
+    if (aborted) {
+      releaseSlot();
+      return undefined;
+    }
+    const sentAt = now();
+    const token = { sentAt };
+    outstanding.add(token);
+    let sent;
     try {
       const signed = await headersFor(o.provider, eventId, payload);
       let body = '';
@@ -179,24 +274,31 @@ export async function runChaos(options) {
           headers: { 'content-type': 'application/json', ...signed },
           timeout: 30_000,
         }, (res) => {
-          // A 5xx body is kept, so a failed run says which part answered it and why.
-          if (res.statusCode >= 500) res.on('data', (chunk) => { body += chunk; });
-          else res.resume();
+          // The body is kept (a 5xx's whole, so a failed run says which part answered it and why).
+          res.on('data', (chunk) => { if (body.length < 600) body += chunk; });
           res.on('end', () => resolve(res.statusCode));
           res.on('error', reject);
         });
+        sent = req;
         req.on('timeout', () => req.destroy(new Error('timed out')));
         req.on('error', reject);
         req.end(payload);
       });
-      deliveries.push(status >= 500
-        ? { eventId, status, body: body.slice(0, 300), at: Math.round(performance.now()) }
-        : { eventId, status });
+      let word;
+      try {
+        const json = JSON.parse(body);
+        word = json.status ?? json.error;
+      } catch {
+        word = undefined;
+      }
+      deliveries.push({ eventId, sentAt, at: now(), status, answer: word, ...(status >= 500 ? { body: body.slice(0, 300) } : {}) });
+      lastAnswerAt = now();
       return status;
     } catch (error) {
-      deliveries.push({ eventId, error: error.code ?? error.message, at: Math.round(performance.now()) });
+      deliveries.push({ eventId, sentAt, at: now(), error: error.code ?? error.message, reusedSocket: sent?.reusedSocket ?? false });
       return undefined;
     } finally {
+      outstanding.delete(token);
       releaseSlot();
     }
   };
@@ -211,6 +313,10 @@ export async function runChaos(options) {
     try {
       if (startDelay) await sleep(startDelay);
       for (let n = 0; n < o.maxSends; n += 1) {
+        if (aborted) {
+          record.cutShort = true;
+          return;
+        }
         const status = await send(eventId, payload);
         if (status >= 200 && status < 300) {
           record.finished = true;
@@ -230,13 +336,19 @@ export async function runChaos(options) {
   for (let i = 0; i < events.length; i += 1) {
     // Start events as earlier ones finish, so that the load stays near the concurrency.
     while (active >= o.concurrency) await new Promise((resolve) => idle.push(resolve));
+    if (aborted) break;
     if (restartAt.has(i)) {
       // Kill the runtime while a claim is held mid-forward: the origin holds the next forward,
       // and when it arrives the runtime is restarted on the same storage. Sends wait for it;
       // those in flight fail and are retried; the held claim is taken over when its lease ends.
-      all.push(origin.holdNext().then(async () => {
-        const from = performance.now();
-        restarting = worker.restart().then(() => { restartsAt.push({ from, to: performance.now() }); });
+      all.push(origin.holdNext().then(async (held) => {
+        if (held === null) return; // the run was cut short
+        const from = now();
+        isRestarting = true;
+        restarting = worker.restart().then(() => {
+          restartsAt.push({ from, to: now() });
+          isRestarting = false;
+        });
         await restarting;
       }));
     }
@@ -252,7 +364,7 @@ export async function runChaos(options) {
   // Queue mode: every event was acknowledged at once; wait until its object settled it
   // (delivered or dead-lettered), then read where each one ended.
   const finalStates = {};
-  if (queue) {
+  if (queue && !aborted) {
     const settled = () => {
       const ended = new Set(worker.logLines()
         .filter((l) => l.outcome === 'delivered' || l.outcome === 'dead_lettered')
@@ -266,15 +378,71 @@ export async function runChaos(options) {
       finalStates[id] = answer.status === 200 ? (await answer.json()).record.state : `absent (${answer.status})`;
     }
   }
+  // Queue mode: the failure index's dead letters, read once it has caught up with the dead
+  // events (or after 30 s), to count against the dead letters the run saw.
+  let indexedDead = null;
+  if (queue && !aborted) {
+    // The index names an event by the id its record is kept under; the run's ids, back again.
+    const eventOf = new Map(events.map((id) => [claimId(o.provider, id), id]));
+    const dead = events.filter((id) => finalStates[id] === 'dead');
+    const readIndex = async () => {
+      const ids = [];
+      let cursor = null;
+      do {
+        const query = `state=dead&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const answer = await fetch(`${worker.url}/admin/dead-letters?${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        if (answer.status !== 200) return null;
+        const page = await answer.json();
+        ids.push(...page.items.filter((item) => item.provider === o.provider).map((item) => eventOf.get(item.id) ?? item.id));
+        cursor = page.next_cursor;
+      } while (cursor);
+      return ids;
+    };
+    const indexDeadline = Date.now() + 30_000;
+    do {
+      indexedDead = await readIndex();
+      if (indexedDead && dead.every((id) => indexedDead.includes(id))) break;
+      await sleep(1_000);
+    } while (Date.now() < indexDeadline);
+  }
   await sleep(500);
+  clearInterval(watchdog);
   agent.destroy();
-  const log = worker.logLines();
+  // The dev server's own logs (wrangler's, one file per start): the last lines of each, and
+  // all of them when it stalled.
+  const devServerLogs = [];
+  for (const name of (worker.logDir ? readdirSync(worker.logDir).sort() : [])) {
+    const lines = readFileSync(path.join(worker.logDir, name), 'utf8').split('\n');
+    devServerLogs.push({ name, lines: lines.length, tail: lines.slice(stalls.length > 0 ? -400 : -40).join('\n') });
+  }
+  // The runtime's log lines, each with the time it arrived (`seenAt`), and the rest of what it
+  // printed (errors, stack traces), but not the dev proxy's line per request.
+  const lines = worker.timedLines();
+  const log = lines.filter((l) => l.json).map((l) => ({ ...l.json, seenAt: l.at }));
+  const runtimeOutput = lines
+    .filter((l) => !l.json && l.text.trim() !== '' && !/^\[wrangler:info\] (GET|POST|HEAD|PUT|DELETE) /.test(l.text))
+    .map((l) => ({ at: l.at, text: l.text.slice(0, 2_000) }));
+  // Claim times the log lines carry, if the product writes them (`claimed_at`, by key and
+  // attempt): they fill a storage read that missed, and any disagreement is counted.
+  const loggedClaims = new Map();
+  for (const l of log) {
+    if (l.key !== undefined && l.attempt !== undefined && l.claimed_at !== undefined) loggedClaims.set(`${l.key} ${l.attempt}`, l.claimed_at);
+  }
+  let claimTimesDisagreeing = 0;
+  for (const r of origin.records) {
+    const logged = loggedClaims.get(`${r.key} ${r.attempt}`);
+    if (logged === undefined) continue;
+    if (r.claimedAt === undefined) r.claimedAt = logged;
+    else if (r.claimedAt !== logged) claimTimesDisagreeing += 1;
+  }
   await worker.dispose();
   await origin.close();
   return {
     options: o,
     history: {
-      provider: o.provider, mode: o.mode, events, deliveries, chains, origin: origin.records, log, restartsAt, finalStates,
+      provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
+      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, indexedDead, stalls, devServerLogs,
+      cutShort: aborted, claimTimesDisagreeing,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
     },

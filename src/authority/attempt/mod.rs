@@ -342,6 +342,11 @@ impl Attempt {
         &self.key
     }
 
+    /// The webhook sender of the event it forwards (none for an Idempotency-Key request).
+    pub fn provider(&self) -> Option<Provider> {
+        self.provider
+    }
+
     /// The claim this attempt holds.
     pub fn won(&self) -> &Won {
         &self.won

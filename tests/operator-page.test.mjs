@@ -1,0 +1,311 @@
+// The operator page (GET /admin/) in a real headless Chromium, driven by playwright-core,
+// against the real worker in queue mode under `wrangler dev` and a real HTTP origin that fails
+// (500) until the test lets it succeed. Two GitHub deliveries, signed by
+// @octokit/webhooks-methods, are dead-lettered; the page finds one by its filters, redelivers
+// it, and watches its record become `done`. Along the way: a wrong token is refused in words,
+// the token lives in sessionStorage only, the page fits a 375 px phone, and no console error
+// or Content-Security-Policy violation occurs (the policy is enforced: bypassCSP stays off).
+//
+// Screenshots of each screen go to artifacts/operator-page/ (git-ignored); their names are in
+// the test output. docs/images/operator-page.png is a copy of 02-dead-letters.png.
+// The browser: CHROMIUM_PATH, else `chromium` on PATH (scripts/setup.sh installs Debian's).
+import assert from 'node:assert/strict';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { chromium } from 'playwright-core';
+
+import { ROOT, call, startOrigin, startWorker, until } from './harness.mjs';
+import { deliverAs, deliveryId } from './provider-helpers.mjs';
+
+const TOKEN = 'operator-page-token-0123456789abcdef';
+const SECRET = 'operator-page-github-secret';
+const ARTIFACTS = path.join(ROOT, 'artifacts', 'operator-page');
+// A zone with a half-hour offset, so that a time filter read as UTC instead of local time
+// would be off and seen.
+const TIME_ZONE = 'Asia/Kolkata';
+const ZONE_OFFSET_MS = 330 * 60_000;
+
+/** The Chromium to drive: CHROMIUM_PATH, else `chromium` (or `chromium-browser`) on PATH. */
+function chromiumPath() {
+  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    for (const name of ['chromium', 'chromium-browser']) {
+      const file = path.join(dir, name);
+      try {
+        accessSync(file, constants.X_OK);
+        return file;
+      } catch {
+        // not here
+      }
+    }
+  }
+  throw new Error('no Chromium found: run scripts/setup.sh (Debian: apt-get install chromium), or set CHROMIUM_PATH');
+}
+
+/** `ms` as a datetime-local input's value in TIME_ZONE, to the minute. */
+const localInput = (ms) => new Date(ms + ZONE_OFFSET_MS).toISOString().slice(0, 16);
+const minute = (ms) => Math.floor(ms / 60_000) * 60_000;
+
+describe('the operator page in a real browser', () => {
+  let healthy = false;
+  let origin;
+  let worker;
+  let browser;
+  let page;
+  const consoleErrors = [];
+  const requests = [];
+  const issues = deliveryId('github'); // the event the page redelivers
+  const push = deliveryId('github'); // a dead event of another type, which the filter leaves out
+  const started = Date.now();
+
+  const record = async (id) => (await call(`${worker.url}/admin/deliveries/github/${id}`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  })).json?.record;
+
+  /** Saves a screenshot of the page as it is now, and names it in the test's output. */
+  async function shot(t, name, options = {}) {
+    const file = path.join(ARTIFACTS, `${name}.png`);
+    await page.screenshot({ path: file, fullPage: true, ...options });
+    t.diagnostic(`screenshot: ${path.relative(ROOT, file)}`);
+  }
+
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    origin = await startOrigin(() => (healthy ? { status: 200, body: 'ok' } : { status: 500, body: 'down' }));
+    worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: 'whsec_operator_page', // the worker needs it; no Stripe event is sent
+        GITHUB_WEBHOOK_SECRET: SECRET,
+        ORIGIN_URL: `${origin.url}/github`,
+        ADMIN_TOKEN: TOKEN,
+        GITHUB_DELIVERY_MODE: 'queue',
+        RETRY_BASE_SECONDS: '1',
+        RETRY_MAX_DELAY_SECONDS: '1',
+        RETRY_MAX_ATTEMPTS: '2',
+        LEASE_SECONDS: '8',
+        FORWARD_TIMEOUT_MS: '1000',
+        LATE_ANSWER_WAIT_SECONDS: '0',
+        QUEUE_FORWARD_TIMEOUT_MS: '3000',
+      },
+    });
+    for (const [id, event] of [[issues, 'issues'], [push, 'push']]) {
+      const body = JSON.stringify({ action: 'opened', delivery: id });
+      const answer = await deliverAs(worker, 'github', { id, body, secret: SECRET, event });
+      assert.equal(answer.json?.status, 'queued', answer.text);
+    }
+    for (const id of [issues, push]) {
+      await until(async () => (await record(id))?.state === 'dead', 30_000, `${id} dead-lettered`);
+    }
+    // The failure index learns of a dead letter from the event's object, a moment later.
+    await until(async () => {
+      const list = await call(`${worker.url}/admin/dead-letters?provider=github`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const ids = (list.json?.items ?? []).map((item) => item.id);
+      return ids.includes(issues) && ids.includes(push);
+    }, 30_000, 'both dead letters in the list');
+
+    browser = await chromium.launch({ executablePath: chromiumPath() });
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, timezoneId: TIME_ZONE, locale: 'en-GB' });
+    // Every policy violation the page meets is recorded where the test can read it.
+    await context.addInitScript(() => {
+      window.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (e) => {
+        window.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`);
+      });
+    });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => consoleErrors.push(`page error: ${error.message}`));
+    page.on('request', (request) => requests.push({ url: request.url(), authorization: request.headers().authorization }));
+    const answer = await page.goto(`${worker.url}/admin/`);
+    assert.equal(answer.status(), 200);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  test('a wrong token is refused in words, not JSON', async (t) => {
+    await page.fill('#token-input', 'not-the-token-0123456789');
+    await page.click('#token-use');
+    await page.locator('#dead-message', { hasText: 'The admin token was not accepted.' }).waitFor();
+    await page.locator('#summary-message', { hasText: 'The admin token was not accepted.' }).waitFor();
+    await page.locator('#token-status', { hasText: 'This token was not accepted.' }).waitFor();
+    const text = await page.locator('body').innerText();
+    assert.doesNotMatch(text, /[{}]|"error"|unauthorized/, 'no raw answer on the page');
+    await shot(t, '01-wrong-token');
+  });
+
+  test('the right token: the summary, and the dead letter found by sender, type and time', async (t) => {
+    await page.fill('#token-input', TOKEN);
+    await page.click('#token-use');
+    await page.locator('#token-status', { hasText: 'A token is set for this tab.' }).waitFor();
+    const stored = await page.evaluate(() => ({
+      session: sessionStorage.getItem('webhook-dedup.admin-token'),
+      local: localStorage.length,
+      cookie: document.cookie,
+      url: location.href,
+    }));
+    assert.equal(stored.session, TOKEN, 'the token is kept in sessionStorage');
+    assert.equal(stored.local, 0, 'nothing in localStorage');
+    assert.equal(stored.cookie, '', 'no cookie');
+    assert.equal(await page.inputValue('#token-input'), '', 'the field is cleared once used');
+
+    // The summary counts both dead letters.
+    const github = page.locator('#summary li[data-provider=github]');
+    await github.waitFor();
+    assert.equal(await github.innerText(), 'GitHub: 2 dead');
+    assert.match(await page.locator('#summary-total').innerText(), /^2 events .*: 2 dead$/);
+
+    // Filter: GitHub, type issues, within the last and next ten minutes of local time.
+    const since = minute(started - 10 * 60_000);
+    const untilMs = minute(Date.now() + 10 * 60_000);
+    await page.selectOption('#dead-provider', 'github');
+    await page.fill('#dead-type', 'issues');
+    await page.fill('#dead-since', localInput(since));
+    await page.fill('#dead-until', localInput(untilMs));
+    await page.selectOption('#dead-state', 'dead');
+    const listed = page.waitForResponse((r) => r.url().includes('/admin/dead-letters?') && r.request().method() === 'GET');
+    await page.click('#dead-show');
+    const query = new URL((await listed).url()).searchParams;
+    assert.equal(query.get('provider'), 'github');
+    assert.equal(query.get('type'), 'issues');
+    assert.equal(query.get('state'), 'dead');
+    assert.equal(query.get('since'), new Date(since).toISOString(), 'local time sent as RFC 3339 UTC');
+    assert.equal(query.get('until'), new Date(untilMs).toISOString());
+    // The click set "Loading…"; the page shows only the answer to its latest request.
+    await page.waitForFunction(() => document.getElementById('dead-message').textContent !== 'Loading…');
+    const items = await page.locator('#dead-list li.item').allInnerTexts();
+    assert.equal(items.length, 1, `only the issues event matches: ${items.join(' | ')}`);
+    assert.ok(items[0].includes(issues), 'the issues event');
+    assert.match(items[0], /Type\s*issues/);
+    assert.match(items[0], /origin answered 500/, 'its last error');
+    assert.ok(!items.join(' ').includes(push), 'the push event is filtered out');
+    await shot(t, '02-dead-letters');
+  });
+
+  test('redeliver from the list after the origin recovers; the lookup watches it become done', async (t) => {
+    const before = origin.requests.length;
+    healthy = true;
+    const row = page.locator('#dead-list li.item', { hasText: issues });
+    await row.getByRole('button', { name: 'Redeliver' }).click();
+    const dialog = page.locator('dialog#confirm');
+    await dialog.waitFor({ state: 'visible' });
+    assert.match(await dialog.innerText(), /Redeliver this event\?/);
+    await shot(t, '03-confirm-redeliver', { fullPage: false });
+    await dialog.getByRole('button', { name: 'Redeliver' }).click();
+    await page.locator('#record-state', { hasText: /^done$/ }).waitFor({ timeout: 30_000 });
+    assert.equal(await page.innerText('#lookup-message'), 'Delivered.');
+    assert.equal(await row.locator('.badge').innerText(), 'redelivered');
+    assert.equal((await record(issues)).state, 'done', 'the worker agrees');
+    const delivered = origin.requests.slice(before).filter((r) => r.headers['x-github-delivery'] === issues);
+    assert.equal(delivered.length, 1, 'one more attempt reached the origin');
+    assert.equal(delivered[0].answer.status, 200);
+    assert.equal(delivered[0].headers['x-webhook-dedup-attempt'], '3', 'after the two that failed');
+    const timeline = await page.locator('#record ol.timeline').innerText();
+    for (const step of ['First seen', 'Accepted into the queue', 'Attempt 3 started', 'Delivered']) {
+      assert.ok(timeline.includes(step), `the timeline shows "${step}": ${timeline}`);
+    }
+    assert.equal(await page.locator('#record-attempts').innerText(), '3');
+    assert.equal((await record(push)).state, 'dead', 'the other event was left alone');
+    // The dead-letter record learns of the delivery from the event's object a moment later.
+    const github = page.locator('#summary li[data-provider=github]');
+    await until(async () => {
+      if ((await github.innerText()) === 'GitHub: 1 dead 1 recovered') return true;
+      await page.click('#summary-refresh');
+      return false;
+    }, 20_000, 'the summary to count the recovery');
+    await shot(t, '04-lookup-done');
+  });
+
+  test('redeliver all matching: the rest of the filter\'s dead letters, with the counts', async (t) => {
+    await page.fill('#dead-type', 'push');
+    await page.click('#dead-redeliver-all');
+    const dialog = page.locator('dialog#confirm');
+    await dialog.waitFor({ state: 'visible' });
+    assert.match(await dialog.innerText(), /sender GitHub, type push/);
+    const calls = [];
+    const onRequest = (request) => {
+      if (request.url().includes('/admin/dead-letters/redeliver')) calls.push(new URL(request.url()).searchParams);
+    };
+    page.on('request', onRequest);
+    await dialog.getByRole('button', { name: 'Redeliver all' }).click();
+    await page.locator('#bulk-result', { hasText: 'Redelivered 1 event; 0 skipped.' }).waitFor({ timeout: 15_000 });
+    page.off('request', onRequest);
+    assert.equal(calls.length, 1, 'one call: no next_cursor');
+    assert.equal(calls[0].get('type'), 'push');
+    assert.equal(calls[0].get('state'), null, 'the worker redelivers dead letters only; no state is sent');
+    await until(async () => (await record(push))?.state === 'done', 20_000, 'the push event delivered');
+    await shot(t, '05-redeliver-all');
+  });
+
+  test('a refused lookup is explained in words', async () => {
+    await page.fill('#lookup-id', 'no such id');
+    await page.click('#lookup-form button[type=submit]');
+    await page.locator('#lookup-message', { hasText: 'That is not a delivery id' }).waitFor();
+    await page.fill('#lookup-id', deliveryId('github'));
+    await page.click('#lookup-form button[type=submit]');
+    await page.locator('#lookup-message', { hasText: 'No record for this event' }).waitFor();
+  });
+
+  test('at 375 px wide the page does not scroll sideways', async (t) => {
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.reload(); // the token stays: sessionStorage lives as long as the tab
+    await page.locator('#dead-message', { hasText: 'Nothing matches these filters.' }).waitFor(); // no dead one left
+    await page.selectOption('#dead-provider', '');
+    await page.fill('#dead-type', '');
+    await page.selectOption('#dead-state', '');
+    await page.click('#dead-show');
+    await page.locator('#dead-list li.item', { hasText: push }).waitFor();
+    await page.selectOption('#lookup-provider', 'github');
+    await page.fill('#lookup-id', issues);
+    await page.click('#lookup-form button[type=submit]');
+    await page.locator('#record-state', { hasText: 'done' }).waitFor();
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.equal(await overflow(), 0, 'no horizontal scroll');
+    await shot(t, '06-phone');
+    // The measure sees overflow when there is some.
+    await page.evaluate(() => {
+      const wide = document.createElement('div');
+      wide.id = 'too-wide';
+      wide.style.width = '600px';
+      wide.style.height = '1px'; // a box without height adds no overflow
+      document.body.append(wide);
+    });
+    assert.ok(await overflow() > 0, 'a 600 px element is noticed');
+    await page.evaluate(() => document.getElementById('too-wide').remove());
+  });
+
+  test('forget token: it leaves the tab and what it read leaves the page', async () => {
+    await page.click('#token-forget');
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    assert.equal(await page.locator('#dead-list li').count(), 0);
+    assert.equal(await page.locator('#record').innerText(), '');
+    await page.locator('#token-status', { hasText: 'No token is set.' }).waitFor();
+  });
+
+  test('no console error, no policy violation, and the token never in a URL', async () => {
+    const violations = await page.evaluate(() => window.cspViolations);
+    assert.deepEqual(violations, [], 'no Content-Security-Policy violation');
+    // The browser logs each refused call (the wrong token's 401s, the lookups' 400 and 404)
+    // as a failed load; anything else is an error of the page.
+    const unexpected = consoleErrors.filter((text) => !/^Failed to load resource: the server responded with a status of (400|401|404) /.test(text));
+    assert.deepEqual(unexpected, [], 'no console error or warning');
+    assert.ok(requests.length > 5);
+    for (const request of requests) {
+      assert.ok(!request.url.includes(TOKEN) && !request.url.includes('not-the-token'), `no token in ${request.url}`);
+      if (/\/admin\/(summary|dead-letters|deliveries)/.test(request.url)) {
+        assert.match(request.authorization ?? '', /^Bearer /, `${request.url} carries the token in its header`);
+      }
+    }
+    // The violation listener works: an inline style attribute is refused by the policy.
+    await page.evaluate(() => document.body.setAttribute('style', 'color: red'));
+    await until(() => page.evaluate(() => window.cspViolations.length > 0), 5_000, 'the provoked violation');
+  });
+});
