@@ -2,7 +2,8 @@
 // what reaches it: a body read deadline (a sender that trickles its body), one answer for every
 // admin or test-route request without the token whatever the configuration, /healthz without
 // sender details for an anonymous caller, rate limiters that fail open and say so, the API
-// door's forwarding headers and paths, and no runtime error text to a client.
+// door's forwarding headers and paths, no runtime error text to a client, the limits of the
+// senders' unsigned headers, and the largest body cap.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import path from 'node:path';
@@ -530,4 +531,49 @@ test('an ORIGIN_URL with credentials: its password reaches neither the answer, n
   const lines = worker.logLines();
   assert.ok(lines.some((l) => l.key === id && l.outcome === 'retry_scheduled'), 'the failed attempt was logged');
   for (const line of lines) assert.doesNotMatch(JSON.stringify(line), new RegExp(PASSWORD));
+});
+
+test('MAX_BODY_BYTES is at most 4 MiB, and four requests at that cap at once are all served', async (t) => {
+  const origin = await startOrigin(() => ({ status: 200 }));
+  const vars = {
+    STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: origin.url, GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+    GITHUB_DELIVERY_MODE: 'sync', API_ORIGIN_URL: origin.url,
+  };
+  const over = await startWorker({ vars: { ...vars, MAX_BODY_BYTES: String(4 * 1024 * 1024 + 1) } });
+  try {
+    const health = await call(`${over.url}/healthz`);
+    assert.equal(health.status, 503);
+    assert.deepEqual(health.json.problems.map((p) => p.key), ['MAX_BODY_BYTES']);
+  } finally {
+    await over.dispose();
+  }
+  const worker = await startWorker({ vars: { ...vars, MAX_BODY_BYTES: String(4 * 1024 * 1024) } });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const CAP = 4 * 1024 * 1024;
+  const stripeBody = () => {
+    const text = eventPayload(eventId('cap'), 'payment_intent.succeeded', { padding: '' });
+    return text.replace('"padding":""', `"padding":"${'p'.repeat(CAP - text.length)}"`);
+  };
+  const sends = [];
+  for (let n = 0; n < 4; n += 1) {
+    const body = stripeBody();
+    assert.equal(Buffer.byteLength(body), CAP);
+    sends.push(call(`${worker.url}/webhooks/stripe`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(body, SECRET) }, body,
+    }));
+    const keyed = 'k'.repeat(CAP);
+    sends.push(call(`${worker.url}/api/cap/${n}`, {
+      method: 'POST', headers: { authorization: `Bearer cap-${n}`, 'idempotency-key': `cap-${n}` }, body: keyed,
+    }));
+  }
+  const statuses = (await Promise.all(sends)).map((answer) => answer.status);
+  assert.deepEqual(statuses, Array(8).fill(200));
+  const over1 = stripeBody() + ' ';
+  const refused = await call(`${worker.url}/webhooks/stripe`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signatureFor(over1, SECRET) }, body: over1,
+  });
+  assert.equal(refused.status, 413);
 });

@@ -53,6 +53,16 @@ fn the_body_read_deadline_is_bounded() {
 }
 
 #[test]
+fn the_body_cap_is_at_most_what_an_isolate_holds_three_times_over() {
+    let config = load(&[("MAX_BODY_BYTES", "4194304")]).unwrap();
+    assert_eq!(config.delivery.max_body_bytes, 4 * 1024 * 1024);
+    for bad in ["0", "4194305", "26214400"] {
+        let problems = load(&[("MAX_BODY_BYTES", bad)]).unwrap_err();
+        assert_eq!(keys(problems), ["MAX_BODY_BYTES"], "{bad}");
+    }
+}
+
+#[test]
 fn several_secrets_for_rotation() {
     let config = load(&[("STRIPE_WEBHOOK_SECRET", "whsec_old, whsec_new")]).unwrap();
     assert_eq!(config.webhook.secrets.len(), 2);
