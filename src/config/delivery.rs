@@ -32,7 +32,7 @@ const MAX_LATE_ANSWER_WAIT_SECONDS: u64 = MAX_LEASE_SECONDS;
 /// five to seven times its body while it is served (the runtime's buffers, the prefixed copy a
 /// MAC is computed over, a Stripe body decoded and parsed, a keyed body in WebAssembly memory
 /// and in the frame to its object), so three requests at this cap at once stay under 100 MiB of
-/// an isolate's 128 MB; at the earlier 25 MiB one such request alone came near it.
+/// an isolate's 128 MB; at the earlier 25 MiB one Stripe event alone could exceed it.
 const MAX_BODY_CAP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// How every delivery runs, whatever its front door.
