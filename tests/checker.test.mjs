@@ -183,6 +183,22 @@ test('queue mode: an event dead-lettered although an attempt succeeded in time i
   assert.doesNotMatch(check(slow).failures.join('\n'), /evt_b: dead-lettered/);
 });
 
+test('queue mode: an attempt a restart cut off before it reached the origin counts towards the dead letter, only after a restart', () => {
+  // evt_a failed twice at the origin, then a third attempt was claimed and cut off by a
+  // restart before its forward arrived: the record counts 3 attempts, the origin saw 2.
+  const dead = (restartsAt) => {
+    const h = history({ mode: 'queue', retryMaxAttempts: 3, finalStates: { evt_a: 'dead', evt_b: 'done' }, finalAttempts: { evt_a: 3, evt_b: 1 }, restartsAt });
+    h.origin[1].status = 500;
+    h.deliveries = h.deliveries.map((d) => ({ ...d, status: 200 }));
+    h.log = [];
+    return h;
+  };
+  assert.deepEqual(check(dead([{ from: 10, to: 2_000 }])).failures, []);
+  assert.match(check(dead([])).failures.join('\n'), /evt_a: dead-lettered after 2 attempts, before RETRY_MAX_ATTEMPTS \(2 seen at the origin, 3 claimed\)/);
+  // A restart before the last attempt the origin saw cut nothing off after it.
+  assert.match(check(dead([{ from: 1, to: 1 }])).failures.join('\n'), /evt_a: dead-lettered after 2 attempts/);
+});
+
 test('queue mode: a dead letter missing from the failure index, or an indexed one not dead, is a failure', () => {
   const slow = () => {
     const h = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });

@@ -486,23 +486,13 @@ fn a_page_that_reads_to_the_end_of_its_range_gives_no_cursor() {
     // 250 GitHub entries after 50 Stripe ones: the Stripe page reads a full batch of GitHub
     // entries, then the short rest of the range, and must not send the caller back into it.
     let mut store = MemoryIndexStore::default();
-    for at in 1..=50u64 {
-        apply(
-            &mut store,
-            &dead(&format!("evt_{at:03}"), Provider::Stripe, at),
-            0,
-            None,
-        )
-        .unwrap();
-    }
-    for at in 51..=300u64 {
-        apply(
-            &mut store,
-            &dead(&format!("g{at}"), Provider::Github, at),
-            0,
-            None,
-        )
-        .unwrap();
+    for at in 1..=300u64 {
+        let (key, provider) = if at <= 50 {
+            (format!("evt_{at:03}"), Provider::Stripe)
+        } else {
+            (format!("g{at}"), Provider::Github)
+        };
+        apply(&mut store, &dead(&key, provider, at), 0, None).unwrap();
     }
     let query = ListQuery {
         provider: Some(Provider::Stripe),

@@ -31,6 +31,7 @@
  *   events: [eventId],
  *   keys: { eventId: record key } | undefined,                          // what log lines carry
  *   indexedDead: [eventId] | null | undefined,     // queue mode: the failure index's dead letters
+ *   finalAttempts: { eventId: attempts } | undefined,  // queue mode: attempts the record counts
  *   deliveries: [{ eventId, status | undefined, error | undefined,      // every send; `at` the
  *                  at | undefined, sentAt | undefined, body }],         // answer's time
  *   chains: [{ eventId, finished: bool }],                              // Stripe-like retry loops
@@ -208,8 +209,15 @@ export function check(history) {
     const final = history.finalStates?.[id];
     if (judgeEnds && history.mode === 'queue' && e.acknowledged) {
       if (final === 'dead') {
-        const made = new Set(e.origin.map((r) => r.attempt)).size;
-        if (made < history.retryMaxAttempts) fail(id, `dead-lettered after ${made} attempts, before RETRY_MAX_ATTEMPTS`);
+        // An attempt the product claimed whose forward a restart cut off before it reached the
+        // origin is an attempt too (the product cannot know it never arrived): it counts only
+        // when a restart began after the last attempt the origin saw.
+        const seen = new Set(e.origin.map((r) => r.attempt)).size;
+        const claimed = history.finalAttempts?.[id] ?? seen;
+        const lastSeen = Math.max(0, ...e.origin.map((r) => r.receivedAt));
+        const cutOffUnseen = claimed > seen && restartsAt.some((x) => x.from >= lastSeen);
+        const made = cutOffUnseen ? claimed : seen;
+        if (made < history.retryMaxAttempts) fail(id, `dead-lettered after ${made} attempts, before RETRY_MAX_ATTEMPTS (${seen} seen at the origin, ${claimed} claimed)`);
       } else if (final !== 'done') {
         fail(id, `acknowledged but ended ${final ?? 'unknown'}, neither delivered nor dead-lettered`);
       }

@@ -364,6 +364,7 @@ export async function runChaos(options) {
   // Queue mode: every event was acknowledged at once; wait until its object settled it
   // (delivered or dead-lettered), then read where each one ended.
   const finalStates = {};
+  const finalAttempts = {};
   if (queue && !aborted) {
     const settled = () => {
       const ended = new Set(worker.logLines()
@@ -375,7 +376,9 @@ export async function runChaos(options) {
     while (!settled() && Date.now() < deadline) await sleep(500);
     for (const id of events) {
       const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${encodeURIComponent(claimId(o.provider, id))}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-      finalStates[id] = answer.status === 200 ? (await answer.json()).record.state : `absent (${answer.status})`;
+      const record = answer.status === 200 ? (await answer.json()).record : undefined;
+      finalStates[id] = record ? record.state : `absent (${answer.status})`;
+      if (record) finalAttempts[id] = record.attempts;
     }
   }
   // Queue mode: the failure index's dead letters, read once it has caught up with the dead
@@ -441,7 +444,7 @@ export async function runChaos(options) {
     options: o,
     history: {
       provider: o.provider, mode: o.mode, events, keys: Object.fromEntries(events.map((id) => [id, keyOf(id)])),
-      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, indexedDead, stalls, devServerLogs,
+      startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, finalAttempts, indexedDead, stalls, devServerLogs,
       cutShort: aborted, claimTimesDisagreeing,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts,
