@@ -116,9 +116,25 @@ fn problems_never_repeat_the_value() {
         ("LEASE_SECONDS", "s3cr3t"),
         ("ENABLE_TEST_ROUTES", "s3cr3t"),
         ("IDEMPOTENCY_CLIENT_HEADER", "s3cr3t header"),
+        ("STRIPE_WEBHOOK_SECRET", "whsec_s3cr3t, ,"),
+        ("ALERT_URL", "https://alerts.example/?token=s3cr3t"),
+        ("ALERT_SECRET", "whsec_s3cr3t!"),
     ])
     .unwrap_err();
-    assert_eq!(problems.len(), 5);
+    let mut named = keys(problems.clone());
+    named.sort_unstable();
+    assert_eq!(
+        named,
+        [
+            "ALERT_SECRET",
+            "API_ORIGIN_URL",
+            "ENABLE_TEST_ROUTES",
+            "IDEMPOTENCY_CLIENT_HEADER",
+            "LEASE_SECONDS",
+            "ORIGIN_URL",
+            "STRIPE_WEBHOOK_SECRET",
+        ]
+    );
     assert!(
         problems.iter().all(|p| !p.problem.contains("s3cr3t")),
         "{problems:?}"
