@@ -1,5 +1,5 @@
 // Reads the whole history of a chaos run and decides whether it kept the promise: no event
-// lost, none processed twice, no 500. Pure: no I/O.
+// lost, none processed twice, no 500 of the worker's. Pure: no I/O.
 //
 // "Processed twice" is strict: every 2xx the origin answered is a run of the handler, whether
 // or not the product received that answer. A second one for the same event is a double
@@ -121,17 +121,24 @@ export function check(history) {
   }
   // A run cut short: what happened is still checked (doubles, leases, 500s), not how events ended.
   const judgeEnds = !history.cutShort;
-  const fiveHundreds = history.deliveries.filter((d) => d.status === 500);
+  // The worker answers JSON; a body that is not is the dev server's own: its proxy lost the
+  // worker. A request the restart cut gets that 500 ("Network connection lost"), as a sender
+  // gets a 5xx from Cloudflare when a Worker's process dies under its request; the sender
+  // retries, and what happens to its event is judged like any other. Such a 500 inside a
+  // restart window is counted, not failed; a worker's own 500, or the dev server's outside a
+  // restart, fails the run.
+  const devServers = (body) => {
+    try {
+      return !JSON.parse(body).error;
+    } catch {
+      return true;
+    }
+  };
+  const whose = (body) => (devServers(body) ? 'not the worker\'s JSON: the dev server\'s' : 'the worker\'s');
+  const cutByRestart = (d) => devServers(d.body ?? '') && d.at !== undefined && duringRestart(d.at);
+  const restartFiveHundreds = history.deliveries.filter((d) => d.status === 500 && cutByRestart(d)).length;
+  const fiveHundreds = history.deliveries.filter((d) => d.status === 500 && !cutByRestart(d));
   if (fiveHundreds.length > 0) {
-    // The worker answers JSON; a body that is not is the dev server's own (its proxy lost the
-    // worker), which is still a failure of the run, but not an answer of the worker's.
-    const whose = (body) => {
-      try {
-        return JSON.parse(body).error ? 'the worker\'s' : 'not the worker\'s JSON';
-      } catch {
-        return 'not the worker\'s JSON: the dev server\'s';
-      }
-    };
     const seen = fiveHundreds.slice(0, 3).map((d) => `${d.eventId} at ${rel(d.at)} ms (${whose(d.body ?? '')}): ${d.body ?? ''}`);
     fail(undefined, `${fiveHundreds.length} answers were 500 (restarts from/to ${restarts()} ms): ${seen.join(' | ')}`);
     for (const d of fiveHundreds) failing.add(d.eventId);
@@ -268,6 +275,7 @@ export function check(history) {
     ['events', history.events.length],
     ['deliveries sent', history.deliveries.length],
     ['connection errors while the runtime restarted', connectionErrors],
+    ['500 answers of the dev server for requests a restart cut (its proxy lost the worker)', restartFiveHundreds],
     ...[...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([s, n]) => [`answers ${s}`, n]),
     ['origin attempts', history.origin.length],
     ['origin attempts whose claim time was not read (their arrival stands in)', claimTimesUnknown],
