@@ -1,6 +1,8 @@
 // The chaos checker on made-up histories: it must fail each broken promise, and pass a sound
 // history, or the chaos run could not catch anything.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
 import { check } from './chaos/checker.mjs';
@@ -331,4 +333,10 @@ test('a done line logged as a restart began proves nothing: the write may not ha
   // Logged well before the restart, the same line is proof: nothing may run after it.
   h.log[0].seenAt = 20_000;
   assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 32689 ms, after the product had recorded the event done/);
+});
+
+test('the chaos command parses (it runs only by hand, so npm test checks its syntax)', () => {
+  const cli = fileURLToPath(new URL('./chaos/cli.mjs', import.meta.url));
+  const parsed = spawnSync(process.execPath, ['--check', cli], { encoding: 'utf8' });
+  assert.equal(parsed.status, 0, parsed.stderr);
 });

@@ -214,7 +214,7 @@ if (values.write) {
     '- one attempt number was forwarded twice or out of order;',
     '- a send got no answer at all outside a restart (each send uses a fresh connection, so none is lost to a reused one the server just closed);',
     '- the dev server (wrangler) stopped answering: a failure of the harness, named as such;',
-    '- any answer is a 500, except the dev server's own 500 for a request a restart cut (its proxy lost the worker: the local form of the 5xx Cloudflare answers when a Worker's process dies; the sender retries, and the event is judged like any other). Those are counted. The rare failure of earlier loops was this one.',
+    '- any answer is a 500, except the dev server\'s own 500 for a request a restart cut (its proxy lost the worker: the local form of the 5xx Cloudflare answers when a Worker\'s process dies; the sender retries, and the event is judged like any other). Those are counted. The rare failure of earlier loops was this one.',
     '',
     'Leases are measured from claim times, to the millisecond: there is no slack and no margin. Whether the product learned an answer is read from its own log line for that attempt (it carries the origin\'s status), not guessed from a band of time. A failed run keeps what it takes to replay and explain it (see [testing](docs/testing.md#when-a-chaos-run-fails)).',
     '',
