@@ -132,3 +132,20 @@ mod tests {
         );
     }
 }
+
+/// Why a request's body was not read: the same three ways at both front doors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyError {
+    /// Larger than `limit` bytes (`MAX_BODY_BYTES`).
+    TooLarge {
+        /// The cap, in bytes.
+        limit: u64,
+    },
+    /// The sender hung up or the stream failed before the end.
+    Unreadable,
+    /// The whole body did not arrive within `ms` (`BODY_READ_TIMEOUT_MS`).
+    TimedOut {
+        /// The deadline, in milliseconds.
+        ms: u64,
+    },
+}

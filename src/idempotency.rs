@@ -8,7 +8,9 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::answer::{retry_after_seconds, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS};
+use crate::answer::{
+    retry_after_seconds, BodyError, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS,
+};
 use crate::authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
 use crate::config::{self, ConfigProblem};
@@ -277,6 +279,16 @@ pub struct Problem {
     pub retry_after: Option<u64>,
     /// What the log line says beside the answer (a runtime error's text); never sent.
     pub note: Option<String>,
+}
+
+impl From<BodyError> for Problem {
+    fn from(error: BodyError) -> Problem {
+        match error {
+            BodyError::TooLarge { limit } => Problem::body_too_large(limit),
+            BodyError::Unreadable => Problem::body_unreadable(),
+            BodyError::TimedOut { ms } => Problem::body_timeout(ms),
+        }
+    }
 }
 
 impl Problem {

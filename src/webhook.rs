@@ -9,7 +9,9 @@
 
 use serde_json::{json, Value};
 
-use crate::answer::{retry_after_seconds, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS};
+use crate::answer::{
+    retry_after_seconds, BodyError, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS,
+};
 use crate::authority::{AuthorityReply, Delivery, Report};
 use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis};
 use crate::config::{self, ConfigProblem};
@@ -91,6 +93,16 @@ pub enum Refusal {
     /// its object does not know (429 + `Retry-After`); see
     /// [`crate::providers::replay_limit_key`].
     ReplayLimited,
+}
+
+impl From<BodyError> for Refusal {
+    fn from(error: BodyError) -> Refusal {
+        match error {
+            BodyError::TooLarge { limit } => Refusal::BodyTooLarge { limit },
+            BodyError::Unreadable => Refusal::UnreadableBody,
+            BodyError::TimedOut { ms } => Refusal::BodyTimeout { ms },
+        }
+    }
 }
 
 /// What the log line says of a refusal: the answer's detail, or for a route that is off, the

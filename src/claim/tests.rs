@@ -653,3 +653,59 @@ fn the_same_request_after_a_forget_gets_a_fence_no_earlier_attempt_holds() {
         ClaimOutcome::Claimed { repeated: true, fence, .. } if fence == second
     ));
 }
+
+/// The object's store over its key-value table: a record round-trips as text, a payload as
+/// bytes beside it, `keys` lists records only and never reads a payload's row, and every call
+/// counts the rows Cloudflare bills.
+#[test]
+fn the_key_value_store_keeps_records_and_payloads_apart_and_counts_rows() {
+    let mut store = KvStore::new(MemoryTable::default());
+    claim(&mut store, KEY, 0, POLICY, nonce(1), None).unwrap();
+    store.save_payload(KEY, b"body bytes").unwrap();
+    assert_eq!(
+        store.usage,
+        Usage {
+            rows_read: 1,
+            rows_written: 2
+        }
+    );
+    assert_eq!(store.keys().unwrap(), vec![KEY.to_owned()]);
+    assert_eq!(store.usage.rows_read, 2, "only the record's row is listed");
+    assert_eq!(
+        store.load_payload(KEY).unwrap().as_deref(),
+        Some(&b"body bytes"[..])
+    );
+    let record = store.load(KEY).unwrap().expect("the record is stored");
+    assert_eq!(record.state(), ClaimState::Processing);
+    store.delete_payload(KEY).unwrap();
+    assert_eq!(store.load_payload(KEY).unwrap(), None);
+    assert_eq!(
+        store.usage,
+        Usage {
+            rows_read: 5,
+            rows_written: 3
+        }
+    );
+}
+
+/// A value of the wrong kind (bytes where a record is, text where a payload is) is a fatal
+/// store error naming it, never a panic or a silent miss.
+#[test]
+fn a_value_of_the_wrong_kind_is_a_fatal_store_error() {
+    let mut table = MemoryTable::default();
+    table.map.insert(KEY.into(), KvValue::Bytes(vec![1]));
+    table
+        .map
+        .insert(format!("\u{1}payload:{KEY}"), KvValue::Text("x".into()));
+    let mut store = KvStore::new(table);
+    let not_text = store.load(KEY).unwrap_err();
+    assert!(
+        matches!(&not_text, StoreError::Fatal(d) if d.contains("is not text")),
+        "{not_text}"
+    );
+    let not_bytes = store.load_payload(KEY).unwrap_err();
+    assert!(
+        matches!(&not_bytes, StoreError::Fatal(d) if d.contains("not bytes")),
+        "{not_bytes}"
+    );
+}

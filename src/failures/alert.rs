@@ -10,8 +10,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::entry::Entry;
-use super::index::{IndexStore, Scan};
-use crate::claim::{Change, Millis, RetryPolicy, StoreError, Transition};
+use super::index::IndexStore;
+use crate::claim::{Change, Millis, RetryPolicy, Scan, StoreError, Transition};
 use crate::origin::{Reason, Verdict};
 use crate::providers::standard;
 use crate::providers::Provider;
@@ -130,7 +130,7 @@ pub fn due<S: IndexStore>(
         start: None,
         end: Some(format!("n:{now:016};")),
         reverse: false,
-        limit,
+        limit: Some(limit),
     };
     store
         .scan(&scan)?

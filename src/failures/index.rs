@@ -12,33 +12,19 @@
 //!
 //! Times are written as 16 digits, so the keys sort in time order.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::alert::{self, AlertPolicy};
 use super::entry::{Entry, EntryState, Report, MAX_HISTORY};
 use super::query::{Cursor, ListQuery};
-use crate::claim::{Change, Millis, StoreError, Transition};
+use crate::claim::{
+    get_text, Change, KvTable, KvValue, MemoryTable, Millis, Scan, StoreError, Transition,
+};
 use crate::providers::Provider;
 
-/// A range of keys to read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Scan {
-    /// Only keys with this prefix.
-    pub prefix: &'static str,
-    /// From this key on (included).
-    pub start: Option<String>,
-    /// Up to this key (excluded).
-    pub end: Option<String>,
-    /// Newest (greatest) first.
-    pub reverse: bool,
-    /// At most this many.
-    pub limit: usize,
-}
-
-/// The sorted key-value store under the index.
+/// The sorted key-value store under the index: any [`KvTable`] (the index object's own, or
+/// a [`MemoryTable`] in tests and the model checker), its values text.
 pub trait IndexStore {
     /// The value of `key`.
     fn get(&mut self, key: &str) -> Result<Option<String>, StoreError>;
@@ -50,41 +36,31 @@ pub trait IndexStore {
     fn scan(&mut self, scan: &Scan) -> Result<Vec<(String, String)>, StoreError>;
 }
 
-/// An [`IndexStore`] in memory, for tests and the model checker.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct MemoryIndexStore {
-    /// Everything stored.
-    pub map: BTreeMap<String, String>,
-}
+/// The index in memory, for tests and the model checker.
+pub type MemoryIndexStore = MemoryTable;
 
-impl IndexStore for MemoryIndexStore {
+impl<T: KvTable> IndexStore for T {
     fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.map.get(key).cloned())
+        get_text(self, key, &|| {
+            format!("the failure index's value of {key:?}")
+        })
     }
 
     fn put(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.map.insert(key.to_owned(), value.to_owned());
-        Ok(())
+        KvTable::put(self, key, &KvValue::Text(value.to_owned()))
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
-        self.map.remove(key);
-        Ok(())
+        KvTable::delete(self, key)
     }
 
     fn scan(&mut self, scan: &Scan) -> Result<Vec<(String, String)>, StoreError> {
-        let within = |key: &String| {
-            key.starts_with(scan.prefix)
-                && scan.start.as_ref().is_none_or(|start| key >= start)
-                && scan.end.as_ref().is_none_or(|end| key < end)
+        let found = self.list(scan)?;
+        let text = |(key, value): (String, KvValue)| match value {
+            KvValue::Text(text) => Ok((key, text)),
+            KvValue::Bytes(_) => Err(unreadable("value (bytes, not text)")),
         };
-        let found = self.map.iter().filter(|(key, _)| within(key));
-        let pairs = |(key, value): (&String, &String)| (key.clone(), value.clone());
-        Ok(if scan.reverse {
-            found.rev().take(scan.limit).map(pairs).collect()
-        } else {
-            found.take(scan.limit).map(pairs).collect()
-        })
+        found.into_iter().map(text).collect()
     }
 }
 
@@ -318,7 +294,7 @@ pub fn list<S: IndexStore>(store: &mut S, query: &ListQuery) -> Result<Page, Sto
             start: start.clone(),
             end: end.clone(),
             reverse: true,
-            limit: batch,
+            limit: Some(batch),
         })?;
         scanned += keys.len();
         for (stored, _) in &keys {
@@ -422,7 +398,7 @@ pub fn summary<S: IndexStore>(store: &mut S) -> Result<Summary, StoreError> {
         start: None,
         end: None,
         reverse: false,
-        limit: 64,
+        limit: Some(64),
     };
     let mut summary = Summary::default();
     for (key, value) in store.scan(&scan)? {
@@ -449,7 +425,7 @@ pub fn expire<S: IndexStore>(
         start: None,
         end: Some(format!("x:{:016};", now)),
         reverse: false,
-        limit,
+        limit: Some(limit),
     })?;
     let mut deleted = 0;
     for (stored, _) in due {
@@ -484,7 +460,7 @@ pub fn next_wake<S: IndexStore>(
                 start: None,
                 end: None,
                 reverse: false,
-                limit: 1,
+                limit: Some(1),
             })
             .map(|found| {
                 found

@@ -22,11 +22,11 @@ pub use alert::{AlertPolicy, Notification};
 pub use entry::{due_report, event_type, Entry, EntryState, Report, MAX_HISTORY};
 pub use index::{
     apply, entry, expire, gone, list, next_wake, summary, Applied, IndexStore, MemoryIndexStore,
-    Page, Scan, Summary, MAX_SCANNED,
+    Page, Summary, MAX_SCANNED,
 };
 pub use query::{Cursor, ListQuery, QueryError};
 
-use crate::claim::{Millis, StoreError};
+use crate::claim::{self, Change, ClaimStore, Millis, RetryPolicy, StoreError};
 use crate::origin::Reason;
 
 /// The name of the one index object of a deployment.
@@ -90,6 +90,35 @@ pub enum IndexReply {
         /// What failed.
         detail: String,
     },
+}
+
+/// Settles the changes of `key` that were sent, given the index's `reply` (`None` when nothing
+/// was sent: the record is no webhook sender's, and its changes are dropped). Applied: they
+/// leave the record's outbox. Otherwise they are sent again after `retry`'s back-off (with
+/// `jitter` in `[0, 1)`), or, with no `retry` (an invalid configuration), left for the alarm's
+/// own guard a minute later. `Err` says what went wrong, for the log.
+pub fn after_report<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    changes: &[Change],
+    reply: Option<IndexReply>,
+    now: Millis,
+    (retry, jitter): (Option<RetryPolicy>, f64),
+) -> Result<(), String> {
+    let refused = match reply {
+        None | Some(IndexReply::Applied(_)) => None,
+        Some(IndexReply::StoreFailed { detail }) => Some(detail),
+        Some(other) => Some(format!("an answer out of turn: {other:?}")),
+    };
+    let settled = match (&refused, retry) {
+        (None, _) => claim::report_sent(store, key, changes, now).map(|_| ()),
+        (Some(_), Some(retry)) => claim::report_failed(store, key, now, retry, jitter).map(|_| ()),
+        (Some(_), None) => Ok(()),
+    };
+    match refused {
+        Some(detail) => Err(detail),
+        None => settled.map_err(|error| error.to_string()),
+    }
 }
 
 /// Runs `request` against the index's `store` at `now`; `alerts` is set when notifications are

@@ -1,6 +1,6 @@
 use super::alert::{self, Kind, SendFailed, ORIGIN_WINDOW_MS};
 use super::*;
-use crate::claim::{Change, RetryPolicy, Transition};
+use crate::claim::{Change, KvValue, RetryPolicy, Transition};
 use crate::providers::Provider;
 
 const ALERTS: AlertPolicy = AlertPolicy {
@@ -545,7 +545,7 @@ fn an_unreadable_entry_is_left_out_of_a_page_and_expiry_keeps_its_keys() {
     apply(&mut store, &dead("b", Provider::Github, 11), 11, None).unwrap();
     store.map.insert(
         format!("e:{}", Provider::Github.key("a")),
-        "not json".into(),
+        KvValue::Text("not json".into()),
     );
     let page = list(
         &mut store,
@@ -563,4 +563,85 @@ fn an_unreadable_entry_is_left_out_of_a_page_and_expiry_keeps_its_keys() {
         before,
         "nothing deleted on the way to the error"
     );
+}
+
+/// A dead-lettered GitHub event in its object's store, its change waiting for the index.
+fn dead_event_store(key: &str) -> (claim::MemoryClaimStore, Vec<Change>) {
+    use claim::{AttemptOutcome, ClaimPolicy, ClaimStore, Failure, Nonce};
+    let policy = ClaimPolicy {
+        lease_ms: 10_000,
+        retention_ms: 1_000_000,
+    };
+    let retry = RetryPolicy {
+        max_attempts: 1,
+        ..ALERTS.retry
+    };
+    let mut store = claim::MemoryClaimStore::new();
+    claim::enqueue(
+        &mut store,
+        key,
+        Provider::Github,
+        0,
+        policy,
+        Nonce([1; 16]),
+        b"{}",
+    )
+    .unwrap();
+    let AttemptOutcome::Start { fence, .. } =
+        claim::start_attempt(&mut store, key, 0, policy, retry, Nonce([2; 16])).unwrap()
+    else {
+        panic!("the stored event is due");
+    };
+    let failure = Failure {
+        reason: "origin answered 500".parse().unwrap(),
+        answer_lost: false,
+    };
+    claim::attempt_failed(&mut store, key, &fence, 10, failure, policy, retry, 0.5).unwrap();
+    let record = store.load(key).unwrap().unwrap();
+    let changes = record.pending_report().unwrap().changes.clone();
+    (store, changes)
+}
+
+/// An object settles what it sent by the index's answer: applied, the changes leave its
+/// outbox; refused (or answered out of turn), they are sent again after the back-off; with no
+/// retry policy (an invalid configuration) they stay as they were, for the alarm's guard.
+#[test]
+fn an_object_settles_its_report_by_the_index_answer() {
+    use claim::ClaimStore;
+    let key = Provider::Github.key("a");
+    let pending = |store: &mut claim::MemoryClaimStore| {
+        let record = store.load(&key).unwrap().unwrap();
+        record.pending_report().map(|report| report.next_at)
+    };
+    let (mut store, changes) = dead_event_store(&key);
+    let applied = Some(IndexReply::Applied(Applied::default()));
+    assert_eq!(
+        after_report(&mut store, &key, &changes, applied, 20, (None, 0.5)),
+        Ok(())
+    );
+    assert_eq!(pending(&mut store), None, "acknowledged, the changes leave");
+
+    let (mut store, changes) = dead_event_store(&key);
+    let refused = Some(IndexReply::StoreFailed {
+        detail: "full".into(),
+    });
+    let backoff = (Some(ALERTS.retry), 0.999_999);
+    let settled = after_report(&mut store, &key, &changes, refused, 20, backoff);
+    assert_eq!(settled, Err("full".into()));
+    assert_eq!(
+        pending(&mut store),
+        Some(20 + ALERTS.retry.backoff_ms(1, 0.999_999))
+    );
+    let out_of_turn = Some(IndexReply::Noted);
+    let settled = after_report(&mut store, &key, &changes, out_of_turn, 30, backoff);
+    assert!(settled.unwrap_err().contains("out of turn"));
+
+    let (mut store, changes) = dead_event_store(&key);
+    let before = pending(&mut store);
+    let refused = Some(IndexReply::StoreFailed {
+        detail: "full".into(),
+    });
+    let settled = after_report(&mut store, &key, &changes, refused, 20, (None, 0.5));
+    assert_eq!(settled, Err("full".into()));
+    assert_eq!(pending(&mut store), before, "left for the alarm's guard");
 }

@@ -1,11 +1,10 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL` (its rules are in
 //! [`crate::idempotency`]).
 
-use js_sys::Uint8Array;
 use worker::web_sys::{self, ReadableStream};
 use worker::{Context, Env, Response, Result};
 
-use super::body::{self, BodyError};
+use super::body;
 use super::clock;
 use super::door::{self, Visit};
 use super::env_config;
@@ -97,7 +96,7 @@ async fn keyed(
         header("cf-connecting-ip")?,
     )
     .await?;
-    let body = read_body(&req, config).await?;
+    let body = body::read_capped(&req, &config.delivery).await?;
     let method = req.method().to_string();
     let content_type = header("content-type")?;
     let fingerprint = idem::fingerprint(
@@ -128,21 +127,6 @@ async fn keyed(
         }
         ApiAnswer::Refuse(problem) => Err(problem),
     }
-}
-
-/// A keyed request's body, within `MAX_BODY_BYTES` and `BODY_READ_TIMEOUT_MS`.
-async fn read_body(req: &Inbound, config: &Config) -> std::result::Result<Uint8Array, Problem> {
-    let limits = body::Limits {
-        bytes: config.delivery.max_body_bytes,
-        deadline_ms: config.delivery.body_read_timeout_ms,
-    };
-    body::read_capped(req, limits)
-        .await
-        .map_err(|error| match error {
-            BodyError::TooLarge => Problem::body_too_large(limits.bytes),
-            BodyError::Unreadable => Problem::body_unreadable(),
-            BodyError::TimedOut => Problem::body_timeout(limits.deadline_ms),
-        })
 }
 
 /// The client a keyed request comes from, when it may go on: it names itself (unless anonymous

@@ -8,7 +8,7 @@ use worker::web_sys::ReadableStream;
 use worker::{Env, ObjectNamespace};
 
 use super::authority_wire;
-use super::kv_store::js_flag;
+use super::kv_store::{js_flag, js_text};
 use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
 
 #[wasm_bindgen]
@@ -71,7 +71,7 @@ impl AuthorityClient {
                         StubFailure::SendAgain => continue,
                         StubFailure::GiveUp => {
                             let detail =
-                                format!("claim authority unreachable: {}", text_of(&error));
+                                format!("claim authority unreachable: {}", js_text(&error));
                             return (failed(true, detail), None);
                         }
                     }
@@ -98,15 +98,6 @@ impl AuthorityClient {
         let answer = JsFuture::from(stub.call(frame)?).await?;
         Ok(authority_wire::read_reply(answer))
     }
-}
-
-/// What an exception says: its message, or its text.
-fn text_of(error: &JsValue) -> String {
-    error
-        .dyn_ref::<js_sys::Error>()
-        .map(|error| String::from(error.message()))
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| "an exception without a message".into())
 }
 
 fn failed(retryable: bool, detail: String) -> AuthorityReply {

@@ -1,32 +1,12 @@
 //! Reading a request body with a size cap and a read deadline; shared by both front doors.
 
 use js_sys::futures::JsFuture;
-use js_sys::{Reflect, Uint8Array};
-use wasm_bindgen::JsCast;
-use worker::web_sys::ReadableStreamDefaultReader;
+use js_sys::Uint8Array;
 
-use super::forward;
+use super::forward::{self, BodyReader};
 use super::inbound::Inbound;
-
-/// Why a body was not read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyError {
-    /// Larger than the cap.
-    TooLarge,
-    /// The sender hung up or the stream failed before the end.
-    Unreadable,
-    /// The whole body did not arrive before the read deadline.
-    TimedOut,
-}
-
-/// The limits a body is read within.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// The largest body, in bytes.
-    pub bytes: u64,
-    /// How long the whole body may take to arrive, in milliseconds.
-    pub deadline_ms: u64,
-}
+use crate::answer::BodyError;
+use crate::config::DeliveryConfig;
 
 /// The body length the request's `Content-Length` declares, when it is a number.
 fn declared_length(req: &Inbound) -> Option<u64> {
@@ -35,13 +15,14 @@ fn declared_length(req: &Inbound) -> Option<u64> {
 }
 
 /// Reads the whole body into JavaScript memory (it crosses into WebAssembly only where a rule
-/// needs its bytes), refusing one larger than `limits.bytes` whatever its `Content-Length`
+/// needs its bytes), refusing one larger than `MAX_BODY_BYTES` whatever its `Content-Length`
 /// claims, without reading it all, and one that has not arrived in full within
-/// `limits.deadline_ms` (a sender trickling its body holds no request open past it).
-pub async fn read_capped(req: &Inbound, limits: Limits) -> Result<Uint8Array, BodyError> {
-    let limit = limits.bytes;
+/// `BODY_READ_TIMEOUT_MS` (a sender trickling its body holds no request open past it).
+pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8Array, BodyError> {
+    let (limit, ms) = (limits.max_body_bytes, limits.body_read_timeout_ms);
+    let too_large = BodyError::TooLarge { limit };
     match declared_length(req) {
-        Some(length) if length > limit => Err(BodyError::TooLarge),
+        Some(length) if length > limit => Err(too_large),
         // A declared length within the cap: the runtime enforces it, so read it in one call
         // (and check what arrived all the same: the cap must not rest on the runtime alone).
         Some(_) => {
@@ -49,37 +30,30 @@ pub async fn read_capped(req: &Inbound, limits: Limits) -> Result<Uint8Array, Bo
                 .inner()
                 .array_buffer()
                 .map_err(|_| BodyError::Unreadable)?;
-            let buffer = forward::within(JsFuture::from(promise), limits.deadline_ms)
+            let buffer = forward::within(JsFuture::from(promise), ms)
                 .await
-                .map_err(|_| BodyError::TimedOut)?
+                .map_err(|_| BodyError::TimedOut { ms })?
                 .map_err(|_| BodyError::Unreadable)?;
             let body = Uint8Array::new(&buffer);
             if u64::from(body.length()) > limit {
-                return Err(BodyError::TooLarge);
+                return Err(too_large);
             }
             Ok(body)
         }
-        None => read_stream(req, limits).await,
+        None => read_stream(req, limit, ms).await,
     }
 }
 
 /// A body without a declared length: read chunk by chunk, counting, then joined; the reader is
 /// cancelled when the deadline passes.
-async fn read_stream(req: &Inbound, limits: Limits) -> Result<Uint8Array, BodyError> {
-    let Some(stream) = req.inner().body() else {
-        return Ok(Uint8Array::new_with_length(0));
-    };
-    let reader: ReadableStreamDefaultReader = stream
-        .get_reader()
-        .dyn_into()
-        .map_err(|_| BodyError::Unreadable)?;
-    let chunks = Box::pin(read_chunks(&reader, limits.bytes));
-    let result = match forward::within(chunks, limits.deadline_ms).await {
+async fn read_stream(req: &Inbound, limit: u64, ms: u64) -> Result<Uint8Array, BodyError> {
+    let mut reader = BodyReader::of(req.inner().body());
+    let result = match forward::within(Box::pin(read_chunks(&mut reader, limit)), ms).await {
         Ok(result) => result,
-        Err(_) => Err(BodyError::TimedOut),
+        Err(_) => Err(BodyError::TimedOut { ms }),
     };
     if result.is_err() {
-        let _ = reader.cancel();
+        reader.cancel();
     }
     let (chunks, total) = result?;
     let body = Uint8Array::new_with_length(total as u32);
@@ -94,30 +68,17 @@ async fn read_stream(req: &Inbound, limits: Limits) -> Result<Uint8Array, BodyEr
 /// Every chunk `reader` gives until the end, and their total length; `TooLarge` as soon as it
 /// passes `limit`.
 async fn read_chunks(
-    reader: &ReadableStreamDefaultReader,
+    reader: &mut BodyReader,
     limit: u64,
 ) -> Result<(Vec<Uint8Array>, u64), BodyError> {
     let mut chunks = Vec::new();
     let mut total: u64 = 0;
-    loop {
-        let result = JsFuture::from(reader.read())
-            .await
-            .map_err(|_| BodyError::Unreadable)?;
-        let done = Reflect::get(&result, &"done".into())
-            .ok()
-            .and_then(|d| d.as_bool())
-            .unwrap_or(true);
-        if done {
-            return Ok((chunks, total));
-        }
-        let chunk: Uint8Array = Reflect::get(&result, &"value".into())
-            .ok()
-            .and_then(|v| v.dyn_into().ok())
-            .ok_or(BodyError::Unreadable)?;
+    while let Some(chunk) = reader.next().await.map_err(|()| BodyError::Unreadable)? {
         total += u64::from(chunk.length());
         if total > limit {
-            return Err(BodyError::TooLarge);
+            return Err(BodyError::TooLarge { limit });
         }
         chunks.push(chunk);
     }
+    Ok((chunks, total))
 }

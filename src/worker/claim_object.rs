@@ -10,7 +10,7 @@ use super::authority_wire;
 use super::clock;
 use super::delivery;
 use super::keeper::Keeper;
-use super::kv_store::KvClaimStore;
+use super::kv_store;
 use super::log;
 use super::queue;
 use super::report;
@@ -154,7 +154,7 @@ impl ClaimAuthority {
 
     /// Deletes what expired, runs the due attempts, and says how to re-arm.
     async fn sweep_and_run(&self, ran_at: Millis) -> std::result::Result<Rearm, StoreError> {
-        let (sweep, keys) = KvClaimStore::open(self.keeper.storage()).and_then(|mut store| {
+        let (sweep, keys) = kv_store::open(self.keeper.storage()).and_then(|mut store| {
             let sweep = claim::expire(&mut store, ran_at)?;
             Ok((sweep, store.keys()?))
         })?;
@@ -165,7 +165,7 @@ impl ClaimAuthority {
         for key in &keys {
             queue::run_due(&self.keeper, key).await;
         }
-        let mut store = KvClaimStore::open(self.keeper.storage())?;
+        let mut store = kv_store::open(self.keeper.storage())?;
         let (rearm, reports) = alarm::rearm_and_reports(&mut store, ran_at, clock::now_ms())?;
         if reports.is_empty() {
             return Ok(rearm);
@@ -175,7 +175,7 @@ impl ClaimAuthority {
         for key in &reports {
             report::send_due(&self.keeper, key).await;
         }
-        let mut store = KvClaimStore::open(self.keeper.storage())?;
+        let mut store = kv_store::open(self.keeper.storage())?;
         alarm::rearm(&mut store, ran_at, clock::now_ms())
     }
 }

@@ -9,7 +9,7 @@ use worker::{Env, ScheduledTime, State};
 use super::clock;
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing};
-use super::index_store::KvIndexStore;
+use super::kv_store::{self, ObjectStore};
 use super::log;
 use crate::authority::alarm;
 use crate::claim::Millis;
@@ -64,7 +64,7 @@ impl FailureIndex {
     pub async fn alarm(&self) {
         let ran_at = clock::now_ms();
         let config = env_config::config(&self.env).ok();
-        let Ok(mut store) = KvIndexStore::open(&self.state.storage()) else {
+        let Ok(mut store) = kv_store::open(&self.state.storage()) else {
             return;
         };
         let expired = failures::expire(&mut store, ran_at, PER_ALARM).unwrap_or(0);
@@ -104,7 +104,7 @@ impl FailureIndex {
             }
         };
         let alerts = policy(&config);
-        let mut store = match KvIndexStore::open(&self.state.storage()) {
+        let mut store = match kv_store::open(&self.state.storage()) {
             Ok(store) => store,
             Err(error) => {
                 return IndexReply::StoreFailed {
@@ -158,7 +158,7 @@ impl FailureIndex {
     /// Sends the notifications due at `now`, all at once; returns how many it tried.
     async fn send_due(
         &self,
-        store: &mut KvIndexStore,
+        store: &mut ObjectStore,
         alerts: &AlertConfig,
         policy: &AlertPolicy,
         now: Millis,

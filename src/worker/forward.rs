@@ -20,6 +20,7 @@ use worker::web_sys::{
 };
 use worker::Delay;
 
+use super::kv_store::js_text;
 use crate::origin::{NetworkError, OriginOutcome};
 
 /// Request headers never copied from a client to the origin (hop-by-hop, or set by fetch).
@@ -105,7 +106,7 @@ impl Future for Exchange {
             result
                 .and_then(|value| value.dyn_into::<web_sys::Response>())
                 .map_err(|error| OriginOutcome::Failed {
-                    error: NetworkError::classify(&error_text(&error)),
+                    error: NetworkError::classify(&js_text(&error)),
                 })
         })
     }
@@ -142,18 +143,6 @@ pub async fn sleep(ms: u64) {
     Delay::from(Duration::from_millis(ms)).await;
 }
 
-/// The text of a thrown JS value, for classifying it; never stored or logged.
-fn error_text(error: &JsValue) -> String {
-    error
-        .as_string()
-        .or_else(|| {
-            Reflect::get(error, &JsValue::from_str("message"))
-                .ok()
-                .and_then(|m| m.as_string())
-        })
-        .unwrap_or_default()
-}
-
 /// The headers of an answer, lower-case, hop-by-hop ones left out, in order.
 pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -179,10 +168,13 @@ pub struct BodyReader {
 impl BodyReader {
     /// The reader of `response`'s body (an answer without a body reads as empty).
     pub fn new(response: &web_sys::Response) -> BodyReader {
+        BodyReader::of(response.body())
+    }
+
+    /// The reader of `body` (none reads as empty).
+    pub fn of(body: Option<web_sys::ReadableStream>) -> BodyReader {
         BodyReader {
-            reader: response
-                .body()
-                .and_then(|body| body.get_reader().dyn_into().ok()),
+            reader: body.and_then(|body| body.get_reader().dyn_into().ok()),
         }
     }
 

@@ -8,7 +8,7 @@ use worker::{Env, Result, ScheduledTime, Storage};
 
 use super::clock;
 use super::env_config;
-use super::kv_store::{KvClaimStore, Usage};
+use super::kv_store::{self, ObjectStore};
 use super::log;
 use crate::authority::alarm::{AlarmStep, KnownAlarm};
 use crate::authority::{Wake, WakeBy};
@@ -58,7 +58,7 @@ impl Keeper {
         &self,
         key: &str,
         op: &'static str,
-        rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
+        rule: impl FnOnce(&mut ObjectStore) -> (T, WakeBy),
     ) -> std::result::Result<T, StoreError> {
         self.with_store_step(key, op, rule)
             .await
@@ -70,11 +70,11 @@ impl Keeper {
         &self,
         key: &str,
         op: &'static str,
-        rule: impl FnOnce(&mut KvClaimStore) -> (T, WakeBy),
+        rule: impl FnOnce(&mut ObjectStore) -> (T, WakeBy),
     ) -> std::result::Result<(T, AlarmStep), StoreError> {
-        let mut store = KvClaimStore::open(&self.storage)?;
+        let mut store = kv_store::open(&self.storage)?;
         let (result, wake_by) = rule(&mut store);
-        let usage: Usage = store.usage();
+        let usage = store.usage;
         let step = match wake_by {
             Some(wake) => self.ensure_alarm(wake).await,
             None => AlarmStep::Kept,

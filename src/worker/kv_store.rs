@@ -1,16 +1,12 @@
-//! The claim store over the Durable Object's synchronous key-value API (`ctx.storage.kv`,
-//! SQLite-backed objects only).
-//!
-//! Why key-value rather than a SQL table: with one object per key, a table would be created in
-//! every new object, and creating it writes rows that are billed like any other. A value in
-//! the built-in key-value table costs exactly one row written per put or delete.
+//! The object's synchronous key-value table (`ctx.storage.kv`, SQLite-backed objects only) as
+//! a [`KvTable`]; the stores over it are in [`crate::claim`] and [`crate::failures`].
 
-use js_sys::{Array, Reflect, Uint8Array};
+use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
-use crate::claim::{decode_record, encode_record, ClaimRecord, ClaimStore, StoreError};
+use crate::claim::{KvStore, KvTable, KvValue, Scan, StoreError};
 
 #[wasm_bindgen]
 extern "C" {
@@ -18,27 +14,23 @@ extern "C" {
     pub type SyncKv;
 
     #[wasm_bindgen(method, catch)]
-    pub fn get(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
+    fn get(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
 
     #[wasm_bindgen(method, catch)]
-    pub fn put(this: &SyncKv, key: &str, value: &str) -> Result<(), JsValue>;
-
-    #[wasm_bindgen(method, catch, js_name = put)]
-    fn put_bytes(this: &SyncKv, key: &str, value: &Uint8Array) -> Result<(), JsValue>;
+    fn put(this: &SyncKv, key: &str, value: &JsValue) -> Result<(), JsValue>;
 
     #[wasm_bindgen(method, catch)]
-    pub fn delete(this: &SyncKv, key: &str) -> Result<bool, JsValue>;
+    fn delete(this: &SyncKv, key: &str) -> Result<bool, JsValue>;
 
     #[wasm_bindgen(method, catch)]
-    fn list(this: &SyncKv) -> Result<js_sys::Iterator, JsValue>;
-
-    /// `list` with its options (`prefix`, `start`, `end`, `reverse`, `limit`).
-    #[wasm_bindgen(method, catch, js_name = list)]
-    pub fn list_with(this: &SyncKv, options: &JsValue) -> Result<js_sys::Iterator, JsValue>;
+    fn list(this: &SyncKv, options: &JsValue) -> Result<js_sys::Iterator, JsValue>;
 }
 
-/// The synchronous key-value API of the object whose storage is `storage`.
-pub fn sync_kv(storage: &Storage) -> Result<SyncKv, StoreError> {
+/// An object's store: its own table, rows counted.
+pub type ObjectStore = KvStore<SyncKv>;
+
+/// The store over the table of the object whose storage is `storage`.
+pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
     let kv = Reflect::get(storage.as_raw(), &JsValue::from_str("kv")).map_err(js_error)?;
     if kv.is_undefined() {
         return Err(StoreError::Fatal(
@@ -46,63 +38,29 @@ pub fn sync_kv(storage: &Storage) -> Result<SyncKv, StoreError> {
                 .into(),
         ));
     }
-    Ok(kv.unchecked_into())
-}
-
-/// The storage key of a key's payload (a queued event). It starts with a control character,
-/// which no record key has (they are printable), so [`ClaimStore::keys`] can skip it.
-fn payload_key(key: &str) -> String {
-    format!("\u{1}payload:{key}")
-}
-
-/// Rows read and written, counted as Cloudflare bills the key-value API on SQLite: one row
-/// read per key read (or listed), one row written per key put or deleted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Rows read.
-    pub rows_read: u64,
-    /// Rows written.
-    pub rows_written: u64,
-}
-
-/// A [`ClaimStore`] in one Durable Object: one key-value entry per claim key, the record as
-/// versioned JSON text. Every call is synchronous, so a rule's load and save are one atomic
-/// step of the object.
-pub struct KvClaimStore {
-    kv: SyncKv,
-    usage: Usage,
-}
-
-impl KvClaimStore {
-    /// The store of the object whose storage is `storage`.
-    pub fn open(storage: &Storage) -> Result<Self, StoreError> {
-        Ok(KvClaimStore {
-            kv: sync_kv(storage)?,
-            usage: Usage::default(),
-        })
-    }
-
-    /// Rows read and written by this store so far.
-    pub fn usage(&self) -> Usage {
-        self.usage
-    }
+    Ok(KvStore::new(kv.unchecked_into()))
 }
 
 /// Classifies a storage exception: flagged `retryable` or `overloaded` → retryable, else fatal.
-pub fn js_error(error: JsValue) -> StoreError {
-    let text = error
-        .as_string()
-        .or_else(|| {
-            Reflect::get(&error, &JsValue::from_str("message"))
-                .ok()
-                .and_then(|m| m.as_string())
-        })
-        .unwrap_or_else(|| "storage error".into());
+fn js_error(error: JsValue) -> StoreError {
+    let text = js_text(&error);
     if js_flag(&error, "retryable") || js_flag(&error, "overloaded") {
         StoreError::Retryable(text)
     } else {
         StoreError::Fatal(text)
     }
+}
+
+/// What a thrown JavaScript value says: its message, or its text.
+pub fn js_text(error: &JsValue) -> String {
+    error
+        .as_string()
+        .or_else(|| {
+            Reflect::get(error, &JsValue::from_str("message"))
+                .ok()
+                .and_then(|m| m.as_string())
+        })
+        .unwrap_or_else(|| "an exception without a message".into())
 }
 
 /// True when the JS value has property `name` set to `true`.
@@ -112,68 +70,55 @@ pub fn js_flag(value: &JsValue, name: &str) -> bool {
         .unwrap_or(false)
 }
 
-impl ClaimStore for KvClaimStore {
-    fn load(&mut self, key: &str) -> Result<Option<ClaimRecord>, StoreError> {
-        let value = self.kv.get(key).map_err(js_error)?;
-        self.usage.rows_read += 1;
-        if value.is_undefined() {
-            return Ok(None);
-        }
-        let text = value.as_string().ok_or_else(|| {
-            StoreError::Fatal(format!("stored claim record under {key:?} is not text"))
-        })?;
-        decode_record(&text).map(Some)
+/// A stored value as the stores read it: a string is text, anything else must be bytes.
+fn value(stored: JsValue) -> Result<KvValue, StoreError> {
+    if let Some(text) = stored.as_string() {
+        return Ok(KvValue::Text(text));
+    }
+    let bytes: Uint8Array = stored
+        .dyn_into()
+        .map_err(|_| StoreError::Fatal("a stored value is neither text nor bytes".into()))?;
+    Ok(KvValue::Bytes(bytes.to_vec()))
+}
+
+impl KvTable for SyncKv {
+    fn get(&mut self, key: &str) -> Result<Option<KvValue>, StoreError> {
+        let stored = SyncKv::get(self, key).map_err(js_error)?;
+        (!stored.is_undefined()).then(|| value(stored)).transpose()
     }
 
-    fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
-        self.kv
-            .put(&record.key, &encode_record(record))
-            .map_err(js_error)?;
-        self.usage.rows_written += 1;
-        Ok(())
+    fn put(&mut self, key: &str, value: &KvValue) -> Result<(), StoreError> {
+        let value = match value {
+            KvValue::Text(text) => JsValue::from_str(text),
+            KvValue::Bytes(bytes) => Uint8Array::from(bytes.as_slice()).into(),
+        };
+        SyncKv::put(self, key, &value).map_err(js_error)
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
-        self.kv.delete(key).map_err(js_error)?;
-        self.usage.rows_written += 1;
-        Ok(())
+        SyncKv::delete(self, key).map(|_| ()).map_err(js_error)
     }
 
-    fn keys(&mut self) -> Result<Vec<String>, StoreError> {
-        let mut keys = Vec::new();
-        for entry in self.kv.list().map_err(js_error)? {
-            let entry: Array = entry.map_err(js_error)?.unchecked_into();
-            self.usage.rows_read += 1;
-            if let Some(key) = entry.get(0).as_string().filter(|k| !k.starts_with('\u{1}')) {
-                keys.push(key);
+    fn list(&mut self, scan: &Scan) -> Result<Vec<(String, KvValue)>, StoreError> {
+        let options = Object::new();
+        let set = |name: &str, value: JsValue| Reflect::set(&options, &name.into(), &value);
+        set("prefix", scan.prefix.into()).map_err(js_error)?;
+        set("reverse", scan.reverse.into()).map_err(js_error)?;
+        let bounds = [("start", &scan.start), ("end", &scan.end)];
+        for (name, bound) in bounds {
+            if let Some(bound) = bound {
+                set(name, bound.into()).map_err(js_error)?;
             }
         }
-        Ok(keys)
-    }
-
-    fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError> {
-        self.kv
-            .put_bytes(&payload_key(key), &Uint8Array::from(payload))
-            .map_err(js_error)?;
-        self.usage.rows_written += 1;
-        Ok(())
-    }
-
-    fn load_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let value = self.kv.get(&payload_key(key)).map_err(js_error)?;
-        self.usage.rows_read += 1;
-        if value.is_undefined() {
-            return Ok(None);
+        if let Some(limit) = scan.limit {
+            set("limit", (limit as f64).into()).map_err(js_error)?;
         }
-        let bytes: Uint8Array = value.dyn_into().map_err(|_| {
-            StoreError::Fatal(format!("the stored payload of {key:?} is not bytes"))
-        })?;
-        Ok(Some(bytes.to_vec()))
-    }
-
-    fn delete_payload(&mut self, key: &str) -> Result<(), StoreError> {
-        self.kv.delete(&payload_key(key)).map_err(js_error)?;
-        self.usage.rows_written += 1;
-        Ok(())
+        let mut found = Vec::new();
+        for pair in SyncKv::list(self, &options).map_err(js_error)? {
+            let pair: Array = pair.map_err(js_error)?.unchecked_into();
+            let key = pair.get(0).as_string().unwrap_or_default();
+            found.push((key, value(pair.get(1))?));
+        }
+        Ok(found)
     }
 }

@@ -18,7 +18,6 @@ mod failure_index;
 mod forward;
 mod inbound;
 mod index_client;
-mod index_store;
 mod keeper;
 mod kv_store;
 mod log;

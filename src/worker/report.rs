@@ -7,13 +7,13 @@ use super::env_config;
 use super::index_client;
 use super::keeper::Keeper;
 use super::log;
-use crate::claim;
 use crate::failures::{self, alert, IndexReply, IndexRequest};
 use crate::log_line::LogLine;
 use crate::origin::Verdict;
 use crate::providers::Provider;
 
-/// Sends `key`'s unacknowledged changes, when they are due.
+/// Sends `key`'s unacknowledged changes, when they are due, and settles them by the index's
+/// answer (see [`failures::after_report`]).
 pub async fn send_due(keeper: &Keeper, key: &str) {
     let now = clock::now_ms();
     let due = keeper
@@ -25,40 +25,24 @@ pub async fn send_due(keeper: &Keeper, key: &str) {
     let Ok(Some((report, changes))) = due else {
         return;
     };
-    let applied = match report {
-        Some(report) => {
-            let reply = index_client::send(keeper.env(), &IndexRequest::Report(report)).await;
-            match reply {
-                IndexReply::Applied(_) => Ok(()),
-                IndexReply::StoreFailed { detail } => Err(detail),
-                other => Err(format!("an answer out of turn: {other:?}")),
-            }
-        }
-        // Nothing the index keeps (no webhook sender): the changes are dropped.
-        None => Ok(()),
+    let reply = match report {
+        Some(report) => Some(index_client::send(keeper.env(), &IndexRequest::Report(report)).await),
+        None => None,
     };
+    let retry = env_config::config(keeper.env())
+        .ok()
+        .map(|config| config.queue.retry);
+    let backoff = (retry, super::queue::random_fraction());
     let now = clock::now_ms();
-    let retry = env_config::config(keeper.env()).map(|config| config.queue.retry);
     let settled = keeper
-        .with_store(key, "report", |store| match (&applied, retry) {
-            (Ok(()), _) => (
-                claim::report_sent(store, key, &changes, now).map(|_| ()),
-                None,
-            ),
-            (Err(_), Ok(retry)) => {
-                let jitter = super::queue::random_fraction();
-                (
-                    claim::report_failed(store, key, now, retry, jitter).map(|_| ()),
-                    None,
-                )
-            }
-            // Misconfigured: the alarm's own guard brings it back in a minute.
-            (Err(_), Err(_)) => (Ok(()), None),
+        .with_store(key, "report", |store| {
+            let settled = failures::after_report(store, key, &changes, reply, now, backoff);
+            (settled, None)
         })
         .await;
-    if let Err(detail) = applied {
+    if let Ok(Err(detail)) = settled {
         log::write(&LogLine::report_failed(key, &detail));
-    } else if let Ok(Err(error)) | Err(error) = settled {
+    } else if let Err(error) = settled {
         log::write(&LogLine::report_failed(key, &error.to_string()));
     }
 }

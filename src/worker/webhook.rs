@@ -6,7 +6,7 @@
 use js_sys::Uint8Array;
 use worker::{Context, Env, Headers, Method, Response, Result};
 
-use super::body::{self, BodyError};
+use super::body;
 use super::clock;
 use super::door::{self, Visit};
 use super::env_config;
@@ -120,21 +120,7 @@ async fn verify(
     if req.method() != Method::Post {
         return Err(Refusal::MethodNotAllowed);
     }
-    let limits = body::Limits {
-        bytes: config.delivery.max_body_bytes,
-        deadline_ms: config.delivery.body_read_timeout_ms,
-    };
-    let body = body::read_capped(req, limits)
-        .await
-        .map_err(|error| match error {
-            BodyError::TooLarge => Refusal::BodyTooLarge {
-                limit: limits.bytes,
-            },
-            BodyError::Unreadable => Refusal::UnreadableBody,
-            BodyError::TimedOut => Refusal::BodyTimeout {
-                ms: limits.deadline_ms,
-            },
-        })?;
+    let body = body::read_capped(req, &config.delivery).await?;
     let headers = req.headers();
     let tolerance = config.webhook.signature_tolerance_seconds;
     let (identity, replay_key) = match provider {

@@ -12,7 +12,7 @@ use webhook_dedup::authority::{
 };
 use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce, Source};
 use webhook_dedup::config::{Config, DeliveryMode};
-use webhook_dedup::failures::{self, EntryState};
+use webhook_dedup::failures::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::providers::Provider;
 use webhook_dedup::webhook;
@@ -502,8 +502,8 @@ impl World {
     }
 
     /// The changes the failure index has not acknowledged, sent as the alarm's last step (see
-    /// `src/worker/report.rs`): applied and cleared, or, when the send fails, kept and sent
-    /// again after a back-off.
+    /// `src/worker/report.rs`) and settled by the index's answer (see
+    /// [`failures::after_report`]).
     fn send_report(&mut self, model: &Protocol) {
         let key = model.key();
         let now = self.now;
@@ -511,17 +511,24 @@ impl World {
         let Ok(Some((report, changes))) = failures::due_report(&mut self.store, &key, now) else {
             return;
         };
-        if std::mem::take(&mut self.index_fails) {
-            let _ = claim::report_failed(&mut self.store, &key, now, retry, 0.5);
+        let fails = std::mem::take(&mut self.index_fails);
+        let reply = match (fails, report) {
+            (true, _) => Some(IndexReply::StoreFailed {
+                detail: "the index failed".into(),
+            }),
+            (false, Some(report)) => {
+                let request = IndexRequest::Report(report);
+                Some(failures::handle(&mut self.index, &request, now, None))
+            }
+            (false, None) => None,
+        };
+        let backoff = (Some(retry), 0.5);
+        let settled = failures::after_report(&mut self.store, &key, &changes, reply, now, backoff);
+        if fails {
             self.ghost.report_lost = true;
             return;
         }
-        if let Some(report) = report {
-            let _ = failures::apply(&mut self.index, &report, now, None);
-        }
-        if claim::report_sent(&mut self.store, &key, &changes, now).is_ok()
-            && self.ghost.report_lost
-        {
+        if settled.is_ok() && self.ghost.report_lost {
             self.reach(Reached::ReportResent);
         }
         match failures::entry(&mut self.index, &key)
