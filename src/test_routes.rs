@@ -189,6 +189,41 @@ pub fn request(
     })
 }
 
+/// A signature test vector (`POST /_test/signature`): a secret, a timestamp and a body.
+#[derive(Deserialize)]
+pub struct SignatureVector {
+    /// The signing secret.
+    pub secret: String,
+    /// The signed Unix timestamp.
+    pub timestamp: i64,
+    /// The body, base64.
+    pub body_base64: String,
+}
+
+impl SignatureVector {
+    /// The vector in a request body, its body decoded; `Err` for anything else (its text for
+    /// the log line, never the answer).
+    pub fn read(json: &str) -> Result<(SignatureVector, Vec<u8>), String> {
+        use base64::Engine;
+        let vector: SignatureVector =
+            serde_json::from_str(json).map_err(|error| error.to_string())?;
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(vector.body_base64.as_bytes())
+            .map_err(|error| error.to_string())?;
+        Ok((vector, body))
+    }
+
+    /// The answer: the `v1` MAC computed by the runtime's WebCrypto (`native`, what deliveries
+    /// use) beside the `hmac` crate's (what the host tests and queue mode's re-signing use),
+    /// for the end-to-end tests to compare with each other and with the `stripe` package.
+    pub fn answer(&self, body: &[u8], native: Option<[u8; 32]>) -> HttpAnswer {
+        let secret = crate::secret::Secret::new(self.secret.clone());
+        let rust = crate::providers::stripe::signature::sign(&secret, self.timestamp, body);
+        let both = json!({ "webcrypto": native.map(hex::encode), "rust": hex::encode(rust) });
+        HttpAnswer::json(200, &both)
+    }
+}
+
 /// The reply as the test routes show it (200, or 503 / 500 for a store failure): a rule's
 /// outcome as `{"outcome": name, ...fields}`, a record as the admin API shows it (with its
 /// fence, which the tests settle with), rather than the nested form the worker and the object
@@ -252,6 +287,28 @@ mod tests {
         lease_ms: 1_000,
         retention_ms: 10_000,
     };
+
+    /// A signature vector is read with its body decoded; JSON that is not a vector, and a body
+    /// that is not base64, are refused with their reason (a 400 in the worker).
+    #[test]
+    fn a_signature_vector_is_read_or_refused_with_its_reason() {
+        let json = r#"{"secret":"whsec_a","timestamp":5,"body_base64":"e30="}"#;
+        let (vector, body) = SignatureVector::read(json).unwrap();
+        assert_eq!(body, b"{}");
+        let answer = vector.answer(&body, None);
+        let shown: Value = serde_json::from_slice(answer.body.as_deref().unwrap()).unwrap();
+        let rust = crate::providers::stripe::signature::sign(
+            &crate::secret::Secret::new("whsec_a".to_owned()),
+            5,
+            b"{}",
+        );
+        assert_eq!(shown["rust"], hex::encode(rust));
+        assert_eq!(shown["webcrypto"], Value::Null);
+        assert!(SignatureVector::read(r#"{"secret":"s"}"#).is_err());
+        let not_base64 = r#"{"secret":"s","timestamp":5,"body_base64":"%%"}"#;
+        let refused = SignatureVector::read(not_base64).err().expect("not base64");
+        assert!(refused.contains("Invalid"), "{refused}");
+    }
 
     #[test]
     fn without_the_token_every_configuration_answers_alike() {

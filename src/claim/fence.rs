@@ -62,10 +62,12 @@ impl fmt::Display for Fence {
 pub struct Nonce(pub [u8; 16]);
 
 impl Nonce {
-    /// 16 bytes from the platform's secure random source (`getrandom`).
-    pub fn random() -> Result<Nonce, getrandom::Error> {
+    /// 16 bytes from the platform's secure random source (`getrandom`). Its failure is a
+    /// retryable store failure: nothing was written, and the request may be sent again.
+    pub fn random() -> Result<Nonce, super::StoreError> {
         let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes)?;
+        getrandom::fill(&mut bytes)
+            .map_err(|error| super::StoreError::Retryable(format!("no random bytes: {error}")))?;
         Ok(Nonce(bytes))
     }
 }

@@ -25,6 +25,50 @@ pub struct AlertPolicy {
     pub retry: RetryPolicy,
 }
 
+impl AlertPolicy {
+    /// The policy of `config`: on with `ALERT_URL`, retried like a queued event.
+    pub fn of(config: &crate::config::Config) -> Option<AlertPolicy> {
+        config.alerts.as_ref().map(|alerts| AlertPolicy {
+            min_interval_ms: alerts.min_interval_ms,
+            retry: config.queue.retry,
+        })
+    }
+}
+
+/// Most notifications one alarm of the index sends, and most entries it expires; the rest
+/// wait a second.
+pub const PER_ALARM: usize = 50;
+
+/// When the index's alarm that ran at `ran_at` runs next: a second after `now` when it stopped
+/// at [`PER_ALARM`] (`more`), else at `wake`, its next work, unless that was already due when
+/// it ran (a notification that could not be read, say): then a minute later, never at once,
+/// so the alarm does not spin.
+pub fn next_alarm(more: bool, wake: Option<Millis>, ran_at: Millis, now: Millis) -> Option<Millis> {
+    match (more, wake) {
+        (true, _) => Some(now.saturating_add(1_000)),
+        (false, wake) => wake.map(|at| crate::authority::alarm::rearm_at(at, ran_at, now)),
+    }
+}
+
+/// Settles `notification` by its send's outcome at `now`: accepted, it leaves the outbox; else
+/// it is sent again or given up (see [`send_failed`]). Returns what its log line says: `None`
+/// when it was accepted, else why not and whether it was given up.
+pub fn settle<S: IndexStore>(
+    store: &mut S,
+    notification: &Notification,
+    accepted: Result<(), String>,
+    now: Millis,
+    (policy, jitter): (&AlertPolicy, f64),
+) -> Result<Option<(String, bool)>, StoreError> {
+    match accepted {
+        Ok(()) => sent(store, notification).map(|()| None),
+        Err(detail) => {
+            let failed = send_failed(store, notification, now, policy, jitter)?;
+            Ok(Some((detail, failed == SendFailed::GaveUp)))
+        }
+    }
+}
+
 /// Failed attempts of this many different events within [`ORIGIN_WINDOW_MS`] make an origin
 /// failing.
 pub const ORIGIN_FAILING_EVENTS: usize = 3;

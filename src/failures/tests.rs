@@ -299,9 +299,11 @@ fn a_failed_notification_backs_off_then_is_dropped() {
     )
     .unwrap();
     let first = alert::due(&mut store, 10, 10).unwrap().remove(0);
+    let failed = |detail: &str| Err(detail.to_owned());
+    let backoff = (&ALERTS, 0.999_999);
     assert_eq!(
-        alert::send_failed(&mut store, &first, 10, &ALERTS, 0.999_999).unwrap(),
-        SendFailed::RetryAt(1_010)
+        alert::settle(&mut store, &first, failed("answered 500"), 10, backoff).unwrap(),
+        Some(("answered 500".to_owned(), false))
     );
     assert!(alert::due(&mut store, 1_009, 10).unwrap().is_empty());
     let second = alert::due(&mut store, 1_010, 10).unwrap().remove(0);
@@ -313,8 +315,16 @@ fn a_failed_notification_backs_off_then_is_dropped() {
     );
     let third = alert::due(&mut store, 3_010, 10).unwrap().remove(0);
     assert_eq!(
-        alert::send_failed(&mut store, &third, 3_010, &ALERTS, 0.5).unwrap(),
-        SendFailed::GaveUp
+        alert::settle(
+            &mut store,
+            &third,
+            failed("no answer"),
+            3_010,
+            (&ALERTS, 0.5)
+        )
+        .unwrap(),
+        Some(("no answer".to_owned(), true)),
+        "given up"
     );
     assert!(alert::due(&mut store, u64::MAX / 2, 10).unwrap().is_empty());
     // Sent: it leaves.
@@ -326,7 +336,10 @@ fn a_failed_notification_backs_off_then_is_dropped() {
     )
     .unwrap();
     let sent = alert::due(&mut store, 20, 10).unwrap().remove(0);
-    alert::sent(&mut store, &sent).unwrap();
+    assert_eq!(
+        alert::settle(&mut store, &sent, Ok(()), 20, backoff).unwrap(),
+        None
+    );
     assert!(alert::due(&mut store, 20, 10).unwrap().is_empty());
 }
 
@@ -644,4 +657,16 @@ fn an_object_settles_its_report_by_the_index_answer() {
     let settled = after_report(&mut store, &key, &changes, refused, 20, (None, 0.5));
     assert_eq!(settled, Err("full".into()));
     assert_eq!(pending(&mut store), before, "left for the alarm's guard");
+}
+
+/// The index's alarm runs again a second later when it stopped at its cap; else at its next
+/// work, or a minute later when that work was already due when it ran (it must not spin).
+#[test]
+fn the_index_alarm_never_spins() {
+    use alert::{next_alarm, PER_ALARM};
+    assert_eq!(PER_ALARM, 50);
+    assert_eq!(next_alarm(true, None, 100, 120), Some(1_120));
+    assert_eq!(next_alarm(false, Some(5_000), 100, 120), Some(5_000));
+    assert_eq!(next_alarm(false, Some(100), 100, 120), Some(60_120));
+    assert_eq!(next_alarm(false, None, 100, 120), None);
 }

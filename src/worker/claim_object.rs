@@ -90,12 +90,7 @@ impl ClaimAuthority {
         let body = body.to_vec();
         let salt = match Nonce::random() {
             Ok(salt) => salt,
-            Err(error) => {
-                return Ok(authority_wire::reply(&AuthorityReply::StoreFailed {
-                    retryable: true,
-                    detail: format!("no random bytes: {error}"),
-                }))
-            }
+            Err(error) => return Ok(authority_wire::reply(&AuthorityReply::from(error))),
         };
         // Strict about the alarm: an event stored (or redelivered) for the alarm to deliver is
         // not acknowledged unless the alarm is set; the sender's retry sets it.

@@ -32,12 +32,7 @@ pub async fn run(
     let now = clock::now_ms();
     let salt = match Nonce::random() {
         Ok(salt) => salt,
-        Err(error) => {
-            return Ok(authority_wire::reply(&AuthorityReply::StoreFailed {
-                retryable: true,
-                detail: format!("no random bytes: {error}"),
-            }))
-        }
+        Err(error) => return Ok(authority_wire::reply(&AuthorityReply::from(error))),
     };
     let begun = keeper
         .with_store(&deliver.key, "deliver", |store| {

@@ -112,7 +112,7 @@ pub async fn deliver(
 ) -> (AuthorityReply, Option<ReadableStream>) {
     match Nonce::random() {
         Ok(nonce) => send(env, ctx, AuthorityRequest::Deliver(make(nonce)), body, line).await,
-        Err(error) => noted(failed(true, format!("no random bytes: {error}")), line),
+        Err(error) => noted((AuthorityReply::from(error), None), line),
     }
 }
 

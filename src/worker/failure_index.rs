@@ -11,31 +11,20 @@ use super::env_config;
 use super::forward::{self, Exchange, Outgoing};
 use super::kv_store::{self, ObjectStore};
 use super::log;
-use crate::authority::alarm;
 use crate::claim::Millis;
-use crate::config::{AlertConfig, Config};
-use crate::failures::alert::{self, SendFailed};
+use crate::config::AlertConfig;
+use crate::failures::alert::{self, PER_ALARM};
 use crate::failures::{self, AlertPolicy, IndexReply, IndexRequest, Notification};
 use crate::log_line::{LogLine, Route};
 
 /// How long one notification's POST may take.
 const SEND_TIMEOUT_MS: u64 = 10_000;
-/// Most notifications one alarm sends, and most entries it expires (the rest wait a second).
-const PER_ALARM: usize = 50;
 
 /// The Rust core of the `FailureIndex` class of `src/entry.mjs`.
 #[wasm_bindgen(js_name = FailureIndexCore)]
 pub struct FailureIndex {
     state: State,
     env: Env,
-}
-
-/// The notification policy: on with `ALERT_URL`, retried like a queued event.
-fn policy(config: &Config) -> Option<AlertPolicy> {
-    config.alerts.as_ref().map(|alerts| AlertPolicy {
-        min_interval_ms: alerts.min_interval_ms,
-        retry: config.queue.retry,
-    })
 }
 
 #[wasm_bindgen(js_class = FailureIndexCore, wasm_bindgen_futures = ::worker::wasm_bindgen_futures)]
@@ -68,23 +57,18 @@ impl FailureIndex {
             return;
         };
         let expired = failures::expire(&mut store, ran_at, PER_ALARM).unwrap_or(0);
-        let mut more = expired == PER_ALARM;
         let alerts = config
             .as_deref()
-            .and_then(|c| Some((c.alerts.as_ref()?, policy(c)?)));
-        if let Some((alerts, policy)) = &alerts {
-            more |= self.send_due(&mut store, alerts, policy, ran_at).await == PER_ALARM;
-        }
+            .and_then(|c| Some((c.alerts.as_ref()?, AlertPolicy::of(c)?)));
+        let sent = match &alerts {
+            Some((alerts, policy)) => self.send_due(&mut store, alerts, policy, ran_at).await,
+            None => 0,
+        };
         let wake = failures::next_wake(&mut store, alerts.is_some())
             .ok()
             .flatten();
-        // Work left that was due when it ran (a notification that could not be read, say) is
-        // tried again a minute later, never at once: the alarm must not spin.
-        let now = clock::now_ms();
-        let at = match (more, wake) {
-            (true, _) => Some(now + 1_000),
-            (false, wake) => wake.map(|at| alarm::rearm_at(at, ran_at, now)),
-        };
+        let more = expired == PER_ALARM || sent == PER_ALARM;
+        let at = alert::next_alarm(more, wake, ran_at, clock::now_ms());
         if let Some(at) = at {
             self.set_alarm(at).await;
         }
@@ -103,7 +87,7 @@ impl FailureIndex {
                 }
             }
         };
-        let alerts = policy(&config);
+        let alerts = AlertPolicy::of(&config);
         let mut store = match kv_store::open(&self.state.storage()) {
             Ok(store) => store,
             Err(error) => {
@@ -169,24 +153,15 @@ impl FailureIndex {
         // Sent side by side, so a slow receiver costs one time-out per alarm, not one each.
         let answers = join_all(due.iter().map(|notification| post(alerts, notification))).await;
         for (notification, accepted) in due.iter().zip(answers) {
-            let kind = notification.kind.name();
-            match accepted {
-                Ok(()) => {
-                    if alert::sent(store, notification).is_ok() {
-                        log::write(&LogLine::notification(&notification.id, kind, None));
-                    }
-                }
-                Err(detail) => {
-                    let jitter = super::queue::random_fraction();
-                    let now = clock::now_ms();
-                    if let Ok(failed) = alert::send_failed(store, notification, now, policy, jitter)
-                    {
-                        let gave_up = failed == SendFailed::GaveUp;
-                        let line =
-                            LogLine::notification(&notification.id, kind, Some((&detail, gave_up)));
-                        log::write(&line);
-                    }
-                }
+            let backoff = (policy, super::queue::random_fraction());
+            let now = clock::now_ms();
+            if let Ok(failed) = alert::settle(store, notification, accepted, now, backoff) {
+                let failed = failed
+                    .as_ref()
+                    .map(|(detail, gave_up)| (detail.as_str(), *gave_up));
+                let line =
+                    LogLine::notification(&notification.id, notification.kind.name(), failed);
+                log::write(&line);
             }
         }
         due.len()

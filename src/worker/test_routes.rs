@@ -3,8 +3,8 @@
 //! and panics or traps on demand, for the tests that the next call runs on a fresh
 //! WebAssembly instance (see `src/entry.mjs`).
 
+use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
-use serde::Deserialize;
 use worker::{Env, Method, Response, Result};
 
 use super::authority_client::AuthorityClient;
@@ -17,7 +17,7 @@ use crate::claim::Nonce;
 use crate::log_line::{Outcome, Route};
 use crate::providers::stripe::signature;
 use crate::secret::Secret;
-use crate::test_routes::{self, SettleBody, TestRoute};
+use crate::test_routes::{self, SettleBody, SignatureVector, TestRoute};
 
 /// Serves one test route; `rest` is the path after `/_test/`.
 pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
@@ -43,12 +43,7 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
         None => return refuse((404, "not_found", "unknown test route")),
         Some(TestRoute::Panic) => panic!("a panic asked for by POST /_test/panic"),
         Some(TestRoute::Error) => return Err(worker::Error::RustError(ERROR_TEXT.into())),
-        Some(TestRoute::Signature) => {
-            return match req.json::<SignatureVector>().await {
-                Ok(vector) => cross_check(vector).await,
-                Err(error) => bad_body(env, &method, &error),
-            }
-        }
+        Some(TestRoute::Signature) => return cross_check(env, &req).await,
         Some(TestRoute::Claims { key, op }) => (key, op),
     };
     let body = match op.takes_body() {
@@ -86,34 +81,22 @@ fn bad_body(env: &Env, method: &Method, error: &worker::Error) -> Result<Respons
     visit.answer(env, answer)
 }
 
-/// A signature test vector: a secret, a timestamp and a body (base64).
-#[derive(Deserialize)]
-struct SignatureVector {
-    secret: String,
-    timestamp: i64,
-    body_base64: String,
-}
-
-/// `POST /_test/signature`: the `v1` MAC of a vector computed both ways the worker can, by the
-/// runtime's WebCrypto (what deliveries use) and by the `hmac` crate (what the host tests and
-/// queue mode's re-signing use), for the end-to-end tests to compare with each other and with
-/// the `stripe` package.
-async fn cross_check(vector: SignatureVector) -> Result<Response> {
-    use base64::Engine;
-    let body = base64::engine::general_purpose::STANDARD
-        .decode(vector.body_base64.as_bytes())
-        .map_err(|e| worker::Error::RustError(e.to_string()))?;
-    let secret = Secret::new(vector.secret);
+/// `POST /_test/signature`: a vector's `v1` MAC computed both ways the worker can (see
+/// [`SignatureVector::answer`]).
+async fn cross_check(env: &Env, req: &Inbound) -> Result<Response> {
+    let text = JsFuture::from(req.inner().text()?).await?;
+    let (vector, body) = match SignatureVector::read(&text.as_string().unwrap_or_default()) {
+        Ok(read) => read,
+        Err(error) => return bad_body(env, &req.method(), &worker::Error::RustError(error)),
+    };
+    let secret = Secret::new(vector.secret.clone());
+    let prefix = signature::signed_prefix(vector.timestamp);
     let native = native::macs(
         &[secret.expose()],
-        signature::signed_prefix(vector.timestamp).as_bytes(),
-        &Uint8Array::from(body.as_slice()),
+        prefix.as_bytes(),
+        &Uint8Array::from(&body[..]),
     )
     .await
     .map_err(|_| worker::Error::RustError("WebCrypto failed".into()))?;
-    let rust = signature::sign(&secret, vector.timestamp, &body);
-    Response::from_json(&serde_json::json!({
-        "webcrypto": native.first().map(hex::encode),
-        "rust": hex::encode(rust),
-    }))
+    door::render(vector.answer(&body, native.first().copied()))
 }

@@ -4,7 +4,7 @@
 //! (signature, id, type) is in [`crate::providers::stripe`] and [`crate::providers`].
 
 use js_sys::Uint8Array;
-use worker::{Context, Env, Headers, Method, Response, Result};
+use worker::{Context, Env, Method, Response, Result};
 
 use super::body;
 use super::clock;
@@ -18,9 +18,8 @@ use crate::claim::Source;
 use crate::config::{Config, DeliveryMode};
 use crate::log_line::{LogLine, Route};
 use crate::providers::stripe::envelope;
-use crate::providers::stripe::signature::{self, SignatureError};
-use crate::providers::{self, Identity, Provider};
-use crate::webhook::{self, Answer, Refusal};
+use crate::providers::{Identity, Provider};
+use crate::webhook::{self, Answer, Checked, Refusal, Unchecked};
 
 /// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
 /// signed body of a sender that signs neither the id nor a time may be delivered.
@@ -65,7 +64,8 @@ async fn deliver(
     let key = provider.key(&id);
     line.key = Some(key.clone());
     line.event_type = event_type;
-    let headers = forwarded_headers(provider, req.headers());
+    let header = |name: &str| req.headers().get(name).ok().flatten();
+    let headers = webhook::forwarded_headers(provider, &header);
     let policy = config.webhook.claims;
     if config.queue.mode(provider) == DeliveryMode::Queue {
         // Stored, then acknowledged; the object delivers it from its alarm, signing each attempt
@@ -104,8 +104,8 @@ struct Verified {
     body: Uint8Array,
 }
 
-/// Sender enabled, method, body within the cap, then the signature (and Stripe's envelope),
-/// and the replay limit: past it only a delivery its object already knows is served (a repeat
+/// Sender enabled, method, body within the cap, then the signature (see [`Unchecked`]; for
+/// Stripe, then its envelope), and the replay limit: past it only a delivery its object already knows is served (a repeat
 /// is still answered as a duplicate); one that would make a new record is refused.
 async fn verify(
     provider: Provider,
@@ -121,14 +121,20 @@ async fn verify(
         return Err(Refusal::MethodNotAllowed);
     }
     let body = body::read_capped(req, &config.delivery).await?;
-    let headers = req.headers();
+    let header = |name: &str| req.headers().get(name).ok().flatten();
+    let unchecked = Unchecked::read(provider, &header)?;
+    // A failure of WebCrypto itself is not the sender's: it cannot match.
+    let expected = native::macs(&keys, &unchecked.prefix(), &body)
+        .await
+        .unwrap_or_default();
+    let replay_key = unchecked.replay_key(&expected);
     let tolerance = config.webhook.signature_tolerance_seconds;
-    let (identity, replay_key) = match provider {
-        Provider::Stripe => (
-            identify_stripe(headers, &keys, &body, tolerance).await?,
-            None,
-        ),
-        other => identify(other, headers, &keys, &body, tolerance).await?,
+    let identity = match unchecked.decide(&expected, now_seconds(), tolerance)? {
+        Checked::Identified(identity) => identity,
+        // Stripe: the event's envelope, read by `JSON.parse`.
+        Checked::ReadEnvelope => {
+            webhook::identity_of(native::envelope_fields(&body).and_then(envelope::from_fields))?
+        }
     };
     let known_only = match replay_key {
         Some(replay_key) => {
@@ -141,76 +147,6 @@ async fn verify(
         known_only,
         body,
     })
-}
-
-/// A Stripe delivery: `Stripe-Signature` parsed and decided by the pure rules over MACs that
-/// WebCrypto computes where the body lies, then the event envelope read by `JSON.parse`.
-async fn identify_stripe(
-    headers: &Headers,
-    keys: &[&[u8]],
-    body: &Uint8Array,
-    tolerance: u64,
-) -> std::result::Result<Identity, Refusal> {
-    let header = headers.get(signature::HEADER).ok().flatten();
-    let parsed = header
-        .as_deref()
-        .ok_or(SignatureError::Missing)
-        .and_then(signature::parse_header)
-        .map_err(Refusal::Signature)?;
-    let prefix = signature::signed_prefix(parsed.timestamp);
-    // A failure of WebCrypto itself is not the sender's: it cannot match.
-    let expected = native::macs(keys, prefix.as_bytes(), body)
-        .await
-        .unwrap_or_default();
-    signature::decide(&parsed, &expected, now_seconds(), tolerance).map_err(Refusal::Signature)?;
-    let event = native::envelope_fields(body)
-        .and_then(envelope::from_fields)
-        .map_err(Refusal::Envelope)?;
-    Ok(Identity {
-        id: event.id,
-        event_type: Some(event.event_type),
-    })
-}
-
-/// A delivery from a header-identified sender: its headers read and decided by the pure rules
-/// of [`providers`] over MACs that WebCrypto computes; with its replay-limit key when its
-/// sender signs neither the id nor a time. The body is not parsed: it is the handler's.
-async fn identify(
-    provider: Provider,
-    headers: &Headers,
-    keys: &[&[u8]],
-    body: &Uint8Array,
-    tolerance: u64,
-) -> std::result::Result<(Identity, Option<String>), Refusal> {
-    let header = |name: &str| headers.get(name).ok().flatten();
-    let unverified = providers::read(provider, &header).map_err(Refusal::Sender)?;
-    let expected = native::macs(keys, &unverified.signed.prefix, body)
-        .await
-        .unwrap_or_default();
-    let replay_key = expected
-        .first()
-        .and_then(|mac| providers::replay_limit_key(provider, mac));
-    let identity = providers::decide(unverified, &expected, now_seconds(), tolerance)
-        .map_err(Refusal::Sender)?;
-    Ok((identity, replay_key))
-}
-
-/// What the handler receives besides the body: its `Content-Type` and the sender's own
-/// headers (signature, id, timestamp, event), so it verifies the delivery as it does today.
-fn forwarded_headers(provider: Provider, headers: &Headers) -> Vec<(String, String)> {
-    let content_type = headers
-        .get("content-type")
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| "application/json".into());
-    let mut forwarded = vec![("content-type".to_owned(), content_type)];
-    let header = |name: &str| headers.get(name).ok().flatten();
-    for name in providers::forwarded_headers(provider, &header) {
-        if let Ok(Some(value)) = headers.get(name) {
-            forwarded.push(((*name).to_owned(), value));
-        }
-    }
-    forwarded
 }
 
 /// The worker's clock in Unix seconds.

@@ -7,6 +7,10 @@
 //! 200; work that did not happen (in flight elsewhere, origin failed, store failed) is non-2xx
 //! so Stripe delivers again; a refusal of a bad request is 4xx and writes nothing.
 
+mod check;
+
+pub use check::{forwarded_headers, identity_of, Checked, Unchecked};
+
 use serde_json::{json, Value};
 
 use crate::answer::{
