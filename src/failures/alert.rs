@@ -11,7 +11,9 @@ use sha2::{Digest, Sha256};
 
 use super::entry::Entry;
 use super::index::IndexStore;
+use super::IndexRequest;
 use crate::claim::{Change, Millis, RetryPolicy, Scan, StoreError, Transition};
+use crate::config::Config;
 use crate::origin::{Reason, Verdict};
 use crate::providers::standard;
 use crate::providers::Provider;
@@ -27,7 +29,7 @@ pub struct AlertPolicy {
 
 impl AlertPolicy {
     /// The policy of `config`: on with `ALERT_URL`, retried like a queued event.
-    pub fn of(config: &crate::config::Config) -> Option<AlertPolicy> {
+    pub fn of(config: &Config) -> Option<AlertPolicy> {
         config.alerts.as_ref().map(|alerts| AlertPolicy {
             min_interval_ms: alerts.min_interval_ms,
             retry: config.queue.retry,
@@ -251,20 +253,29 @@ pub fn signed_headers(
     ]
 }
 
-/// Whether an attempt of `provider`'s event that ended with `verdict` counts against its
-/// origin: a webhook delivery that did not succeed (a non-2xx, a time-out, a network error, a
-/// lost answer), whether the sender was told in time or later. Its sender and the reason,
-/// when it does.
+/// What the failure index is told when an attempt of event `key` of `provider` ended with
+/// `verdict`: an attempt that counts against its origin (a webhook delivery that did not
+/// succeed: a non-2xx, a time-out, a network error, a lost answer, whether the sender was told
+/// in time or later), while notifications are on (`ALERT_URL`) and the sender is enabled.
+/// `None` otherwise, before any other work: a success never costs more.
 pub fn origin_failure(
+    config: &Config,
+    key: &str,
     provider: Option<Provider>,
     verdict: Verdict,
-) -> Option<(Provider, Option<Reason>)> {
-    let provider = provider?;
-    match verdict {
-        Verdict::Succeeded => None,
-        Verdict::Failed(reason) | Verdict::Unknown(reason) => Some((provider, Some(reason))),
-        Verdict::Pending => Some((provider, Some(Reason::TimedOut))),
-    }
+) -> Option<IndexRequest> {
+    let reason = match verdict {
+        Verdict::Succeeded => return None,
+        Verdict::Failed(reason) | Verdict::Unknown(reason) => reason,
+        Verdict::Pending => Reason::TimedOut,
+    };
+    config.alerts.as_ref()?;
+    let (_, url) = config.sender(provider?)?;
+    Some(IndexRequest::OriginFailed {
+        origin: url.origin().ascii_serialization(),
+        key: key.to_owned(),
+        reason: Some(reason),
+    })
 }
 
 /// The recent failures of one origin.

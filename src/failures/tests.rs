@@ -670,3 +670,62 @@ fn the_index_alarm_never_spins() {
     assert_eq!(next_alarm(false, Some(100), 100, 120), Some(60_120));
     assert_eq!(next_alarm(false, None, 100, 120), None);
 }
+
+/// Only a webhook attempt that did not succeed, with notifications on and its sender enabled,
+/// is reported against its origin; a time-out counts as one.
+#[test]
+fn only_failed_webhook_attempts_count_against_their_origin() {
+    use crate::config::Config;
+    use crate::origin::{Reason, Verdict};
+    let vars = |alerts: bool| {
+        Config::load(move |key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "GITHUB_WEBHOOK_SECRET" => Some("a-github-secret".into()),
+            "ORIGIN_URL" => Some("https://origin.example:8443/hooks".into()),
+            "ALERT_URL" if alerts => Some("https://alerts.example/in".into()),
+            "ALERT_SECRET" if alerts => Some("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=".into()),
+            _ => None,
+        })
+        .unwrap()
+    };
+    let (on, off) = (vars(true), vars(false));
+    let key = Provider::Github.key("d-1");
+    let github = Some(Provider::Github);
+    let failed = Verdict::Failed(Reason::Answered(500));
+    assert_eq!(
+        alert::origin_failure(&on, &key, github, failed),
+        Some(IndexRequest::OriginFailed {
+            origin: "https://origin.example:8443".into(),
+            key: key.clone(),
+            reason: Some(Reason::Answered(500)),
+        })
+    );
+    let timed_out = alert::origin_failure(&on, &key, github, Verdict::Pending);
+    assert!(matches!(
+        timed_out,
+        Some(IndexRequest::OriginFailed {
+            reason: Some(Reason::TimedOut),
+            ..
+        })
+    ));
+    assert_eq!(
+        alert::origin_failure(&on, &key, github, Verdict::Succeeded),
+        None
+    );
+    assert_eq!(
+        alert::origin_failure(&off, &key, github, failed),
+        None,
+        "notifications off"
+    );
+    assert_eq!(
+        alert::origin_failure(&on, &key, None, failed),
+        None,
+        "not a webhook"
+    );
+    let shopify = Some(Provider::Shopify);
+    assert_eq!(
+        alert::origin_failure(&on, &key, shopify, failed),
+        None,
+        "sender not enabled"
+    );
+}

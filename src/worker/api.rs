@@ -11,7 +11,7 @@ use super::env_config;
 use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
 use super::inbound::Inbound;
 use super::rate_limit;
-use crate::authority::{Deliver, Forward, Head};
+use crate::authority::{AuthorityRequest, Deliver, Forward, Head};
 use crate::config::{self, ApiConfig, Config};
 use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
 use crate::log_line::{LogLine, Outcome, Route};
@@ -114,7 +114,8 @@ async fn keyed(
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
-    let make = |nonce| Deliver::api(scope, api, nonce, fingerprint, forward);
+    let make =
+        |nonce| AuthorityRequest::Deliver(Deliver::api(scope, api, nonce, fingerprint, forward));
     let (reply, stream) = door::deliver(env, ctx, make, &body, line).await;
     match idem::after_delivery(&reply, clock::now_ms()) {
         ApiAnswer::Live(head) => {

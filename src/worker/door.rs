@@ -11,7 +11,7 @@ use super::background;
 use super::clock;
 use super::log;
 use crate::answer::HttpAnswer;
-use crate::authority::{AuthorityReply, AuthorityRequest, Deliver};
+use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::Nonce;
 use crate::log_line::{LogLine, Outcome, Route};
 
@@ -100,18 +100,19 @@ pub fn internal_error(
     visit.answer(env, HttpAnswer::error(500, "internal_error", detail))
 }
 
-/// Runs a delivery in its key's claim authority and returns the reply, with the origin's
-/// answer when it streams back. `make` builds the delivery around a fresh nonce. What the reply
+/// Runs a delivery (or stores an event) in its key's claim authority and returns the reply,
+/// with the origin's answer when it streams back. `make` builds the request around a fresh
+/// nonce. What the reply
 /// reports is noted on `line`. Failures come back as a `StoreFailed` reply.
 pub async fn deliver(
     env: &Env,
     ctx: &Context,
-    make: impl FnOnce(Nonce) -> Deliver,
+    make: impl FnOnce(Nonce) -> AuthorityRequest,
     body: &Uint8Array,
     line: &mut LogLine,
 ) -> (AuthorityReply, Option<ReadableStream>) {
     match Nonce::random() {
-        Ok(nonce) => send(env, ctx, AuthorityRequest::Deliver(make(nonce)), body, line).await,
+        Ok(nonce) => send(env, ctx, make(nonce), body, line).await,
         Err(error) => noted((AuthorityReply::from(error), None), line),
     }
 }
@@ -119,7 +120,7 @@ pub async fn deliver(
 /// Sends `request` with `body` beside it to its key's claim authority and returns the reply.
 /// The request runs inside `waitUntil`, so a sender that hangs up cannot cut it off (between
 /// a claim and its forward, or before an event is stored).
-pub async fn send(
+async fn send(
     env: &Env,
     ctx: &Context,
     request: AuthorityRequest,

@@ -48,7 +48,7 @@ pub async fn send_due(keeper: &Keeper, key: &str) {
 }
 
 /// Tells the failure index that an attempt of event `key` of `provider` ended with `verdict`
-/// at its origin, when that is a failure and notifications are on (`ALERT_URL`): it sends
+/// at its origin, when it must hear of it (see [`alert::origin_failure`]): it sends
 /// `origin.failing` when failures spread across events. Best effort, after the attempt is
 /// settled and its caller answered.
 pub async fn origin_failed(
@@ -57,19 +57,11 @@ pub async fn origin_failed(
     provider: Option<Provider>,
     verdict: Verdict,
 ) {
-    let Some((provider, reason)) = alert::origin_failure(provider, verdict) else {
-        return;
-    };
     let Ok(config) = env_config::config(env) else {
         return;
     };
-    let (Some(_), Some((_, url))) = (&config.alerts, config.sender(provider)) else {
+    let Some(request) = alert::origin_failure(&config, key, provider, verdict) else {
         return;
-    };
-    let request = IndexRequest::OriginFailed {
-        origin: url.origin().ascii_serialization(),
-        key: key.to_owned(),
-        reason,
     };
     if let IndexReply::StoreFailed { detail } = index_client::send(env, &request).await {
         log::write(&LogLine::report_failed(key, &detail));

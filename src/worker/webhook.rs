@@ -13,9 +13,7 @@ use super::env_config;
 use super::inbound::Inbound;
 use super::native;
 use super::rate_limit;
-use crate::authority::{AuthorityRequest, Deliver, Forward};
-use crate::claim::Source;
-use crate::config::{Config, DeliveryMode};
+use crate::config::Config;
 use crate::log_line::{LogLine, Route};
 use crate::providers::stripe::envelope;
 use crate::providers::{Identity, Provider};
@@ -38,7 +36,7 @@ pub async fn serve(provider: Provider, req: Inbound, env: &Env, ctx: &Context) -
 }
 
 /// Config, sender enabled, method, body, verify, then the delivery (sync) or its storage
-/// (queue); the answer.
+/// (queue; see [`webhook::request`]); the answer.
 async fn deliver(
     provider: Provider,
     req: &Inbound,
@@ -66,32 +64,7 @@ async fn deliver(
     line.event_type = event_type;
     let header = |name: &str| req.headers().get(name).ok().flatten();
     let headers = webhook::forwarded_headers(provider, &header);
-    let policy = config.webhook.claims;
-    if config.queue.mode(provider) == DeliveryMode::Queue {
-        // Stored, then acknowledged; the object delivers it from its alarm, signing each attempt
-        // anew where the sender's signature carries a time.
-        let enqueue = AuthorityRequest::Enqueue {
-            key,
-            provider,
-            policy,
-            headers,
-            known_only,
-        };
-        let (reply, _) = door::send(env, ctx, enqueue, &body, line).await;
-        return webhook::after_enqueue(&reply, &id, clock::now_ms());
-    }
-    let forward = Forward {
-        url: config
-            .sender(provider)
-            .map(|(_, url)| url.to_string())
-            .unwrap_or_default(),
-        method: "POST".into(),
-        headers,
-        timeout_ms: config.delivery.forward_timeout_ms,
-        wait_ms: config.delivery.late_answer_wait_ms,
-    };
-    let source = Source::Webhook(provider);
-    let make = |nonce| Deliver::webhook(key, policy, nonce, source, forward, known_only);
+    let make = |nonce| webhook::request(&config, provider, key, headers, known_only, nonce);
     let (reply, _) = door::deliver(env, ctx, make, &body, line).await;
     webhook::after_delivery(&reply, &id, clock::now_ms())
 }

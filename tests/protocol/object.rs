@@ -7,11 +7,11 @@ use webhook_dedup::admin::{self, dead_letters, Action as AdminAction, Family};
 use webhook_dedup::authority::alarm::{self, AlarmStep, KnownAlarm, Rearm};
 use webhook_dedup::authority::attempt::{Command, Event, SettleOp};
 use webhook_dedup::authority::{
-    self, queue, Attempt, AuthorityReply, AuthorityRequest, Begin, Deliver, Door as AuthorityDoor,
+    self, queue, Attempt, AuthorityReply, AuthorityRequest, Begin, Deliver,
     Forward as ForwardTerms, Head, WakeBy, Won,
 };
-use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce, Source};
-use webhook_dedup::config::{Config, DeliveryMode};
+use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce};
+use webhook_dedup::config::Config;
 use webhook_dedup::failures::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::providers::Provider;
@@ -132,28 +132,22 @@ impl World {
         reply
     }
 
-    /// A delivery through `door` with `nonce`, from sender `sender`.
+    /// A delivery through `door` with `nonce`, from sender `sender`: the request its door's own
+    /// rules make (queue mode stores the event; sync mode and the API door deliver it).
     pub fn deliver(&mut self, model: &Protocol, door: Door, sender: usize) {
         let config = model.config(self).clone();
         let key = model.key();
-        let queue_mode =
-            door == Door::Webhook && config.queue.mode(Provider::Stripe) == DeliveryMode::Queue;
-        if queue_mode {
-            let request = AuthorityRequest::Enqueue {
-                key: key.clone(),
-                provider: Provider::Stripe,
-                policy: config.webhook.claims,
-                headers: vec![],
-                known_only: false,
-            };
-            let reply = self.request(&key, &request);
-            let answer = webhook::after_enqueue(&reply, EVENT_ID, self.now);
-            self.hear(sender, (200..300).contains(&answer.status));
-            return;
-        }
-        self.ghost.alarm_excused = false;
         let nonce = Nonce([self.senders[sender].nonce; 16]);
-        let deliver = deliver_terms(&config, key.clone(), nonce, door);
+        let deliver = match door_request(&config, key.clone(), nonce, door) {
+            AuthorityRequest::Deliver(deliver) => deliver,
+            stored => {
+                let reply = self.request(&key, &stored);
+                let answer = webhook::after_delivery(&reply, EVENT_ID, self.now);
+                self.hear(sender, (200..300).contains(&answer.status));
+                return;
+            }
+        };
+        self.ghost.alarm_excused = false;
         let now = self.now;
         let salt = self.fresh_nonce();
         let (begin, step) = self.observe(&key, |world| {
@@ -668,40 +662,20 @@ impl World {
     }
 }
 
-/// The delivery the worker sends for `door` under `config`.
-fn deliver_terms(config: &Config, key: String, nonce: Nonce, door: Door) -> Deliver {
-    let (policy, door_terms, source) = match door {
-        Door::Webhook => (
-            config.webhook.claims,
-            AuthorityDoor::Webhook,
-            Source::Webhook(Provider::Stripe),
-        ),
-        Door::Api(fp) => {
-            let api = config.api.as_ref().expect("the API door is on");
-            (
-                api.claims,
-                AuthorityDoor::Api {
-                    max_cached_body: api.max_response_bytes,
-                },
-                Source::Api {
-                    fingerprint: format!("fingerprint-{fp}"),
-                },
-            )
-        }
+/// The request a delivery through `door` makes, built by the doors' own rules (the webhook
+/// door's [`webhook::request`], the API door's [`Deliver::api`]).
+fn door_request(config: &Config, key: String, nonce: Nonce, door: Door) -> AuthorityRequest {
+    let Door::Api(fp) = door else {
+        return webhook::request(config, Provider::Stripe, key, vec![], false, nonce);
     };
-    Deliver {
-        key,
-        policy,
-        nonce,
-        source,
-        forward: ForwardTerms {
-            url: "http://origin.test/".into(),
-            method: "POST".into(),
-            headers: vec![],
-            timeout_ms: config.delivery.forward_timeout_ms,
-            wait_ms: config.delivery.late_answer_wait_ms,
-        },
-        door: door_terms,
-        known_only: false,
-    }
+    let api = config.api.as_ref().expect("the API door is on");
+    let forward = ForwardTerms {
+        url: "http://origin.test/".into(),
+        method: "POST".into(),
+        headers: vec![],
+        timeout_ms: config.delivery.forward_timeout_ms,
+        wait_ms: config.delivery.late_answer_wait_ms,
+    };
+    let fingerprint = format!("fingerprint-{fp}");
+    AuthorityRequest::Deliver(Deliver::api(key, api, nonce, fingerprint, forward))
 }
