@@ -19,6 +19,9 @@ use crate::providers::{is_header_id, Provider};
 
 pub mod dead_letters;
 pub mod page;
+mod route;
+
+pub use route::{route, AdminRoute, RecordCall};
 
 /// True when `authorization` is `Bearer <token>` with the configured token (the scheme's name
 /// in any case, as HTTP reads it). Compares SHA-256 digests in constant time, so neither the

@@ -1,7 +1,7 @@
 //! `/admin/...`: inspect, release and forget records. Off unless `ADMIN_TOKEN` is set. The
 //! decisions are the answer table in [`crate::admin`]; this reads, asks, and renders.
 
-use worker::{Env, Method, Response, Result};
+use worker::{Env, Response, Result};
 
 use super::admin_index;
 use super::authority_client::AuthorityClient;
@@ -10,10 +10,9 @@ use super::door::Visit;
 use super::env_config;
 use super::inbound::Inbound;
 use super::index_client;
-use crate::admin::{self, dead_letters, page, Action, AdminAnswer};
+use crate::admin::{self, dead_letters, AdminAnswer, AdminRoute, RecordCall};
 use crate::answer::HttpAnswer;
 use crate::authority::AuthorityRequest;
-use crate::config::{self, Config};
 use crate::failures::IndexRequest;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 
@@ -29,45 +28,33 @@ pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     }
 }
 
-/// The answer: the operator page and its assets without a token (while a usable admin token
-/// is set); every other route only past the gate ([`admin::gate`]): without the token, one
-/// answer whatever the configuration; with it, 500 while the configuration is invalid.
+/// The answer (see [`admin::route`]).
 async fn answer(req: &Inbound, env: &Env, rest: &str, line: &mut LogLine) -> Result<Answer> {
     let loaded = env_config::config(env);
     let token = env_config::admin_token(env, &loaded);
-    if req.method() == Method::Get && token.is_some() {
-        if let Some(asset) = page::asset(rest) {
-            line.outcome = Outcome::Code("admin_page");
-            return Ok(Answer::Page(asset));
-        }
-    }
     let authorization = req.headers().get("authorization")?;
-    let token = token.as_ref().map(|token| token.expose_str());
-    if let Err(locked) = admin::gate(token, authorization.as_deref()) {
-        line.detail = Some(locked.log_detail().to_owned());
-        return Ok(Answer::Api(AdminAnswer::unauthorized()));
-    }
-    let config = match loaded {
-        Ok(config) => config,
-        Err(problems) => {
-            line.detail = Some(config::describe(&problems));
-            return Ok(Answer::Api(AdminAnswer::misconfigured()));
+    let method = req.method();
+    let pairs: Vec<(String, String)> = req.url()?.query_pairs().into_owned().collect();
+    let route = admin::route(
+        (method.as_ref(), rest, &pairs),
+        token.as_ref().map(|token| token.expose_str()),
+        authorization.as_deref(),
+        loaded.as_deref().map_err(|problems| &**problems),
+    );
+    Ok(match route {
+        AdminRoute::Page(asset) => {
+            line.outcome = Outcome::Code("admin_page");
+            Answer::Page(asset)
         }
-    };
-    let url = req.url()?;
-    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
-    let pairs = pairs
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_str()));
-    match dead_letters::index_call(req.method().as_ref(), rest, pairs) {
-        Some(Ok(call)) => admin_index::answer(env, &config, call)
-            .await
-            .map(Answer::Api),
-        Some(Err(refused)) => Ok(Answer::Api(refused)),
-        None => record_call(req, env, &config, rest, line)
-            .await
-            .map(Answer::Api),
-    }
+        AdminRoute::Answer(answer, detail) => {
+            line.detail = detail;
+            Answer::Api(answer)
+        }
+        AdminRoute::Index(call, policy) => {
+            Answer::Api(admin_index::answer(env, policy, call).await?)
+        }
+        AdminRoute::Record(call) => Answer::Api(record_call(env, call, line).await?),
+    })
 }
 
 /// An admin API answer, or one of the page's assets.
@@ -76,36 +63,23 @@ enum Answer {
     Page(HttpAnswer),
 }
 
-/// A call on one record: inspect, release, forget or redeliver it.
-async fn record_call(
-    req: &Inbound,
-    env: &Env,
-    config: &Config,
-    rest: &str,
-    line: &mut LogLine,
-) -> Result<AdminAnswer> {
-    let call = match admin::call(req.method().as_ref(), rest) {
-        Ok(route) => route,
-        Err(error) => return Ok(AdminAnswer::for_call_error(error)),
-    };
+/// A call on one record: inspect it, then release, forget or redeliver it as the answer
+/// table decides.
+async fn record_call(env: &Env, record: RecordCall, line: &mut LogLine) -> Result<AdminAnswer> {
+    let RecordCall {
+        call,
+        force,
+        policy,
+    } = &record;
     line.key = Some(call.key.clone());
-    let force = req
-        .url()?
-        .query_pairs()
-        .any(|(name, value)| name == "force" && value == "true");
-    let policy = admin::policy_for(
-        call.family,
-        config.webhook.claims,
-        config.api.as_ref().map(|api| api.claims),
-    );
     let client = AuthorityClient::new(env)?;
     let inspected = client
         .send(&AuthorityRequest::Inspect {
             key: call.key.clone(),
         })
         .await;
-    let next = admin::after_inspect(call.action, &inspected, clock::now_ms(), force);
-    let change = match next.into_request(&call.key, policy) {
+    let next = admin::after_inspect(call.action, &inspected, clock::now_ms(), *force);
+    let change = match next.into_request(&call.key, *policy) {
         Ok(change) => change,
         Err(answer) => return Ok(answer),
     };
@@ -116,8 +90,8 @@ async fn record_call(
         index_client::send(env, &IndexRequest::Report(report)).await;
     }
     let answer = admin::after_change(&changed);
-    if answer.status < 400 && call.action != Action::Inspect {
-        line.raise(Level::Warn); // an operator changed a record
+    if record.changed(&answer) {
+        line.raise(Level::Warn);
     }
     Ok(answer)
 }

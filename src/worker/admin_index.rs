@@ -8,11 +8,15 @@ use super::index_client;
 use crate::admin::dead_letters::{self, IndexCall, Redelivered};
 use crate::admin::AdminAnswer;
 use crate::authority::AuthorityRequest;
-use crate::config::Config;
+use crate::claim::ClaimPolicy;
 use crate::failures::{IndexRequest, ListQuery};
 
 /// The answer to `call`.
-pub async fn answer(env: &Env, config: &Config, call: IndexCall) -> worker::Result<AdminAnswer> {
+pub async fn answer(
+    env: &Env,
+    policy: ClaimPolicy,
+    call: IndexCall,
+) -> worker::Result<AdminAnswer> {
     Ok(match call {
         IndexCall::List(query) => {
             dead_letters::list_answer(index_client::send(env, &IndexRequest::List(query)).await)
@@ -20,18 +24,21 @@ pub async fn answer(env: &Env, config: &Config, call: IndexCall) -> worker::Resu
         IndexCall::Summary => {
             dead_letters::summary_answer(index_client::send(env, &IndexRequest::Summary).await)
         }
-        IndexCall::Redeliver(query) => redeliver(env, config, query).await?,
+        IndexCall::Redeliver(query) => redeliver(env, policy, query).await?,
     })
 }
 
 /// Redelivers the dead entries of one page of `query`, each through its own object.
-async fn redeliver(env: &Env, config: &Config, query: ListQuery) -> worker::Result<AdminAnswer> {
+async fn redeliver(
+    env: &Env,
+    policy: ClaimPolicy,
+    query: ListQuery,
+) -> worker::Result<AdminAnswer> {
     let page = match dead_letters::page(index_client::send(env, &IndexRequest::List(query)).await) {
         Ok(page) => page,
         Err(answer) => return Ok(answer),
     };
     let client = AuthorityClient::new(env)?;
-    let policy = config.webhook.claims;
     let mut queued = 0;
     let mut skipped = Vec::new();
     for entry in &page.items {

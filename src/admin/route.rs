@@ -1,0 +1,185 @@
+//! Where an admin request goes, decided before any record or the failure index is asked: the
+//! operator page, an answer at once (locked, misconfigured, a bad call), a route over the
+//! index, or a call on one record.
+
+use super::dead_letters::{self, IndexCall};
+use super::{call, gate, page, policy_for, Action, AdminAnswer, Call};
+use crate::answer::HttpAnswer;
+use crate::claim::ClaimPolicy;
+use crate::config::{self, Config, ConfigProblem};
+
+/// Where an admin request goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AdminRoute {
+    /// The operator page or one of its assets.
+    Page(HttpAnswer),
+    /// Answered at once, with what its log line says.
+    Answer(AdminAnswer, Option<String>),
+    /// A route over the failure index; a redelivery changes events' records with the policy.
+    Index(IndexCall, ClaimPolicy),
+    /// A call on one record.
+    Record(RecordCall),
+}
+
+/// A call on one record, with its terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordCall {
+    /// Which record and what to do.
+    pub call: Call,
+    /// `?force=true`: release a claim whose lease is still live.
+    pub force: bool,
+    /// The claim policy a change to the record is made with.
+    pub policy: ClaimPolicy,
+}
+
+impl RecordCall {
+    /// Whether its log line is raised to `warn`: an operator changed a record.
+    pub fn changed(&self, answer: &AdminAnswer) -> bool {
+        answer.status < 400 && self.call.action != Action::Inspect
+    }
+}
+
+/// Where a `method` request for `rest` (the path after `/admin/`) with the query's `pairs`
+/// goes, given the usable admin `token`, the request's `authorization` and the `loaded`
+/// configuration. The page and its assets are served to a GET without a token (while a usable
+/// admin token is set); every other route only past the [`gate`]: without the token, one
+/// answer whatever the configuration; with it, 500 while the configuration is invalid.
+pub fn route(
+    (method, rest, pairs): (&str, &str, &[(String, String)]),
+    token: Option<&str>,
+    authorization: Option<&str>,
+    loaded: Result<&Config, &[ConfigProblem]>,
+) -> AdminRoute {
+    if method == "GET" && token.is_some() {
+        if let Some(asset) = page::asset(rest) {
+            return AdminRoute::Page(asset);
+        }
+    }
+    if let Err(locked) = gate(token, authorization) {
+        let detail = Some(locked.log_detail().to_owned());
+        return AdminRoute::Answer(AdminAnswer::unauthorized(), detail);
+    }
+    let config = match loaded {
+        Ok(config) => config,
+        Err(problems) => {
+            let detail = Some(config::describe(problems));
+            return AdminRoute::Answer(AdminAnswer::misconfigured(), detail);
+        }
+    };
+    let query = pairs
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()));
+    match dead_letters::index_call(method, rest, query) {
+        Some(Ok(call)) => return AdminRoute::Index(call, config.webhook.claims),
+        Some(Err(refused)) => return AdminRoute::Answer(refused, None),
+        None => {}
+    }
+    let call = match call(method, rest) {
+        Ok(call) => call,
+        Err(error) => return AdminRoute::Answer(AdminAnswer::for_call_error(error), None),
+    };
+    let force = pairs
+        .iter()
+        .any(|(name, value)| name == "force" && value == "true");
+    let events = config.webhook.claims;
+    let policy = policy_for(
+        call.family,
+        events,
+        config.api.as_ref().map(|api| api.claims),
+    );
+    AdminRoute::Record(RecordCall {
+        call,
+        force,
+        policy,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::Family;
+
+    const TOKEN: &str = "a-long-admin-token-0123456789";
+
+    fn config() -> Config {
+        Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("https://origin.example/hook".into()),
+            "ADMIN_TOKEN" => Some(TOKEN.into()),
+            _ => None,
+        })
+        .unwrap()
+    }
+
+    fn ask(method: &str, rest: &str, query: &[(&str, &str)], bearer: bool) -> AdminRoute {
+        let config = config();
+        let pairs: Vec<(String, String)> = query
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        let authorization = format!("Bearer {TOKEN}");
+        let authorization = bearer.then_some(authorization.as_str());
+        route(
+            (method, rest, &pairs),
+            Some(TOKEN),
+            authorization,
+            Ok(&config),
+        )
+    }
+
+    /// The page needs no token; every route past it does; then the index's routes, and a
+    /// record's call with its `force` and its family's policy.
+    #[test]
+    fn an_admin_request_goes_to_the_page_the_gate_the_index_or_a_record() {
+        assert!(matches!(ask("GET", "", &[], false), AdminRoute::Page(_)));
+        let AdminRoute::Answer(locked, Some(detail)) = ask("GET", "summary", &[], false) else {
+            panic!("locked without the token");
+        };
+        assert_eq!((locked.status, detail.is_empty()), (401, false));
+        let summary = ask("GET", "summary", &[], true);
+        assert_eq!(
+            summary,
+            AdminRoute::Index(IndexCall::Summary, config().webhook.claims)
+        );
+        let AdminRoute::Record(record) =
+            ask("POST", "events/evt_1/release", &[("force", "true")], true)
+        else {
+            panic!("a record's call");
+        };
+        assert_eq!(
+            (record.call.family, record.call.action),
+            (Family::Events, Action::Release)
+        );
+        assert!(record.force);
+        assert_eq!(record.policy, config().webhook.claims);
+        assert!(
+            !record.changed(&AdminAnswer::misconfigured()),
+            "a refusal changes nothing"
+        );
+        let AdminRoute::Answer(bad, None) = ask("PUT", "events/evt_1", &[], true) else {
+            panic!("a bad call is answered at once");
+        };
+        assert_eq!(bad.status, 405);
+    }
+
+    /// With the token, an invalid configuration is 500 and names its keys in the log only.
+    #[test]
+    fn past_the_gate_an_invalid_configuration_is_500() {
+        let problems = [ConfigProblem {
+            key: "ORIGIN_URL",
+            problem: "missing".into(),
+        }];
+        let bearer = format!("Bearer {TOKEN}");
+        let route = route(
+            ("GET", "summary", &[]),
+            Some(TOKEN),
+            Some(&bearer),
+            Err(&problems),
+        );
+        let AdminRoute::Answer(answer, Some(detail)) = route else {
+            panic!("answered at once");
+        };
+        assert_eq!(answer.status, 500);
+        assert!(detail.contains("ORIGIN_URL"));
+    }
+}
