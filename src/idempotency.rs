@@ -13,7 +13,7 @@ use crate::answer::{
 };
 use crate::authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
-use crate::config::{self, ConfigProblem};
+use crate::config::{self, ApiConfig, ConfigProblem};
 use crate::log_line::Outcome;
 use crate::origin::OriginOutcome;
 
@@ -383,17 +383,17 @@ impl Problem {
         }
     }
 
-    /// The problem while the configuration is invalid (500, naming the keys, never values).
+    /// The problem while the configuration is invalid (500, naming the keys, never values);
+    /// the log line says what is wrong with each.
     pub fn misconfigured(problems: &[ConfigProblem]) -> Problem {
-        Problem::new(
-            500,
-            "misconfigured",
-            "Not configured",
-            format!(
-                "the service is not configured: {}; see /healthz",
-                config::keys(problems)
-            ),
-        )
+        let detail = format!(
+            "the service is not configured: {}; see /healthz",
+            config::keys(problems)
+        );
+        Problem {
+            note: Some(config::describe(problems)),
+            ..Problem::new(500, "misconfigured", "Not configured", detail)
+        }
     }
 
     /// The problem for every `/api/` request while the door is off (no `API_ORIGIN_URL`).
@@ -459,6 +459,54 @@ pub enum Handling {
     PassThrough,
     /// Run through the claim authority under this key (already validated).
     Keyed(String),
+}
+
+/// Where an `/api/...` request goes, decided before any I/O.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiRoute {
+    /// Run through the claim authority under its key.
+    Keyed(Keyed),
+    /// Sent to the origin at `target` untouched (a safe method, or no key where none is
+    /// required).
+    PassThrough {
+        /// The origin URL it goes to.
+        target: String,
+    },
+}
+
+/// A keyed request: its key (already validated), path and query, and the URL it goes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keyed {
+    /// The key.
+    pub key: String,
+    /// The request's path and query, as the fingerprint covers them.
+    pub path_and_query: String,
+    /// The origin URL it goes to.
+    pub target: String,
+}
+
+/// Where a `method` request for `path` and `query` with the `Idempotency-Key` value `raw_key`
+/// goes under `api`'s terms (see [`check_path`] and [`handling`]).
+pub fn route(
+    api: &ApiConfig,
+    method: &str,
+    (path, query): (&str, Option<&str>),
+    raw_key: Option<&str>,
+) -> Result<ApiRoute, Problem> {
+    check_path(path)?;
+    let path_and_query = match query {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    let target = api.target(&path_and_query);
+    Ok(match handling(method, raw_key, api.key_required)? {
+        Handling::Keyed(key) => ApiRoute::Keyed(Keyed {
+            key,
+            path_and_query,
+            target,
+        }),
+        Handling::PassThrough => ApiRoute::PassThrough { target },
+    })
 }
 
 /// True for the methods that go through the claim authority when they carry a key.

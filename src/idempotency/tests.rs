@@ -295,7 +295,47 @@ fn handling_is_decided_before_any_io() {
         problem: "x".into(),
     }]);
     assert!(problem.detail.contains("API_ORIGIN_URL"));
+    assert!(!problem.detail.contains("x"), "the answer names keys only");
+    assert_eq!(
+        problem.note.as_deref(),
+        Some("API_ORIGIN_URL: x"),
+        "the log line says why"
+    );
     assert_eq!(problem.outcome(), Outcome::Code("misconfigured"));
+}
+
+/// A keyed method with a valid key is delivered under it, to the origin with the path and
+/// query; without a key, or a safe method, it passes through; a bad key or path is refused.
+#[test]
+fn an_api_request_is_keyed_or_passed_through_by_its_method_and_key() {
+    let config = crate::config::Config::load(|key| match key {
+        "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+        "ORIGIN_URL" => Some("https://origin.example/hook".into()),
+        "API_ORIGIN_URL" => Some("https://api.example/base".into()),
+        _ => None,
+    })
+    .unwrap();
+    let api = config.api.as_ref().unwrap();
+    let keyed = route(api, "POST", ("/api/charges", Some("a=1")), Some("k-1")).unwrap();
+    let ApiRoute::Keyed(keyed) = keyed else {
+        panic!("a keyed POST is delivered");
+    };
+    assert_eq!(
+        (keyed.key.as_str(), keyed.path_and_query.as_str()),
+        ("k-1", "/api/charges?a=1")
+    );
+    assert_eq!(keyed.target, api.target("/api/charges?a=1"));
+    let get = route(api, "GET", ("/api/charges", None), Some("k-1")).unwrap();
+    assert_eq!(
+        get,
+        ApiRoute::PassThrough {
+            target: api.target("/api/charges")
+        }
+    );
+    let bare = route(api, "POST", ("/api/charges", None), None).unwrap();
+    assert!(matches!(bare, ApiRoute::PassThrough { .. }));
+    assert!(route(api, "POST", ("/api/charges", None), Some("")).is_err());
+    assert!(route(api, "POST", ("/api/%2e%2e/admin", None), Some("k-1")).is_err());
 }
 
 #[test]

@@ -12,8 +12,8 @@ use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
 use super::inbound::Inbound;
 use super::rate_limit;
 use crate::authority::{AuthorityRequest, Deliver, Forward, Head};
-use crate::config::{self, ApiConfig, Config};
-use crate::idempotency::{self as idem, ApiAnswer, Handling, Problem};
+use crate::config::{ApiConfig, Config};
+use crate::idempotency::{self as idem, ApiAnswer, ApiRoute, Keyed, Problem};
 use crate::log_line::{LogLine, Outcome, Route};
 
 /// Serves one `/api/...` request and writes its log line.
@@ -31,50 +31,34 @@ pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     }
 }
 
-/// Config and the door's rules: a request without a key passes through, a keyed one is
-/// delivered through its scope's claim authority.
+/// Config and the door's rules (see [`idem::route`]): a request without a key passes through,
+/// a keyed one is delivered through its scope's claim authority.
 async fn handle(
     req: Inbound,
     env: &Env,
     ctx: &Context,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
-    let config = env_config::config(env).map_err(|problems| {
-        line.detail = Some(config::describe(&problems));
-        Problem::misconfigured(&problems)
-    })?;
+    let config = env_config::config(env).map_err(|problems| Problem::misconfigured(&problems))?;
     let Some(api) = &config.api else {
         return Err(Problem::door_off());
     };
     let url = req.url().map_err(internal)?;
-    idem::check_path(url.path())?;
-    let path_and_query = match url.query() {
-        Some(query) => format!("{}?{query}", url.path()),
-        None => url.path().to_owned(),
-    };
-    let target = api.target(&path_and_query);
     let raw_key = req.headers().get(idem::KEY_HEADER).map_err(internal)?;
-    match idem::handling(req.method().as_ref(), raw_key.as_deref(), api.key_required)? {
-        Handling::Keyed(key) => {
-            let request = Keyed {
-                key,
-                path_and_query,
-                target,
-            };
-            keyed(req, env, ctx, (&config, api), request, line).await
-        }
-        Handling::PassThrough => {
+    let method = req.method();
+    let route = idem::route(
+        api,
+        method.as_ref(),
+        (url.path(), url.query()),
+        raw_key.as_deref(),
+    )?;
+    match route {
+        ApiRoute::Keyed(request) => keyed(req, env, ctx, (&config, api), request, line).await,
+        ApiRoute::PassThrough { target } => {
             line.outcome = Outcome::PassedThrough;
             pass_through(req, &target, config.delivery.forward_timeout_ms, line).await
         }
     }
-}
-
-/// A keyed request's key, path and query, and the URL it goes to.
-struct Keyed {
-    key: String,
-    path_and_query: String,
-    target: String,
 }
 
 /// A keyed request: client, rate limit, body and fingerprint, then the delivery; its origin's
