@@ -465,7 +465,7 @@ pub fn redeliver_dead<S: ClaimStore>(
             same_event,
         });
     }
-    redeliver(store, key, now, policy)
+    requeue(store, record, now, policy)
 }
 
 /// Puts a `dead` (or waiting `queued`) event back in the queue, due now, with a fresh attempt
@@ -479,9 +479,19 @@ pub fn redeliver<S: ClaimStore>(
     now: Millis,
     policy: ClaimPolicy,
 ) -> Result<RedeliverOutcome, StoreError> {
-    let Some(mut record) = load_current(store, key, now)? else {
-        return Ok(RedeliverOutcome::NoBody);
-    };
+    match load_current(store, key, now)? {
+        Some(record) => requeue(store, record, now, policy),
+        None => Ok(RedeliverOutcome::NoBody),
+    }
+}
+
+/// [`redeliver`] of `record`, read from `store` within this same step.
+fn requeue<S: ClaimStore>(
+    store: &mut S,
+    mut record: ClaimRecord,
+    now: Millis,
+    policy: ClaimPolicy,
+) -> Result<RedeliverOutcome, StoreError> {
     if record.attempt_may_still_run(now) {
         return Ok(RedeliverOutcome::UnderLease {
             lease_expires_at: record.lease.until,

@@ -709,3 +709,34 @@ fn a_value_of_the_wrong_kind_is_a_fatal_store_error() {
         "{not_bytes}"
     );
 }
+
+/// A bulk redelivery reads the dead event's record once and writes it once.
+#[test]
+fn redelivering_a_dead_event_reads_its_record_once() {
+    let retry = RetryPolicy {
+        base_ms: 1_000,
+        max_delay_ms: 4_000,
+        max_attempts: 1,
+        max_age_ms: 100_000,
+        retry_client_errors: false,
+    };
+    let mut store = KvStore::new(MemoryTable::default());
+    let github = crate::providers::Provider::Github;
+    enqueue(&mut store, KEY, github, 0, POLICY, Nonce(nonce(1)), b"{}").unwrap();
+    let AttemptOutcome::Start { fence, .. } =
+        start_attempt(&mut store, KEY, 0, POLICY, retry, Nonce(nonce(2))).unwrap()
+    else {
+        panic!("the stored event is due");
+    };
+    let failure = Failure {
+        reason: "origin answered 500".parse().unwrap(),
+        answer_lost: false,
+    };
+    attempt_failed(&mut store, KEY, &fence, 10, failure, POLICY, retry, 0.5).unwrap();
+    let storage_id = store.load(KEY).unwrap().unwrap().queue().unwrap().storage_id;
+    let before = store.usage;
+    let outcome = redeliver_dead(&mut store, KEY, 2_000, POLICY, storage_id).unwrap();
+    assert_eq!(outcome, RedeliverOutcome::Queued);
+    assert_eq!(store.usage.rows_read - before.rows_read, 1);
+    assert_eq!(store.usage.rows_written - before.rows_written, 1);
+}
