@@ -733,7 +733,13 @@ fn redelivering_a_dead_event_reads_its_record_once() {
         answer_lost: false,
     };
     attempt_failed(&mut store, KEY, &fence, 10, failure, POLICY, retry, 0.5).unwrap();
-    let storage_id = store.load(KEY).unwrap().unwrap().queue().unwrap().storage_id;
+    let storage_id = store
+        .load(KEY)
+        .unwrap()
+        .unwrap()
+        .queue()
+        .unwrap()
+        .storage_id;
     let before = store.usage;
     let outcome = redeliver_dead(&mut store, KEY, 2_000, POLICY, storage_id).unwrap();
     assert_eq!(outcome, RedeliverOutcome::Queued);

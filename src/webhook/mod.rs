@@ -308,27 +308,17 @@ fn forwarded(report: &Report, event_id: &str) -> Answer {
 /// or a store failure (503 + Retry-After / 500), so the sender retries and an acknowledged
 /// event is never lost.
 pub fn after_enqueue(reply: &AuthorityReply, event_id: &str, now: Millis) -> Answer {
-    let (body, outcome) = match reply {
-        AuthorityReply::Enqueue(EnqueueOutcome::Queued) => (
+    match reply {
+        AuthorityReply::Enqueue(EnqueueOutcome::Queued) => ok(
             json!({ "status": "queued", "event_id": event_id }),
             Outcome::Queued,
         ),
         AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. }) => {
-            (json!({ "status": "duplicate" }), Outcome::Duplicate)
+            ok(json!({ "status": "duplicate" }), Outcome::Duplicate)
         }
-        AuthorityReply::Enqueue(EnqueueOutcome::InFlight { retry_at }) => {
-            return in_flight(*retry_at, now)
-        }
-        AuthorityReply::NotKnown => return refusal_answer(&Refusal::ReplayLimited),
-        other => return store_failure_answer(StoreFailure::of(other)),
-    };
-    Answer {
-        status: 200,
-        body,
-        retry_after: None,
-        allow: None,
-        outcome,
-        note: None,
+        AuthorityReply::Enqueue(EnqueueOutcome::InFlight { retry_at }) => in_flight(*retry_at, now),
+        AuthorityReply::NotKnown => refusal_answer(&Refusal::ReplayLimited),
+        other => store_failure_answer(StoreFailure::of(other)),
     }
 }
 
