@@ -47,7 +47,10 @@ pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8
 /// A body without a declared length: read chunk by chunk, counting, then joined; the reader is
 /// cancelled when the deadline passes.
 async fn read_stream(req: &Inbound, limit: u64, ms: u64) -> Result<Uint8Array, BodyError> {
-    let mut reader = BodyReader::of(req.inner().body());
+    let Some(stream) = req.inner().body() else {
+        return Ok(Uint8Array::new_with_length(0));
+    };
+    let mut reader = BodyReader::of(&stream).ok_or(BodyError::Unreadable)?;
     let result = match forward::within(Box::pin(read_chunks(&mut reader, limit)), ms).await {
         Ok(result) => result,
         Err(_) => Err(BodyError::TimedOut { ms }),

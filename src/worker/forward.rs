@@ -168,14 +168,16 @@ pub struct BodyReader {
 impl BodyReader {
     /// The reader of `response`'s body (an answer without a body reads as empty).
     pub fn new(response: &web_sys::Response) -> BodyReader {
-        BodyReader::of(response.body())
+        let reader = response.body().and_then(|body| BodyReader::of(&body));
+        reader.unwrap_or(BodyReader { reader: None })
     }
 
-    /// The reader of `body` (none reads as empty).
-    pub fn of(body: Option<web_sys::ReadableStream>) -> BodyReader {
-        BodyReader {
-            reader: body.and_then(|body| body.get_reader().dyn_into().ok()),
-        }
+    /// The reader of `stream`; `None` when none can be made.
+    pub fn of(stream: &web_sys::ReadableStream) -> Option<BodyReader> {
+        let reader = stream.get_reader().dyn_into().ok()?;
+        Some(BodyReader {
+            reader: Some(reader),
+        })
     }
 
     /// The next chunk; `Ok(None)` at the end; `Err` when the body broke off.
