@@ -66,21 +66,14 @@ pub fn render(answer: HttpAnswer) -> Result<Response> {
 /// request on `route`, and writes its log line.
 pub fn refuse(
     env: &Env,
-    route: Route,
-    method: &Method,
-    status: u16,
-    code: &'static str,
-    detail: &str,
+    (route, method): (Route, &Method),
+    (status, code, detail): (u16, &'static str, &str),
     allow: Option<&str>,
 ) -> Result<Response> {
     let mut visit = Visit::start(route, method);
     visit.line.outcome = Outcome::Code(code);
     visit.line.detail = Some(detail.to_owned());
     let answer = HttpAnswer::error(status, code, detail).with_hints(None, allow);
-    let answer = match status {
-        401 => answer.with("www-authenticate", "Bearer"),
-        _ => answer,
-    };
     visit.answer(env, answer)
 }
 

@@ -54,13 +54,18 @@ impl Inbound {
         &self.raw
     }
 
-    /// Its body read as JSON into `T`.
-    pub async fn json<T: DeserializeOwned>(&self) -> worker::Result<T> {
-        let promise = self.raw.text()?;
-        let text = JsFuture::from(promise)
-            .await?
+    /// Its body as text; `None` when it cannot be read.
+    pub async fn text(&self) -> Option<String> {
+        JsFuture::from(self.raw.text().ok()?)
+            .await
+            .ok()?
             .as_string()
-            .unwrap_or_default();
-        Ok(serde_json::from_str(&text)?)
+    }
+
+    /// Its body read as JSON into `T` (an unreadable body reads as empty, which is no JSON).
+    pub async fn json<T: DeserializeOwned>(&self) -> worker::Result<T> {
+        Ok(serde_json::from_str(
+            &self.text().await.unwrap_or_default(),
+        )?)
     }
 }

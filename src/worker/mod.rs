@@ -73,15 +73,8 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
         return test_routes::serve(req, env, rest).await;
     }
     let detail = format!("no route for {path}");
-    door::refuse(
-        env,
-        Route::Unknown,
-        &req.method(),
-        404,
-        "not_found",
-        &detail,
-        None,
-    )
+    let refusal = (404, "not_found", detail.as_str());
+    door::refuse(env, (Route::Unknown, &req.method()), refusal, None)
 }
 
 /// `GET /healthz` (see [`health::answer`]): the sender details only for a caller with the
@@ -89,17 +82,8 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
 fn health(req: &Inbound, env: &Env) -> Result<Response> {
     let method = req.method();
     if method != Method::Get && method != Method::Head {
-        let detail = "this route accepts GET, HEAD";
-        let allow = Some("GET, HEAD");
-        return door::refuse(
-            env,
-            Route::Health,
-            &method,
-            405,
-            "method_not_allowed",
-            detail,
-            allow,
-        );
+        let refusal = (405, "method_not_allowed", "this route accepts GET, HEAD");
+        return door::refuse(env, (Route::Health, &method), refusal, Some("GET, HEAD"));
     }
     let config = env_config::config(env);
     if let Err(problems) = &config {

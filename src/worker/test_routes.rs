@@ -3,7 +3,6 @@
 //! and panics or traps on demand, for the tests that the next call runs on a fresh
 //! WebAssembly instance (see `src/entry.mjs`).
 
-use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use worker::{Env, Method, Response, Result};
 
@@ -23,7 +22,7 @@ use crate::test_routes::{self, SettleBody, SignatureVector, TestRoute};
 pub async fn serve(req: Inbound, env: &Env, rest: &str) -> Result<Response> {
     let method = req.method();
     let refuse = |(status, code, detail): (u16, &'static str, &str)| {
-        door::refuse(env, Route::Test, &method, status, code, detail, None)
+        door::refuse(env, (Route::Test, &method), (status, code, detail), None)
     };
     let loaded = env_config::config(env);
     let token = env_config::admin_token(env, &loaded);
@@ -84,12 +83,7 @@ fn bad_body(env: &Env, method: &Method, error: &worker::Error) -> Result<Respons
 /// `POST /_test/signature`: a vector's `v1` MAC computed both ways the worker can (see
 /// [`SignatureVector::answer`]).
 async fn cross_check(env: &Env, req: &Inbound) -> Result<Response> {
-    let text = match req.inner().text() {
-        Ok(promise) => JsFuture::from(promise).await.ok(),
-        Err(_) => None,
-    };
-    let text = text.and_then(|text| text.as_string()).unwrap_or_default();
-    let (vector, body) = match SignatureVector::read(&text) {
+    let (vector, body) = match SignatureVector::read(&req.text().await.unwrap_or_default()) {
         Ok(read) => read,
         Err(error) => return bad_body(env, &req.method(), &worker::Error::RustError(error)),
     };
