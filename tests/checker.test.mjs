@@ -211,6 +211,23 @@ test('queue mode: an attempt a restart cut off before it reached the origin coun
   assert.match(check(dead([{ from: 1, to: 1 }])).failures.join('\n'), /evt_a: dead-lettered after 2 attempts/);
 });
 
+test('queue mode: a cut-off attempt between two the origin saw counts only when a restart fell between them', () => {
+  // Queue loop of 2026-12-03, seed 292041622: attempt 1 answered 500, attempt 2 was claimed as
+  // a restart began and never reached the origin, attempt 3 took over after its lease and
+  // answered 500: dead-lettered after 3 attempts, 2 of them seen.
+  const dead = (restartsAt) => {
+    const h = history({ mode: 'queue', retryMaxAttempts: 3, finalStates: { evt_a: 'dead', evt_b: 'done' }, finalAttempts: { evt_a: 3, evt_b: 1 }, restartsAt });
+    h.origin[1] = { ...h.origin[1], attempt: 3, receivedAt: 7_000, answeredAt: 7_001, takeover: true, status: 500 };
+    h.deliveries = h.deliveries.map((d) => ({ ...d, status: 200 }));
+    h.log = [];
+    return h;
+  };
+  assert.deepEqual(check(dead([{ from: 900, to: 2_700 }])).failures, []);
+  assert.match(check(dead([])).failures.join('\n'), /evt_a: dead-lettered after 2 attempts, before RETRY_MAX_ATTEMPTS \(2 seen at the origin, 3 claimed\)/);
+  // A restart after the last attempt seen cut off nothing between attempts 1 and 3.
+  assert.match(check(dead([{ from: 8_000, to: 9_000 }])).failures.join('\n'), /evt_a: dead-lettered after 2 attempts/);
+});
+
 test('queue mode: a dead letter missing from the failure index, or an indexed one not dead, is a failure', () => {
   const slow = () => {
     const h = history({ mode: 'queue', retryMaxAttempts: 1, finalStates: { evt_a: 'done', evt_b: 'dead' } });

@@ -217,13 +217,21 @@ export function check(history) {
     if (judgeEnds && history.mode === 'queue' && e.acknowledged) {
       if (final === 'dead') {
         // An attempt the product claimed whose forward a restart cut off before it reached the
-        // origin is an attempt too (the product cannot know it never arrived): it counts only
-        // when a restart began after the last attempt the origin saw.
-        const seen = new Set(e.origin.map((r) => r.attempt)).size;
+        // origin is an attempt too (the product cannot know it never arrived): each attempt
+        // number the origin never saw counts only when a restart began between the arrival of
+        // the seen attempt before it and that of the seen attempt after it (if any).
+        const arrived = new Map();
+        for (const r of e.origin) arrived.set(r.attempt, Math.min(arrived.get(r.attempt) ?? Infinity, r.receivedAt));
+        const seen = arrived.size;
         const claimed = history.finalAttempts?.[id] ?? seen;
-        const lastSeen = Math.max(0, ...e.origin.map((r) => r.receivedAt));
-        const cutOffUnseen = claimed > seen && restartsAt.some((x) => x.from >= lastSeen);
-        const made = cutOffUnseen ? claimed : seen;
+        let made = seen;
+        for (let n = 1; n <= claimed; n += 1) {
+          if (arrived.has(n)) continue;
+          const times = (keep) => [...arrived].filter(([a]) => keep(a)).map(([, at]) => at);
+          const after = Math.max(0, ...times((a) => a < n));
+          const before = Math.min(Infinity, ...times((a) => a > n));
+          if (restartsAt.some((x) => x.from >= after && x.from <= before)) made += 1;
+        }
         if (made < history.retryMaxAttempts) fail(id, `dead-lettered after ${made} attempts, before RETRY_MAX_ATTEMPTS (${seen} seen at the origin, ${claimed} claimed)`);
       } else if (final !== 'done') {
         fail(id, `acknowledged but ended ${final ?? 'unknown'}, neither delivered nor dead-lettered`);
