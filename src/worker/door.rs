@@ -95,8 +95,8 @@ pub fn internal_error(
 
 /// Runs a delivery (or stores an event) in its key's claim authority and returns the reply,
 /// with the origin's answer when it streams back. `make` builds the request around a fresh
-/// nonce. What the reply
-/// reports is noted on `line`. Failures come back as a `StoreFailed` reply.
+/// nonce. What the reply reports is noted on `line`. Failures come back as a `StoreFailed`
+/// reply.
 pub async fn deliver(
     env: &Env,
     ctx: &Context,
