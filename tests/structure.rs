@@ -28,8 +28,9 @@ const LAYERS: &[&[&str]] = &[
     &["answer", "log_line"],
     // The doors' rules.
     &["webhook", "idempotency", "admin", "health"],
-    // The test routes, which show records as the admin API does.
-    &["test_routes"],
+    // The test routes, which show records as the admin API does; the start-up rehearsal of a
+    // delivery, which runs a door's rules.
+    &["test_routes", "rehearsal"],
     // The adapter to the runtime.
     &["worker"],
 ];

@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
-use crate::claim::{KvStore, KvTable, KvValue, Scan, StoreError};
+use crate::claim::{BoxedStore, KvStore, KvTable, KvValue, Scan, StoreError};
 
 #[wasm_bindgen]
 extern "C" {
@@ -26,8 +26,9 @@ extern "C" {
     fn list(this: &SyncKv, options: &JsValue) -> Result<js_sys::Iterator, JsValue>;
 }
 
-/// An object's store: its own table, rows counted.
-pub type ObjectStore = KvStore<SyncKv>;
+/// An object's store: its own table, rows counted. Boxed, so that the start-up rehearsal over
+/// a table in memory runs the same code (see [`crate::rehearsal`]).
+pub type ObjectStore = BoxedStore;
 
 /// The store over the table of the object whose storage is `storage`.
 pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
@@ -38,7 +39,7 @@ pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
                 .into(),
         ));
     }
-    Ok(KvStore::new(kv.unchecked_into()))
+    Ok(KvStore::new(Box::new(kv.unchecked_into::<SyncKv>())))
 }
 
 /// Classifies a storage exception: flagged `retryable` or `overloaded` → retryable, else fatal.
