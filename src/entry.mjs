@@ -8,7 +8,7 @@
 // class does not extend `DurableObject`, so the worker could only reach it with `fetch`. Here
 // the object is a `DurableObject` whose one RPC method, `call`, takes a request frame and
 // returns the reply: no Request, Response or body stream per call.
-import { DurableObject, env } from 'cloudflare:workers';
+import { DurableObject } from 'cloudflare:workers';
 
 import * as rust from './glue.js';
 
@@ -24,16 +24,6 @@ function ready() {
     rust.__wbg_reset_state();
     init.criticalError = false;
   }
-}
-
-// While the module starts (which Cloudflare runs while a connection is still being set up, not
-// in a request): read the configuration and rehearse a delivery in memory, so the first request
-// finds the code it runs compiled. Nothing here may fail a request: after a panic, `ready`
-// starts a fresh instance at the first call.
-try {
-  rust.start(env);
-} catch {
-  // The first request reads the configuration itself.
 }
 
 export default {

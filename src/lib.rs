@@ -23,7 +23,6 @@
 //! | [`secret`] | secret values that never show in logs |
 //! | [`log_line`] | the structured log line, its typed words |
 //! | [`test_routes`] | the test routes (off by default): which exist, who may use them, what they show |
-//! | [`rehearsal`] | a delivery rehearsed in memory when the module starts, so its code is compiled before the first request |
 //!
 //! A front door is a pure module (its decisions and one answer table) and a thin adapter in
 //! `worker/` over one shared skeleton (`worker/door.rs`).
@@ -41,7 +40,6 @@ pub mod mac;
 pub mod origin;
 pub mod providers;
 pub mod rate_limit;
-pub mod rehearsal;
 pub mod rfc3339;
 pub mod secret;
 pub mod test_routes;

@@ -28,9 +28,8 @@ const LAYERS: &[&[&str]] = &[
     &["answer", "log_line"],
     // The doors' rules.
     &["webhook", "idempotency", "admin", "health"],
-    // The test routes, which show records as the admin API does; the start-up rehearsal of a
-    // delivery, which runs a door's rules.
-    &["test_routes", "rehearsal"],
+    // The test routes, which show records as the admin API does.
+    &["test_routes"],
     // The adapter to the runtime.
     &["worker"],
 ];

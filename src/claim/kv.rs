@@ -59,28 +59,6 @@ pub struct Usage {
     pub rows_written: u64,
 }
 
-/// A store over any table: the objects' own store type (their table is the runtime's), so code
-/// run over a [`MemoryTable`] is the very code an object runs (see [`crate::rehearsal`]).
-pub type BoxedStore = KvStore<Box<dyn KvTable>>;
-
-impl<T: KvTable + ?Sized> KvTable for Box<T> {
-    fn get(&mut self, key: &str) -> Result<Option<KvValue>, StoreError> {
-        (**self).get(key)
-    }
-
-    fn put(&mut self, key: &str, value: &KvValue) -> Result<(), StoreError> {
-        (**self).put(key, value)
-    }
-
-    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
-        (**self).delete(key)
-    }
-
-    fn list(&mut self, scan: &Scan) -> Result<Vec<(String, KvValue)>, StoreError> {
-        (**self).list(scan)
-    }
-}
-
 /// A [`KvTable`] that counts the rows each call reads and writes. Over the object's own table it
 /// is the [`ClaimStore`] of a claim authority object and the failure index's store.
 pub struct KvStore<T> {

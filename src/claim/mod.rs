@@ -20,7 +20,7 @@ pub use engine::{
     ClaimRequest, Expired, FinalizeOutcome, ForgetOutcome, ReleaseOutcome, Sweep,
 };
 pub use fence::{Fence, InvalidFence, Nonce};
-pub use kv::{get_text, BoxedStore, KvStore, KvTable, KvValue, MemoryTable, Scan, Usage};
+pub use kv::{get_text, KvStore, KvTable, KvValue, MemoryTable, Scan, Usage};
 pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,
     EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,

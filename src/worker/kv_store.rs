@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
-use crate::claim::{BoxedStore, KvStore, KvTable, KvValue, Scan, StoreError};
+use crate::claim::{KvStore, KvTable, KvValue, Scan, StoreError};
 
 #[wasm_bindgen]
 extern "C" {
@@ -26,9 +26,8 @@ extern "C" {
     fn list(this: &SyncKv, options: &JsValue) -> Result<js_sys::Iterator, JsValue>;
 }
 
-/// An object's store: its own table, rows counted. Boxed, so that the start-up rehearsal over
-/// a table in memory runs the same code (see [`crate::rehearsal`]).
-pub type ObjectStore = BoxedStore;
+/// An object's store: its own table, rows counted.
+pub type ObjectStore = KvStore<SyncKv>;
 
 /// The store over the table of the object whose storage is `storage`.
 pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
@@ -39,7 +38,7 @@ pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
                 .into(),
         ));
     }
-    Ok(KvStore::new(Box::new(kv.unchecked_into::<SyncKv>())))
+    Ok(KvStore::new(kv.unchecked_into()))
 }
 
 /// Classifies a storage exception: flagged `retryable` or `overloaded` → retryable, else fatal.

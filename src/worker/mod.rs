@@ -29,7 +29,6 @@ mod report;
 mod test_routes;
 mod webhook;
 
-use wasm_bindgen::prelude::wasm_bindgen;
 use worker::{event, web_sys, Context, Env, Method, Response, Result};
 
 use inbound::Inbound;
@@ -51,15 +50,6 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response
         Ok(response) => Ok(response),
         Err(error) => door::internal_error(&env, Route::of_path(&path), &method, &error),
     }
-}
-
-/// Run once when the module starts (see `src/entry.mjs`), before any request: reads the
-/// configuration from `env` and rehearses a delivery in memory (see [`crate::rehearsal`]), so
-/// that the first request finds both done and the code it runs compiled.
-#[wasm_bindgen]
-pub fn start(env: Env) {
-    let _ = env_config::config(&env);
-    let _ = crate::rehearsal::rehearse();
 }
 
 /// Routes one request. Unknown paths get 404; a known path with the wrong method gets 405.
