@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub mod alert;
 mod entry;
 mod index;
+pub mod object;
 pub mod query;
 
 pub use alert::{AlertPolicy, Notification};

@@ -675,20 +675,8 @@ fn the_index_alarm_never_spins() {
 /// is reported against its origin; a time-out counts as one.
 #[test]
 fn only_failed_webhook_attempts_count_against_their_origin() {
-    use crate::config::Config;
     use crate::origin::{Reason, Verdict};
-    let vars = |alerts: bool| {
-        Config::load(move |key| match key {
-            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
-            "GITHUB_WEBHOOK_SECRET" => Some("a-github-secret".into()),
-            "ORIGIN_URL" => Some("https://origin.example:8443/hooks".into()),
-            "ALERT_URL" if alerts => Some("https://alerts.example/in".into()),
-            "ALERT_SECRET" if alerts => Some("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=".into()),
-            _ => None,
-        })
-        .unwrap()
-    };
-    let (on, off) = (vars(true), vars(false));
+    let (on, off) = (config(true), config(false));
     let key = Provider::Github.key("d-1");
     let github = Some(Provider::Github);
     let failed = Verdict::Failed(Reason::Answered(500));
@@ -727,5 +715,98 @@ fn only_failed_webhook_attempts_count_against_their_origin() {
         alert::origin_failure(&on, &key, shopify, failed),
         None,
         "sender not enabled"
+    );
+}
+
+/// A configuration with Stripe and GitHub enabled, and notifications on when `alerts`.
+fn config(alerts: bool) -> crate::config::Config {
+    crate::config::Config::load(move |key| match key {
+        "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+        "GITHUB_WEBHOOK_SECRET" => Some("a-github-secret".into()),
+        "ORIGIN_URL" => Some("https://origin.example:8443/hooks".into()),
+        "ALERT_URL" if alerts => Some("https://alerts.example/in".into()),
+        "ALERT_SECRET" if alerts => Some("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=".into()),
+        _ => None,
+    })
+    .unwrap()
+}
+
+/// The index object refuses every request while the configuration is invalid (so no
+/// notification is skipped) or its store cannot be opened, writing nothing; a change asks for
+/// the alarm by its next work, a query does not.
+#[test]
+fn the_index_object_refuses_without_its_configuration_and_wakes_for_a_change() {
+    use object::{must_set_alarm, serve};
+    let mut store = MemoryIndexStore::default();
+    let report = IndexRequest::Report(dead("a", Provider::Github, 10));
+    let (reply, wake) = serve(Ok(&mut store), None, &report, 11);
+    assert!(matches!(reply, IndexReply::StoreFailed { detail } if detail.contains("/healthz")));
+    assert_eq!((wake, store.clone()), (None, MemoryIndexStore::default()));
+    let broken = StoreError::Fatal("no table".into());
+    let (reply, wake) = serve::<MemoryIndexStore>(Err(&broken), Some(&config(true)), &report, 11);
+    assert_eq!(
+        (reply, wake),
+        (
+            IndexReply::StoreFailed {
+                detail: broken.to_string()
+            },
+            None
+        )
+    );
+    let (reply, wake) = serve(Ok(&mut store), Some(&config(true)), &report, 11);
+    assert!(matches!(reply, IndexReply::Applied(_)), "{reply:?}");
+    assert_eq!(wake, Some(11), "the notification is due at once");
+    let (reply, wake) = serve(
+        Ok(&mut store),
+        Some(&config(false)),
+        &IndexRequest::Summary,
+        12,
+    );
+    assert!(matches!(reply, IndexReply::Summary(_)), "{reply:?}");
+    assert_eq!(wake, None);
+    assert!(must_set_alarm(None, 5));
+    assert!(must_set_alarm(Some(6), 5));
+    assert!(!must_set_alarm(Some(5), 5));
+    assert!(!must_set_alarm(Some(4), 5));
+}
+
+/// An alarm sends what is due, settles each notification by its own answer (accepted: gone;
+/// refused: retried after its back-off), logs each, and comes back for the retry; with
+/// notifications off it sends nothing and wakes only for the expiry.
+#[test]
+fn an_alarm_settles_each_notification_by_its_answer_and_comes_back_for_the_retry() {
+    use object::{alarm_end, alarm_start, serve};
+    let on = config(true);
+    let mut store = MemoryIndexStore::default();
+    for key in ["a", "b"] {
+        let report = IndexRequest::Report(dead(key, Provider::Github, 10));
+        serve(Ok(&mut store), Some(&on), &report, 10);
+    }
+    let off = config(false);
+    let quiet = alarm_start(&mut store.clone(), Some(&off), 20);
+    assert_eq!(
+        (quiet.expired, quiet.due.len(), quiet.alerts.is_some()),
+        (0, 0, false)
+    );
+    let (lines, at) = alarm_end(&mut store.clone(), &quiet, Vec::new(), 20, || 0.5);
+    assert!(lines.is_empty());
+    assert!(at.is_some_and(|at| at > 100_000), "only the expiry: {at:?}");
+
+    let run = alarm_start(&mut store, Some(&on), 20);
+    assert_eq!((run.expired, run.due.len()), (0, 2));
+    let answers = vec![Ok(()), Err("answered 500".to_owned())];
+    let (lines, at) = alarm_end(&mut store, &run, answers, 25, || 0.5);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0].failed, None);
+    assert_eq!(lines[1].failed, Some(("answered 500".to_owned(), false)));
+    assert_eq!(lines[1].id, run.due[1].id);
+    let retry_at = at.expect("the alarm comes back for the retry");
+    assert!(retry_at > 25, "{retry_at}");
+    assert!(alert::due(&mut store, retry_at - 1, 10).unwrap().is_empty());
+    let again = alert::due(&mut store, retry_at, 10).unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        (again[0].id.as_str(), again[0].tries),
+        (run.due[1].id.as_str(), 1)
     );
 }

@@ -9,12 +9,11 @@ use worker::{Env, ScheduledTime, State};
 use super::clock;
 use super::env_config;
 use super::forward::{self, Exchange, Outgoing};
-use super::kv_store::{self, ObjectStore};
+use super::kv_store;
 use super::log;
 use crate::claim::Millis;
 use crate::config::AlertConfig;
-use crate::failures::alert::{self, PER_ALARM};
-use crate::failures::{self, AlertPolicy, IndexReply, IndexRequest, Notification};
+use crate::failures::{self, alert, object, IndexReply, IndexRequest, Notification};
 use crate::log_line::{LogLine, Route};
 
 /// How long one notification's POST may take.
@@ -49,26 +48,28 @@ impl FailureIndex {
         serde_json::to_string(&reply).expect("a reply always serialises")
     }
 
-    /// Expires entries and sends due notifications, then sets itself for the next.
+    /// Expires entries and sends due notifications, then sets itself for the next (see
+    /// [`object::alarm_start`] and [`object::alarm_end`]).
     pub async fn alarm(&self) {
-        let ran_at = clock::now_ms();
         let config = env_config::config(&self.env).ok();
         let Ok(mut store) = kv_store::open(&self.state.storage()) else {
             return;
         };
-        let expired = failures::expire(&mut store, ran_at, PER_ALARM).unwrap_or(0);
-        let alerts = config
-            .as_deref()
-            .and_then(|c| Some((c.alerts.as_ref()?, AlertPolicy::of(c)?)));
-        let sent = match &alerts {
-            Some((alerts, policy)) => self.send_due(&mut store, alerts, policy, ran_at).await,
-            None => 0,
+        let run = object::alarm_start(&mut store, config.as_deref(), clock::now_ms());
+        // Sent side by side, so a slow receiver costs one time-out per alarm, not one each.
+        let answers = match run.alerts {
+            Some((alerts, _)) => join_all(run.due.iter().map(|due| post(alerts, due))).await,
+            None => Vec::new(),
         };
-        let wake = failures::next_wake(&mut store, alerts.is_some())
-            .ok()
-            .flatten();
-        let more = expired == PER_ALARM || sent == PER_ALARM;
-        let at = alert::next_alarm(more, wake, ran_at, clock::now_ms());
+        let jitter = super::queue::random_fraction;
+        let (sent, at) = object::alarm_end(&mut store, &run, answers, clock::now_ms(), jitter);
+        for line in &sent {
+            let failed = line
+                .failed
+                .as_ref()
+                .map(|(why, gave_up)| (why.as_str(), *gave_up));
+            log::write(&LogLine::notification(&line.id, line.kind, failed));
+        }
         if let Some(at) = at {
             self.set_alarm(at).await;
         }
@@ -77,27 +78,11 @@ impl FailureIndex {
 
 impl FailureIndex {
     async fn serve(&self, request: &IndexRequest) -> IndexReply {
-        let config = match env_config::config(&self.env) {
-            Ok(config) => config,
-            // Without a readable configuration it cannot tell whether to notify: a report is
-            // refused (its object sends it again later), so no notification is skipped.
-            Err(_) => {
-                return IndexReply::StoreFailed {
-                    detail: "the worker's configuration is invalid (see /healthz)".into(),
-                }
-            }
-        };
-        let alerts = AlertPolicy::of(&config);
-        let mut store = match kv_store::open(&self.state.storage()) {
-            Ok(store) => store,
-            Err(error) => {
-                return IndexReply::StoreFailed {
-                    detail: error.to_string(),
-                }
-            }
-        };
-        let reply = failures::handle(&mut store, request, clock::now_ms(), alerts.as_ref());
-        if config.log_storage_usage {
+        let config = env_config::config(&self.env).ok();
+        let mut store = kv_store::open(&self.state.storage());
+        let opened = store.as_mut().map_err(|error| &*error);
+        let (reply, wake) = object::serve(opened, config.as_deref(), request, clock::now_ms());
+        if let (Ok(store), Some(true)) = (&store, config.map(|c| c.log_storage_usage)) {
             let usage = store.usage;
             let (read, written) = (usage.rows_read, usage.rows_written);
             let line = LogLine::usage(failures::INDEX_NAME, request.op(), read, written);
@@ -106,24 +91,13 @@ impl FailureIndex {
                 ..line
             });
         }
-        if matches!(reply, IndexReply::Applied(_) | IndexReply::Noted) {
-            let wake = failures::next_wake(&mut store, alerts.is_some())
-                .ok()
-                .flatten();
-            self.ensure_alarm_by(wake).await;
+        if let Some(wake) = wake {
+            let set = self.state.storage().get_alarm().await.ok().flatten();
+            if object::must_set_alarm(set.map(|set| set as Millis), wake) {
+                self.set_alarm(wake).await;
+            }
         }
         reply
-    }
-
-    /// Makes sure the alarm fires by `wake`: set unless one is set at or before it.
-    async fn ensure_alarm_by(&self, wake: Option<Millis>) {
-        let Some(at) = wake else {
-            return;
-        };
-        let set = self.state.storage().get_alarm().await.ok().flatten();
-        if set.is_none_or(|set| set as Millis > at) {
-            self.set_alarm(at).await;
-        }
     }
 
     /// Sets the alarm for `at`; a failure is logged (the next request or alarm sets it).
@@ -137,34 +111,6 @@ impl FailureIndex {
         if let Err(error) = set {
             log::write(&LogLine::alarm_not_set(&error.to_string()));
         }
-    }
-
-    /// Sends the notifications due at `now`, all at once; returns how many it tried.
-    async fn send_due(
-        &self,
-        store: &mut ObjectStore,
-        alerts: &AlertConfig,
-        policy: &AlertPolicy,
-        now: Millis,
-    ) -> usize {
-        let Ok(due) = alert::due(store, now, PER_ALARM) else {
-            return 0;
-        };
-        // Sent side by side, so a slow receiver costs one time-out per alarm, not one each.
-        let answers = join_all(due.iter().map(|notification| post(alerts, notification))).await;
-        for (notification, accepted) in due.iter().zip(answers) {
-            let backoff = (policy, super::queue::random_fraction());
-            let now = clock::now_ms();
-            if let Ok(failed) = alert::settle(store, notification, accepted, now, backoff) {
-                let failed = failed
-                    .as_ref()
-                    .map(|(detail, gave_up)| (detail.as_str(), *gave_up));
-                let line =
-                    LogLine::notification(&notification.id, notification.kind.name(), failed);
-                log::write(&line);
-            }
-        }
-        due.len()
     }
 }
 
