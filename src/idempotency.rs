@@ -121,7 +121,7 @@ pub fn is_client_address_header(name: &str) -> bool {
 }
 
 /// The client's request headers (lower-case names, as the runtime gives them) as they go to the
-/// API origin: without the hop-by-hop ones (`hop_by_hop`, and any a `Connection` header names),
+/// API origin: without the hop-by-hop ones ([`crate::origin::HOP_BY_HOP`], and any a `Connection` header names),
 /// without any header through which the client claims an address, host or scheme
 /// ([`is_client_address_header`]), and with `X-Real-IP` and `X-Forwarded-For` set to the
 /// caller's address as Cloudflare saw it (`CF-Connecting-IP`), never to a value the client
@@ -131,7 +131,6 @@ pub fn is_client_address_header(name: &str) -> bool {
 /// any address.
 pub fn origin_request_headers(
     entries: impl IntoIterator<Item = (String, String)>,
-    hop_by_hop: &[&str],
 ) -> Vec<(String, String)> {
     let entries: Vec<(String, String)> = entries.into_iter().collect();
     let named_by_connection: Vec<String> = entries
@@ -147,7 +146,7 @@ pub fn origin_request_headers(
     let mut headers: Vec<(String, String)> = entries
         .into_iter()
         .filter(|(name, _)| {
-            !hop_by_hop.contains(&name.as_str())
+            !crate::origin::is_hop_by_hop(name)
                 && !named_by_connection.contains(name)
                 && !is_client_address_header(name)
         })

@@ -236,8 +236,44 @@ pub fn is_success(status: u16) -> bool {
     (200..300).contains(&status)
 }
 
+/// Headers that belong to one connection, or that the runtime's `fetch` sets itself: never
+/// copied from a caller to the origin, nor from the origin's answer back to the caller.
+pub const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+];
+
+/// True for a header named in [`HOP_BY_HOP`] (`name` in lower case, as the runtime gives it).
+pub fn is_hop_by_hop(name: &str) -> bool {
+    HOP_BY_HOP.contains(&name)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn connection_headers_are_hop_by_hop_and_end_to_end_ones_are_not() {
+        for name in [
+            "host",
+            "connection",
+            "transfer-encoding",
+            "proxy-authorization",
+            "te",
+        ] {
+            assert!(super::is_hop_by_hop(name), "{name}");
+        }
+        for name in ["content-type", "authorization", "x-request-id", "location"] {
+            assert!(!super::is_hop_by_hop(name), "{name}");
+        }
+    }
+
     use super::*;
 
     fn webhook(outcome: OriginOutcome) -> Verdict {

@@ -6,10 +6,10 @@ use serde_json::{json, Value};
 
 use super::AdminAnswer;
 use crate::answer::StoreFailure;
-use crate::authority::AuthorityReply;
-use crate::claim::{ForgetOutcome, Millis, RedeliverOutcome};
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{ClaimPolicy, ForgetOutcome, Millis, RedeliverOutcome};
 use crate::failures::query::{self, ListQuery};
-use crate::failures::{Entry, EntryState, IndexReply, Page, Report};
+use crate::failures::{Entry, EntryState, IndexReply, IndexRequest, Page, Report};
 
 /// The most events one bulk redelivery call redelivers; `next_cursor` goes on from there.
 pub const REDELIVER_BATCH: usize = 25;
@@ -166,31 +166,163 @@ pub fn forgotten_report(
         .flatten()
 }
 
-/// The answer to a bulk redelivery: how many were queued again, which were skipped and why,
-/// and where the next call goes on.
-pub fn redeliver_answer(
+/// A bulk redelivery of one page of dead entries, each through its own event's object, with no
+/// I/O: it hands out one request at a time ([`Bulk::next_request`]), takes each object's answer
+/// ([`Bulk::take`]), and answers when every entry has had its turn ([`Bulk::answer`]).
+#[derive(Debug)]
+pub struct Bulk {
+    page: Page,
+    policy: ClaimPolicy,
+    /// How many entries have had their turn.
+    done: usize,
     queued: usize,
-    skipped: &[(&Entry, &'static str)],
-    page: &Page,
-) -> AdminAnswer {
-    let skipped: Vec<Value> = skipped
-        .iter()
-        .map(|(entry, reason)| json!({ "provider": entry.provider, "id": entry.id(), "reason": reason }))
-        .collect();
-    AdminAnswer::new(
-        200,
-        json!({
-            "redelivered": queued,
-            "skipped": skipped,
-            "next_cursor": page.next_cursor.as_ref().map(|cursor| cursor.encode()),
-        }),
-        "admin_bulk_redelivered",
-    )
+    /// Each entry skipped (by its place in the page), with why.
+    skipped: Vec<(usize, &'static str)>,
+}
+
+impl Bulk {
+    /// The redelivery of `page`'s entries, under `policy`.
+    pub fn new(page: Page, policy: ClaimPolicy) -> Bulk {
+        Bulk {
+            page,
+            policy,
+            done: 0,
+            queued: 0,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// The request for the next entry's object (only the dead event the entry names is
+    /// redelivered); `None` when every entry has had its turn.
+    pub fn next_request(&self) -> Option<AuthorityRequest> {
+        let entry = self.page.items.get(self.done)?;
+        Some(AuthorityRequest::Redeliver {
+            key: entry.key.clone(),
+            policy: self.policy,
+            dead_only: Some(entry.storage_id),
+        })
+    }
+
+    /// Takes the answer of the entry's object to [`Bulk::next_request`] (see [`redelivered`]);
+    /// returns what to tell the index when the stored event is gone.
+    pub fn take(&mut self, reply: &AuthorityReply) -> Option<IndexRequest> {
+        let at = self.done;
+        let entry = self.page.items.get(at)?;
+        self.done += 1;
+        match redelivered(reply) {
+            Redelivered::Queued => {
+                self.queued += 1;
+                None
+            }
+            Redelivered::Skipped(reason) => {
+                self.skipped.push((at, reason));
+                None
+            }
+            Redelivered::Gone(reason) => {
+                self.skipped.push((at, reason));
+                Some(IndexRequest::Gone {
+                    key: entry.key.clone(),
+                    storage_id: entry.storage_id,
+                })
+            }
+        }
+    }
+
+    /// The answer: how many were queued again, each skipped with why, and where the next page
+    /// starts.
+    pub fn answer(&self) -> AdminAnswer {
+        let skipped: Vec<Value> = self
+            .skipped
+            .iter()
+            .map(|(at, reason)| {
+                let entry = &self.page.items[*at];
+                json!({ "provider": entry.provider, "id": entry.id(), "reason": reason })
+            })
+            .collect();
+        let next_cursor = self.page.next_cursor.as_ref().map(|cursor| cursor.encode());
+        AdminAnswer::new(
+            200,
+            json!({ "redelivered": self.queued, "skipped": skipped, "next_cursor": next_cursor }),
+            "admin_bulk_redelivered",
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bulk redelivery asks each entry's object in turn for that dead event only, counts what
+    /// was queued, skips the rest with why, and tells the index of each event found gone.
+    #[test]
+    fn a_bulk_redelivery_asks_each_object_in_turn_and_reports_what_is_gone() {
+        use crate::failures::{Cursor, EntryState};
+        use crate::providers::Provider;
+        let entry = |id: &str, storage_id| Entry {
+            key: Provider::Github.key(id),
+            storage_id,
+            stored_at: 1,
+            last_seq: 1,
+            provider: Provider::Github,
+            event_type: None,
+            first_seen_at: 1,
+            dead_at: 2,
+            attempts: 3,
+            last_reason: None,
+            state: EntryState::Dead,
+            expires_at: 100,
+            history: Vec::new(),
+        };
+        let page = Page {
+            items: vec![entry("d-1", 11), entry("d-2", 12), entry("d-3", 13)],
+            next_cursor: Cursor::decode("bad"),
+        };
+        let policy = ClaimPolicy {
+            lease_ms: 1_000,
+            retention_ms: 10_000,
+        };
+        let mut bulk = Bulk::new(page, policy);
+        let answers = [
+            RedeliverOutcome::Queued,
+            RedeliverOutcome::NotDead {
+                state: crate::claim::ClaimState::Done,
+                same_event: false,
+            },
+            RedeliverOutcome::UnderLease {
+                lease_expires_at: 5,
+            },
+        ];
+        let mut told = Vec::new();
+        for (n, answer) in answers.into_iter().enumerate() {
+            let request = bulk.next_request().expect("an entry is left");
+            assert_eq!(
+                request,
+                AuthorityRequest::Redeliver {
+                    key: Provider::Github.key(&format!("d-{}", n + 1)),
+                    policy,
+                    dead_only: Some(11 + n as u64),
+                }
+            );
+            told.extend(bulk.take(&AuthorityReply::Redeliver(answer)));
+        }
+        assert_eq!(bulk.next_request(), None, "every entry had its turn");
+        assert_eq!(
+            told,
+            [IndexRequest::Gone {
+                key: Provider::Github.key("d-2"),
+                storage_id: 12,
+            }]
+        );
+        let answer = bulk.answer();
+        assert_eq!(answer.body["redelivered"], 1);
+        assert_eq!(
+            answer.body["skipped"],
+            json!([
+                { "provider": "github", "id": "d-2", "reason": "stored_again" },
+                { "provider": "github", "id": "d-3", "reason": "lease_live" },
+            ])
+        );
+    }
 
     fn call(method: &str, path: &str, query: &str) -> Option<Result<IndexCall, AdminAnswer>> {
         let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())

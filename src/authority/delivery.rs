@@ -79,6 +79,24 @@ impl Deliver {
 }
 
 impl Deliver {
+    /// The headers of the forward whose claim was `won`: the caller's (or sender's) as the
+    /// door chose them, then, for a webhook, the event id, sender, attempt and takeover flag
+    /// (see [`super::attempt_headers`]).
+    pub fn outgoing_headers(&self, won: &Won) -> Vec<(String, String)> {
+        let mut headers = self.forward.headers.clone();
+        if let Some(provider) = self.source.provider() {
+            let added = super::attempt_headers(provider, &self.key, won.attempt, won.takeover);
+            headers.extend(added);
+        }
+        headers
+    }
+
+    /// True when the forward carries the delivery's body: every method but `GET` and `HEAD`,
+    /// which have none.
+    pub fn sends_body(&self) -> bool {
+        !matches!(self.forward.method.as_str(), "GET" | "HEAD")
+    }
+
     /// An Idempotency-Key request of `scope`, bound to `fingerprint`, under `api`'s terms.
     pub fn api(
         scope: String,
@@ -363,6 +381,64 @@ mod tests {
             Begin::Forward(won) => won,
             other => panic!("expected a won claim, got {other:?}"),
         }
+    }
+
+    /// A webhook forward carries the sender's headers and then the attempt's own; an API
+    /// forward only the caller's. Only `GET` and `HEAD` go without the body.
+    #[test]
+    fn a_forward_carries_its_door_headers_and_a_body_unless_get_or_head() {
+        let mut store = MemoryClaimStore::new();
+        let webhook = Deliver {
+            forward: Forward {
+                headers: vec![("stripe-signature".into(), "t=1,v1=ab".into())],
+                ..deliver(1).forward
+            },
+            ..deliver(1)
+        };
+        let first = won(begin(&mut store, &webhook, 0, SALT).0);
+        let names: Vec<String> = webhook
+            .outgoing_headers(&first)
+            .into_iter()
+            .map(|(name, value)| format!("{name}: {value}"))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "stripe-signature: t=1,v1=ab",
+                "x-webhook-dedup-event-id: evt_1",
+                "x-webhook-dedup-provider: stripe",
+                "x-webhook-dedup-attempt: 1",
+                "x-webhook-dedup-takeover: false",
+            ]
+        );
+        assert!(webhook.sends_body());
+        let api = Deliver {
+            source: Source::Api {
+                fingerprint: "fp".into(),
+            },
+            door: Door::Api {
+                max_cached_body: 10,
+            },
+            ..webhook.clone()
+        };
+        assert_eq!(api.outgoing_headers(&first), webhook.forward.headers);
+        for (method, sends) in [
+            ("POST", true),
+            ("PUT", true),
+            ("DELETE", true),
+            ("GET", false),
+            ("HEAD", false),
+        ] {
+            let with = Deliver {
+                forward: Forward {
+                    method: method.into(),
+                    ..api.forward.clone()
+                },
+                ..api.clone()
+            };
+            assert_eq!(with.sends_body(), sends, "{method}");
+        }
+        assert!(api.door.passes_answer() && !webhook.door.passes_answer());
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub fn attempt_headers(
 }
 
 impl Door {
+    /// True when the origin's answer goes back to the caller with its headers (the API door);
+    /// a webhook forward needs only the status.
+    pub fn passes_answer(self) -> bool {
+        matches!(self, Door::Api { .. })
+    }
+
     /// True when an answered `status` settles the claim as done.
     pub fn succeeded(self, status: u16) -> bool {
         match self {

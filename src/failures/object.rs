@@ -1,6 +1,7 @@
-//! The failure index object's two sequences, with no I/O: a request served, and an alarm run in
-//! two halves around the sends of its notifications. The adapter
-//! (`src/worker/failure_index.rs`) opens the store, sends, logs and sets the alarm.
+//! The failure index object's two sequences, over its store but with no other I/O: a request
+//! served, and an alarm run in two halves around the sends of its notifications. The adapter
+//! (`src/worker/failure_index.rs`) reads the configuration and the clock, opens the store,
+//! sends, logs and sets the alarm.
 
 use super::alert::{self, AlertPolicy, Notification, PER_ALARM};
 use super::{expire, handle, next_wake, IndexReply, IndexRequest, IndexStore};
@@ -8,9 +9,10 @@ use crate::claim::{Millis, StoreError};
 use crate::config::{AlertConfig, Config};
 
 /// The reply to `request` at `now`, and the time the index's alarm must fire by after it
-/// (`None`: nothing new to wake for). `config` is `None` while the configuration is invalid:
-/// the index cannot tell whether to notify, so it refuses (a report's object sends it again
-/// later) and no notification is skipped.
+/// (`None`: nothing new to wake for, or its next work could not be read). `config` is `None`
+/// while the configuration is invalid: the index cannot tell whether to notify, so it refuses
+/// (a report's object sends it again later) and no notification is skipped. A store that did
+/// not open is refused too.
 pub fn serve<S: IndexStore>(
     store: Result<&mut S, &StoreError>,
     config: Option<&Config>,
@@ -60,7 +62,8 @@ pub struct AlarmRun<'a> {
 }
 
 /// Starts the alarm that ran at `ran_at`: expires up to [`PER_ALARM`] entries and takes the
-/// notifications due. A store failure expires or takes nothing (the alarm comes back).
+/// notifications due. A store failure stops either step where it is (counted as nothing
+/// expired, or nothing due); the alarm comes back when [`alarm_end`] can read the next work.
 pub fn alarm_start<'a, S: IndexStore>(
     store: &mut S,
     config: Option<&'a Config>,

@@ -756,6 +756,16 @@ fn the_index_object_refuses_without_its_configuration_and_wakes_for_a_change() {
     let (reply, wake) = serve(Ok(&mut store), Some(&config(true)), &report, 11);
     assert!(matches!(reply, IndexReply::Applied(_)), "{reply:?}");
     assert_eq!(wake, Some(11), "the notification is due at once");
+    let gone = IndexRequest::Gone {
+        key: "z".into(),
+        storage_id: 1,
+    };
+    let (reply, wake) = serve(Ok(&mut store), Some(&config(true)), &gone, 12);
+    assert_eq!(
+        (reply, wake),
+        (IndexReply::Noted, Some(11)),
+        "a noted change wakes too"
+    );
     let (reply, wake) = serve(
         Ok(&mut store),
         Some(&config(false)),
@@ -798,6 +808,8 @@ fn an_alarm_settles_each_notification_by_its_answer_and_comes_back_for_the_retry
     let (lines, at) = alarm_end(&mut store, &run, answers, 25, || 0.5);
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0].failed, None);
+    let first = (lines[0].id.as_str(), lines[0].kind);
+    assert_eq!(first, (run.due[0].id.as_str(), "delivery.dead_lettered"));
     assert_eq!(lines[1].failed, Some(("answered 500".to_owned(), false)));
     assert_eq!(lines[1].id, run.due[1].id);
     let retry_at = at.expect("the alarm comes back for the retry");

@@ -5,9 +5,8 @@ use worker::Env;
 
 use super::authority_client::AuthorityClient;
 use super::index_client;
-use crate::admin::dead_letters::{self, IndexCall, Redelivered};
+use crate::admin::dead_letters::{self, Bulk, IndexCall};
 use crate::admin::AdminAnswer;
-use crate::authority::AuthorityRequest;
 use crate::claim::ClaimPolicy;
 use crate::failures::{IndexRequest, ListQuery};
 
@@ -28,7 +27,8 @@ pub async fn answer(
     })
 }
 
-/// Redelivers the dead entries of one page of `query`, each through its own object.
+/// Redelivers the dead entries of one page of `query`, each through its own object (see
+/// [`Bulk`]).
 async fn redeliver(
     env: &Env,
     policy: ClaimPolicy,
@@ -39,26 +39,12 @@ async fn redeliver(
         Err(answer) => return Ok(answer),
     };
     let client = AuthorityClient::new(env)?;
-    let mut queued = 0;
-    let mut skipped = Vec::new();
-    for entry in &page.items {
-        let request = AuthorityRequest::Redeliver {
-            key: entry.key.clone(),
-            policy,
-            dead_only: Some(entry.storage_id),
-        };
-        match dead_letters::redelivered(&client.send(&request).await) {
-            Redelivered::Queued => queued += 1,
-            Redelivered::Skipped(reason) => skipped.push((entry, reason)),
-            Redelivered::Gone(reason) => {
-                let gone = IndexRequest::Gone {
-                    key: entry.key.clone(),
-                    storage_id: entry.storage_id,
-                };
-                index_client::send(env, &gone).await;
-                skipped.push((entry, reason));
-            }
+    let mut bulk = Bulk::new(page, policy);
+    while let Some(request) = bulk.next_request() {
+        let reply = client.send(&request).await;
+        if let Some(gone) = bulk.take(&reply) {
+            index_client::send(env, &gone).await;
         }
     }
-    Ok(dead_letters::redeliver_answer(queued, &skipped, &page))
+    Ok(bulk.answer())
 }

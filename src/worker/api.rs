@@ -8,7 +8,7 @@ use super::body;
 use super::clock;
 use super::door::{self, Visit};
 use super::env_config;
-use super::forward::{self, Exchange, Outgoing, HOP_BY_HOP};
+use super::forward::{self, Exchange, Outgoing};
 use super::inbound::Inbound;
 use super::rate_limit;
 use crate::authority::{AuthorityRequest, Deliver, Forward, Head};
@@ -94,7 +94,7 @@ async fn keyed(
     let forward = Forward {
         url: request.target,
         method,
-        headers: idem::origin_request_headers(req.headers().entries(), HOP_BY_HOP),
+        headers: idem::origin_request_headers(req.headers().entries()),
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
@@ -146,7 +146,7 @@ async fn pass_through(
     timeout_ms: u64,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
-    let headers = idem::origin_request_headers(req.headers().entries(), HOP_BY_HOP);
+    let headers = idem::origin_request_headers(req.headers().entries());
     let body = req.inner().body().map(Into::into);
     let started = clock::now_ms();
     let sent = Exchange::start(&Outgoing {

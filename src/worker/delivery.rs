@@ -44,23 +44,12 @@ pub async fn run(
         Ok(Begin::Reply(reply)) => return Ok(authority_wire::reply(&reply)),
         Err(error) => return Ok(authority_wire::reply(&AuthorityReply::from(error))),
     };
-    let forward = &deliver.forward;
-    let mut headers = forward.headers.clone();
-    if let Some(provider) = deliver.source.provider() {
-        headers.extend(authority::attempt_headers(
-            provider,
-            &deliver.key,
-            won.attempt,
-            won.takeover,
-        ));
-    }
     let body = JsValue::from(body);
-    let has_body = !matches!(forward.method.as_str(), "GET" | "HEAD");
     let sent = Exchange::start(&Outgoing {
-        url: &forward.url,
-        method: &forward.method,
-        headers: &headers,
-        body: has_body.then_some(&body),
+        url: &deliver.forward.url,
+        method: &deliver.forward.method,
+        headers: &deliver.outgoing_headers(&won),
+        body: deliver.sends_body().then_some(&body),
     });
     let attempt = Attempt::sync(&deliver, won, now);
     let (early, answered) = oneshot::channel();

@@ -91,9 +91,9 @@ impl Io {
                 };
                 match forward::within(exchange, remaining).await {
                     Ok(Ok(response)) => {
-                        let headers = match door {
-                            Door::Api { .. } => forward::answer_headers(&response),
-                            Door::Webhook => Vec::new(),
+                        let headers = match door.passes_answer() {
+                            true => forward::answer_headers(&response),
+                            false => Vec::new(),
                         };
                         let status = response.status();
                         self.reader = Some(BodyReader::new(&response));

@@ -21,21 +21,7 @@ use worker::web_sys::{
 use worker::Delay;
 
 use super::kv_store::js_text;
-use crate::origin::{NetworkError, OriginOutcome};
-
-/// Request headers never copied from a client to the origin (hop-by-hop, or set by fetch).
-pub const HOP_BY_HOP: &[&str] = &[
-    "host",
-    "content-length",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-authorization",
-    "proxy-authenticate",
-];
+use crate::origin::{self, NetworkError, OriginOutcome};
 
 /// One request to an origin.
 pub struct Outgoing<'a> {
@@ -152,7 +138,7 @@ pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
     for entry in entries.flatten() {
         let pair: js_sys::Array = entry.unchecked_into();
         if let (Some(name), Some(value)) = (pair.get(0).as_string(), pair.get(1).as_string()) {
-            if !HOP_BY_HOP.contains(&name.as_str()) {
+            if !origin::is_hop_by_hop(&name) {
                 out.push((name, value));
             }
         }
