@@ -586,8 +586,8 @@ function report(results, units, host, cold, parts) {
   lines.push(...costLines(units, runs), '');
   lines.push('## Against the targets', '');
   lines.push(`The performance issue's targets, straight to workerd, from the steady-state table above (each runtime warmed with ${RUNTIME_WARMUP} deliveries first), median over ${ROUNDS} rounds. A ratio that misses its goal but whose spread across rounds crosses it is reported as within the spread, with the spread.`, '');
-  lines.push('A target missed names why, and what was tried, in a few words; the notes say it in full, with the figures of the runs that measured it.', '');
-  lines.push('| target | measured | | when missed: why, and what was tried |', '| --- | --- | --- | --- |');
+  lines.push('The last column says in a few words why a missed target stands where it does; its link leads to what was tried, with the figures of the runs that measured it.', '');
+  lines.push('| target | measured | | when missed: why |', '| --- | --- | --- | --- |');
   const verdict = (s, goal, higherIsBetter) => {
     if (higherIsBetter ? s.median >= goal : s.median <= goal) return 'met';
     if (s.min <= goal && goal <= s.max) return `within the spread (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
@@ -645,12 +645,12 @@ function report(results, units, host, cold, parts) {
  */
 const NOTES = 'bench/notes.md';
 const WHY = {
-  steady: `The calls the protocol makes (the HTTP exchange, the body, WebCrypto, the object's request and storage) cost the runtime about as much as the peer's whole request; what is left is this worker's own WebAssembly and glue, a flat profile with no hot spot. Tried: fewer host calls, its own entry and RPC, a cheaper log line, the body kept in JavaScript, boxed door futures, opt-levels ([notes](${NOTES}#steady-state-throughput-and-cpu)).`,
-  cold: `The runtime compiles each WebAssembly function on its first call, and the module is large. Tried: a delivery rehearsed in memory when the module starts, to compile its code before the first request (no change, not kept); a smaller module ([notes](${NOTES}#the-first-delivery-on-a-fresh-runtime)).`,
-  young: `V8 optimises the large async state machines of the doors and the object only after they have run a while. Tried: each door and each object path as a future of its own (no gain shown), \`opt-level\` 3 ([notes](${NOTES}#the-first-duplicates-of-a-fresh-runtime)).`,
-  size: `Most of the module is serde's readers and writers of about thirty message, record and configuration types, and the async tasks. Tried: the IDNA stub, untagged messages, \`opt-level\` s and 3, \`wasm-opt\` levels, a standard library rebuilt for size, the object in a module of its own ([notes](${NOTES}#the-modules-size)).`,
-  cost_unique: `The event's object waits for the origin itself (the late-answer design needs it there), billed as duration; the peer pays a second object request instead. With an origin faster than the break-even time printed under the cost table, this worker costs less ([notes](${NOTES}#cost-per-million-events)).`,
-  cost_duplicate: `Both make one Worker request and one object request and read one row; only the Worker's CPU differs (see the first rows) ([notes](${NOTES}#cost-per-million-events)).`,
+  steady: `its own WebAssembly and glue, and its log line, on top of the calls the peer makes too ([why, and what was tried](${NOTES}#steady-state-throughput-and-cpu))`,
+  cold: `compiling its WebAssembly on first use; a delivery rehearsed at start-up did not shorten it ([why, and what was tried](${NOTES}#the-first-delivery-on-a-fresh-runtime))`,
+  young: `V8 optimises its large async functions late ([why, and what was tried](${NOTES}#the-first-duplicates-of-a-fresh-runtime))`,
+  size: `serde's readers and writers of about thirty types, and the async tasks ([why, and what was tried](${NOTES}#the-modules-size))`,
+  cost_unique: `its object is billed while it waits for the origin, where the peer makes a second object request; see the break-even origin time under the cost table ([why](${NOTES}#cost-per-million-events))`,
+  cost_duplicate: `the same units; only the Worker's CPU differs ([why](${NOTES}#cost-per-million-events))`,
 };
 
 // ---- main -----------------------------------------------------------------------------------
