@@ -275,7 +275,10 @@ mod tests {
         };
         let page = Page {
             items: vec![entry("d-1", 11), entry("d-2", 12), entry("d-3", 13)],
-            next_cursor: Cursor::decode("bad"),
+            next_cursor: Some(Cursor {
+                dead_at: 2,
+                key: Provider::Github.key("d-3"),
+            }),
         };
         let policy = ClaimPolicy {
             lease_ms: 1_000,
@@ -314,7 +317,13 @@ mod tests {
             }]
         );
         let answer = bulk.answer();
+        assert_eq!(
+            (answer.status, answer.outcome.word()),
+            (200, "admin_bulk_redelivered")
+        );
         assert_eq!(answer.body["redelivered"], 1);
+        let cursor = answer.body["next_cursor"].as_str().and_then(Cursor::decode);
+        assert_eq!(cursor.map(|c| c.key), Some(Provider::Github.key("d-3")));
         assert_eq!(
             answer.body["skipped"],
             json!([

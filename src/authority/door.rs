@@ -166,6 +166,12 @@ mod tests {
     }
 
     #[test]
+    fn only_the_api_door_passes_the_origins_answer_back() {
+        assert!(Door::Api { max_cached_body: 1 }.passes_answer());
+        assert!(!Door::Webhook.passes_answer());
+    }
+
+    #[test]
     fn which_answers_are_final() {
         for status in [200, 201, 204, 299, 400, 402, 404, 410, 422, 499] {
             assert!(is_final(status), "{status}");
