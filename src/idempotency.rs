@@ -121,11 +121,11 @@ pub fn is_client_address_header(name: &str) -> bool {
 }
 
 /// The client's request headers (lower-case names, as the runtime gives them) as they go to the
-/// API origin: without the hop-by-hop ones ([`crate::origin::HOP_BY_HOP`], and any a `Connection` header names),
-/// without any header through which the client claims an address, host or scheme
-/// ([`is_client_address_header`]), and with `X-Real-IP` and `X-Forwarded-For` set to the
-/// caller's address as Cloudflare saw it (`CF-Connecting-IP`), never to a value the client
-/// sent: Cloudflare derives the origin's `CF-Connecting-IP` from `X-Real-IP` for a Worker's
+/// API origin: without the hop-by-hop ones ([`crate::origin::HOP_BY_HOP`], and any a
+/// `Connection` header names), without any header through which the client claims an address,
+/// host or scheme ([`is_client_address_header`]), and with `X-Real-IP` and `X-Forwarded-For`
+/// set to the caller's address as Cloudflare saw it (`CF-Connecting-IP`), never to a value the
+/// client sent: Cloudflare derives the origin's `CF-Connecting-IP` from `X-Real-IP` for a Worker's
 /// requests to its own zone, and origins trust `X-Forwarded-For`, `Forwarded` and
 /// `True-Client-IP` for allow-lists and limits, so a client-chosen value would let it pose as
 /// any address.

@@ -91,9 +91,10 @@ impl Io {
                 };
                 match forward::within(exchange, remaining).await {
                     Ok(Ok(response)) => {
-                        let headers = match door.passes_answer() {
-                            true => forward::answer_headers(&response),
-                            false => Vec::new(),
+                        let headers = if door.passes_answer() {
+                            forward::answer_headers(&response)
+                        } else {
+                            Vec::new()
                         };
                         let status = response.status();
                         self.reader = Some(BodyReader::new(&response));
