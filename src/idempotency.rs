@@ -17,6 +17,8 @@ use crate::config::{self, ApiConfig, ConfigProblem};
 use crate::log_line::Outcome;
 use crate::origin::OriginOutcome;
 
+pub mod door;
+
 /// The request header carrying the key.
 pub const KEY_HEADER: &str = "idempotency-key";
 /// The header marking a replayed answer.

@@ -22,6 +22,7 @@
 //! | [`mac`] | the HMAC-SHA256 every sender signs with, and the constant-time comparison of signatures |
 //! | [`secret`] | secret values that never show in logs |
 //! | [`log_line`] | the structured log line, its typed words |
+//! | [`runtime`] | what the front doors ask of the Workers runtime, as one trait (and a runtime in memory for their tests) |
 //! | [`test_routes`] | the test routes (off by default): which exist, who may use them, what they show |
 //!
 //! A front door is a pure module (its decisions and one answer table) and a thin adapter in
@@ -41,6 +42,7 @@ pub mod origin;
 pub mod providers;
 pub mod rate_limit;
 pub mod rfc3339;
+pub mod runtime;
 pub mod secret;
 pub mod test_routes;
 pub mod webhook;

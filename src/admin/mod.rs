@@ -18,6 +18,7 @@ use crate::providers::stripe::envelope::is_event_id;
 use crate::providers::{is_header_id, Provider};
 
 pub mod dead_letters;
+pub mod door;
 pub mod page;
 mod route;
 
@@ -1028,6 +1029,126 @@ mod tests {
             assert_eq!(
                 answer.body["lease_expires_at_time"],
                 "1970-01-01T00:00:05.000Z"
+            );
+        }
+    }
+
+    mod door {
+        use super::*;
+        use crate::admin::door::{serve, Served};
+        use crate::config::Config;
+        use crate::failures::{IndexReply, IndexRequest};
+        use crate::log_line::{Level, LogLine, Route};
+        use crate::runtime::memory::{run, Call, Memory};
+
+        const TOKEN: &str = "a-long-admin-token-0123456789";
+
+        fn config() -> Config {
+            Config::load(|key| match key {
+                "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+                "ORIGIN_URL" => Some("https://origin.example/hook".into()),
+                "ADMIN_TOKEN" => Some(TOKEN.into()),
+                _ => None,
+            })
+            .unwrap()
+        }
+
+        fn operator(replies: Vec<AuthorityReply>) -> Memory {
+            let bearer = format!("Bearer {TOKEN}");
+            Memory::new(10, &[("authorization", &bearer)], b"").replying(replies)
+        }
+
+        fn serve_on(runtime: &Memory, method: &str, rest: &str) -> (Served, LogLine) {
+            let mut line = LogLine::new(Route::Admin);
+            let config = config();
+            let request = (method, rest, &[][..]);
+            let served = run(serve(runtime, request, Some(TOKEN), Ok(&config), &mut line));
+            (served, line)
+        }
+
+        /// The page is served without the token; any other route without it is answered
+        /// before a record or the index is asked.
+        #[test]
+        fn the_page_or_a_locked_answer_asks_nothing() {
+            let anonymous = Memory::new(10, &[], b"");
+            let (page, line) = serve_on(&anonymous, "GET", "");
+            assert!(matches!(page, Served::Page(_)), "{page:?}");
+            assert_eq!(line.outcome, Outcome::Code("admin_page"));
+            let (locked, _) = serve_on(&anonymous, "GET", "events/evt_1");
+            let Served::Api(locked) = locked else {
+                panic!("an API answer");
+            };
+            assert_eq!(locked.status, 401);
+            assert_eq!(anonymous.calls(), []);
+        }
+
+        /// A release inspects the record, then releases it; the operator's change raises the
+        /// log line to `warn`. An inspection changes nothing and stays at `info`.
+        #[test]
+        fn a_release_inspects_then_changes_the_record() {
+            let released = AuthorityReply::Release(ReleaseOutcome::Released { already: false });
+            let runtime = operator(vec![read(record(ClaimState::Processing, 5)), released]);
+            let (answer, line) = serve_on(&runtime, "POST", "events/evt_1/release");
+            let Served::Api(answer) = answer else {
+                panic!("an API answer");
+            };
+            assert_eq!((answer.status, line.outcome), (200, answer.outcome));
+            assert_eq!(
+                (line.key.as_deref(), line.level),
+                (Some("evt_1"), Level::Warn)
+            );
+            let calls = runtime.calls();
+            let [Call::Ask(AuthorityRequest::Inspect { key }), Call::Ask(AuthorityRequest::Release { .. })] =
+                calls.as_slice()
+            else {
+                panic!("inspect, then release: {calls:?}");
+            };
+            assert_eq!(key, "evt_1");
+            let inspect = operator(vec![read(record(ClaimState::Done, 5))]);
+            let (_, line) = serve_on(&inspect, "GET", "events/evt_1");
+            assert_eq!((inspect.calls().len(), line.level), (1, Level::Info));
+        }
+
+        /// Forgetting a dead-lettered event tells the failure index; forgetting a finished one
+        /// does not (the index never showed it).
+        #[test]
+        fn forgetting_a_dead_letter_tells_the_index() {
+            for (state, told) in [(ClaimState::Dead, true), (ClaimState::Done, false)] {
+                let mut dead = record(state, 5);
+                if let Stage::Queue(queue) = &mut dead.stage {
+                    queue.dead_at = Some(1);
+                }
+                let forgotten = AuthorityReply::Forget(ForgetOutcome::Forgotten);
+                let runtime = operator(vec![read(dead), forgotten]);
+                let _ = serve_on(&runtime, "DELETE", "events/evt_1");
+                let calls = runtime.calls();
+                let reported = calls
+                    .iter()
+                    .any(|call| matches!(call, Call::Index(IndexRequest::Report(_))));
+                assert_eq!(reported, told, "{state:?}: {calls:?}");
+            }
+        }
+
+        /// A bulk redelivery lists one page from the index, then asks each entry's own
+        /// object; a failed list is answered without asking any object.
+        #[test]
+        fn a_bulk_redelivery_lists_then_asks_each_object() {
+            let runtime = operator(Vec::new());
+            runtime
+                .index_replies
+                .borrow_mut()
+                .push_back(IndexReply::StoreFailed {
+                    detail: "down".into(),
+                });
+            let (answer, _) = serve_on(&runtime, "POST", "dead-letters/redeliver");
+            let Served::Api(answer) = answer else {
+                panic!("an API answer");
+            };
+            assert!(answer.status >= 500, "{answer:?}");
+            let calls = runtime.calls();
+            assert!(
+                matches!(calls.as_slice(), [Call::Index(IndexRequest::List(_))]),
+                "{calls:?}"
             );
         }
     }

@@ -8,6 +8,7 @@
 //! so Stripe delivers again; a refusal of a bad request is 4xx and writes nothing.
 
 mod check;
+pub mod door;
 
 pub use check::{forwarded_headers, identity_of, Checked, Unchecked};
 

@@ -1,18 +1,11 @@
 //! What every front door's adapter does, written once: time the request and write its one log
-//! line and one metric; render an answer its rules decided; run a delivery in its key's claim
-//! authority where a sender's hang-up cannot cut it off.
+//! line and one metric; render an answer its rules decided.
 
-use js_sys::Uint8Array;
-use worker::web_sys::ReadableStream;
-use worker::{Context, Env, Headers, Method, Response, Result};
+use worker::{Env, Headers, Method, Response, Result};
 
-use super::authority_client::AuthorityClient;
-use super::background;
 use super::clock;
 use super::log;
 use crate::answer::HttpAnswer;
-use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::Nonce;
 use crate::log_line::{LogLine, Outcome, Route};
 
 /// One request being served: its log line, filled in as it goes, and when it started.
@@ -91,56 +84,4 @@ pub fn internal_error(
     visit.line.detail = Some(error.to_string());
     let detail = "an internal error; the service's log says more";
     visit.answer(env, HttpAnswer::error(500, "internal_error", detail))
-}
-
-/// Runs a delivery (or stores an event) in its key's claim authority and returns the reply,
-/// with the origin's answer when it streams back. `make` builds the request around a fresh
-/// nonce. What the reply reports is noted on `line`. Failures come back as a `StoreFailed`
-/// reply.
-pub async fn deliver(
-    env: &Env,
-    ctx: &Context,
-    make: impl FnOnce(Nonce) -> AuthorityRequest,
-    body: &Uint8Array,
-    line: &mut LogLine,
-) -> (AuthorityReply, Option<ReadableStream>) {
-    match Nonce::random() {
-        Ok(nonce) => send(env, ctx, make(nonce), body, line).await,
-        Err(error) => noted((AuthorityReply::from(error), None), line),
-    }
-}
-
-/// Sends `request` with `body` beside it to its key's claim authority and returns the reply.
-/// The request runs inside `waitUntil`, so a sender that hangs up cannot cut it off (between
-/// a claim and its forward, or before an event is stored).
-async fn send(
-    env: &Env,
-    ctx: &Context,
-    request: AuthorityRequest,
-    body: &Uint8Array,
-    line: &mut LogLine,
-) -> (AuthorityReply, Option<ReadableStream>) {
-    let client = match AuthorityClient::new(env) {
-        Ok(client) => client,
-        Err(error) => return noted(failed(false, error.to_string()), line),
-    };
-    let body = body.clone();
-    let sent = background::to_completion(ctx, async move {
-        client.send_with_body(&request, Some(&body)).await
-    })
-    .await;
-    let reply = sent.unwrap_or_else(|| failed(true, "the request was cut off".into()));
-    noted(reply, line)
-}
-
-fn failed(retryable: bool, detail: String) -> (AuthorityReply, Option<ReadableStream>) {
-    (AuthorityReply::StoreFailed { retryable, detail }, None)
-}
-
-fn noted(
-    reply: (AuthorityReply, Option<ReadableStream>),
-    line: &mut LogLine,
-) -> (AuthorityReply, Option<ReadableStream>) {
-    line.note(&reply.0);
-    reply
 }

@@ -2,7 +2,6 @@
 //! the clients it uses. Every decision is made by the pure modules; this only moves bytes.
 
 mod admin;
-mod admin_index;
 mod api;
 mod authority_client;
 mod authority_wire;
@@ -26,6 +25,7 @@ mod native;
 mod queue;
 mod rate_limit;
 mod report;
+mod runtime;
 mod test_routes;
 mod webhook;
 
@@ -67,7 +67,7 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
         return api::serve(req, env, ctx).await;
     }
     if let Some(rest) = path.strip_prefix("/admin/") {
-        return admin::serve(req, env, rest).await;
+        return admin::serve(req, env, ctx, rest).await;
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
         return test_routes::serve(req, env, rest).await;

@@ -1,0 +1,117 @@
+//! An admin request's whole sequence, over the [`Runtime`]: where it goes (see [`route`]),
+//! then for a call on one record its inspection and the change the answer table decides, and
+//! for a route over the failure index the index's answer or a bulk redelivery.
+
+use crate::answer::HttpAnswer;
+use crate::authority::AuthorityRequest;
+use crate::claim::ClaimPolicy;
+use crate::config::{Config, ConfigProblem};
+use crate::failures::{IndexRequest, ListQuery};
+use crate::log_line::{Level, LogLine, Outcome};
+use crate::runtime::Runtime;
+
+use super::dead_letters::{self, Bulk, IndexCall};
+use super::{after_change, after_inspect, route, AdminAnswer, AdminRoute, RecordCall};
+
+/// What an admin request is answered with.
+#[derive(Debug, PartialEq)]
+pub enum Served {
+    /// An admin API answer.
+    Api(AdminAnswer),
+    /// The operator page or one of its assets.
+    Page(HttpAnswer),
+}
+
+/// Serves a `method` request for `rest` (the path after `/admin/`) with the query's `pairs`,
+/// given the usable admin `token` and the `loaded` configuration; the log line learns the key,
+/// the outcome, and a raised level when an operator changed a record.
+pub async fn serve<R: Runtime>(
+    runtime: &R,
+    request: (&str, &str, &[(String, String)]),
+    token: Option<&str>,
+    loaded: Result<&Config, &[ConfigProblem]>,
+    line: &mut LogLine,
+) -> Served {
+    let authorization = runtime.header("authorization");
+    let answer = match route(request, token, authorization.as_deref(), loaded) {
+        AdminRoute::Page(asset) => {
+            line.outcome = Outcome::Code("admin_page");
+            return Served::Page(asset);
+        }
+        AdminRoute::Answer(answer, detail) => {
+            line.detail = detail;
+            answer
+        }
+        AdminRoute::Index(call, policy) => index_call(runtime, policy, call).await,
+        AdminRoute::Record(call) => record_call(runtime, call, line).await,
+    };
+    line.outcome = answer.outcome;
+    Served::Api(answer)
+}
+
+/// A call on one record: inspect it, then release, forget or redeliver it as the answer
+/// table decides. A forgotten event the failure index shows is reported to it (best effort:
+/// a lost report leaves the entry until an action finds the record gone, or it expires).
+async fn record_call<R: Runtime>(
+    runtime: &R,
+    record: RecordCall,
+    line: &mut LogLine,
+) -> AdminAnswer {
+    let RecordCall {
+        call,
+        force,
+        policy,
+    } = &record;
+    line.key = Some(call.key.clone());
+    let inspect = AuthorityRequest::Inspect {
+        key: call.key.clone(),
+    };
+    let inspected = runtime.ask(&inspect).await;
+    let next = after_inspect(call.action, &inspected, runtime.now_ms(), *force);
+    let change = match next.into_request(&call.key, *policy) {
+        Ok(change) => change,
+        Err(answer) => return answer,
+    };
+    let changed = runtime.ask(&change).await;
+    let now = runtime.now_ms();
+    if let Some(report) = dead_letters::forgotten_report(&inspected, &changed, now) {
+        runtime.ask_index(&IndexRequest::Report(report)).await;
+    }
+    let answer = after_change(&changed);
+    if record.changed(&answer) {
+        line.raise(Level::Warn);
+    }
+    answer
+}
+
+/// A route over the failure index: the list and the summary are the index's answers; a bulk
+/// redelivery asks each event's own object.
+async fn index_call<R: Runtime>(runtime: &R, policy: ClaimPolicy, call: IndexCall) -> AdminAnswer {
+    match call {
+        IndexCall::List(query) => {
+            dead_letters::list_answer(runtime.ask_index(&IndexRequest::List(query)).await)
+        }
+        IndexCall::Summary => {
+            dead_letters::summary_answer(runtime.ask_index(&IndexRequest::Summary).await)
+        }
+        IndexCall::Redeliver(query) => redeliver(runtime, policy, query).await,
+    }
+}
+
+/// Redelivers the dead entries of one page of `query`, each through its own object (see
+/// [`Bulk`]); the index hears of each event found gone.
+async fn redeliver<R: Runtime>(runtime: &R, policy: ClaimPolicy, query: ListQuery) -> AdminAnswer {
+    let listed = runtime.ask_index(&IndexRequest::List(query)).await;
+    let page = match dead_letters::page(listed) {
+        Ok(page) => page,
+        Err(answer) => return answer,
+    };
+    let mut bulk = Bulk::new(page, policy);
+    while let Some(request) = bulk.next_request() {
+        let reply = runtime.ask(&request).await;
+        if let Some(gone) = bulk.take(&reply) {
+            runtime.ask_index(&gone).await;
+        }
+    }
+    bulk.answer()
+}

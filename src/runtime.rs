@@ -1,0 +1,66 @@
+//! What the front doors ask of the Workers runtime, as one trait. Each door's sequence (which
+//! check comes first, what is read, what is asked of the claim authority or the failure index,
+//! which answer follows) is written once over it in the door's own module, and tested on the
+//! host over [`memory::Memory`]; the worker's adapter carries each call out.
+
+use crate::answer::BodyError;
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{Millis, Nonce};
+use crate::config::DeliveryConfig;
+use crate::failures::{IndexReply, IndexRequest};
+use crate::log_line::Route;
+use crate::providers::stripe::envelope::{Envelope, EnvelopeError};
+
+#[cfg(test)]
+pub mod memory;
+
+/// One request being served, as a door sees the runtime under it.
+#[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
+pub trait Runtime {
+    /// A request's body, left where the runtime holds it.
+    type Body;
+    /// The body of an origin's answer, streaming back with a delivery's reply.
+    type Stream;
+
+    /// Now, in milliseconds since the Unix epoch.
+    fn now_ms(&self) -> Millis;
+
+    /// The request's header `name` (lower-case), when it has one.
+    fn header(&self, name: &str) -> Option<String>;
+
+    /// Every header of the request, lower-case names, in order.
+    fn headers(&self) -> Vec<(String, String)>;
+
+    /// The request's whole body, refused when it is larger than `limits` allow or has not
+    /// arrived within their read time.
+    async fn body(&self, limits: &DeliveryConfig) -> Result<Self::Body, BodyError>;
+
+    /// A copy of `body`'s bytes.
+    fn bytes(&self, body: &Self::Body) -> Vec<u8>;
+
+    /// The HMAC-SHA256 of `prefix` then `body` under each of `keys`; none when the runtime's
+    /// crypto fails (so nothing can match).
+    async fn macs(&self, keys: &[&[u8]], prefix: &[u8], body: &Self::Body) -> Vec<[u8; 32]>;
+
+    /// The Stripe event envelope of `body`.
+    fn envelope(&self, body: &Self::Body) -> Result<Envelope, EnvelopeError>;
+
+    /// True when every key of `keys` is within the limit of the rate limiter bound as
+    /// `binding`; true without one, and when it fails (logged for `route`).
+    async fn within_limit(&self, route: Route, binding: &str, keys: &[String]) -> bool;
+
+    /// Runs the request `make` builds around a fresh nonce in its key's claim authority, `body`
+    /// beside it, where a caller's hang-up cannot cut it off; the reply, and the origin's
+    /// answer when it streams back. Every failure comes back as a `StoreFailed` reply.
+    async fn deliver(
+        &self,
+        make: impl FnOnce(Nonce) -> AuthorityRequest,
+        body: &Self::Body,
+    ) -> (AuthorityReply, Option<Self::Stream>);
+
+    /// Sends `request` to its key's claim authority; a failure comes back as `StoreFailed`.
+    async fn ask(&self, request: &AuthorityRequest) -> AuthorityReply;
+
+    /// Sends `request` to the failure index; a failure comes back as `StoreFailed`.
+    async fn ask_index(&self, request: &IndexRequest) -> IndexReply;
+}

@@ -1,0 +1,282 @@
+//! A delivery's whole sequence at the webhook door, over the [`Runtime`]: configuration,
+//! sender enabled, method, body, signature (for Stripe, then its envelope), the replay limit,
+//! then the delivery (sync) or its storage (queue), and the answer.
+
+use crate::config::{Config, ConfigProblem};
+use crate::log_line::{LogLine, Route};
+use crate::providers::{Identity, Provider};
+use crate::runtime::Runtime;
+
+use super::{after_delivery, forwarded_headers, refusal_answer, request, Answer};
+use super::{Checked, Refusal, Unchecked};
+
+/// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
+/// signed body of a sender that signs neither the id nor a time may be delivered.
+pub const REPLAY_LIMITER: &str = "WEBHOOK_REPLAY_LIMITER";
+
+/// Serves one `method` delivery from `provider` under `config` and says what to answer; what
+/// it learns (key, event type, the claim authority's reply) is noted on `line`. A refusal asks
+/// nothing of the claim authority.
+pub async fn deliver<R: Runtime>(
+    runtime: &R,
+    provider: Provider,
+    config: Result<&Config, &[ConfigProblem]>,
+    method: &str,
+    line: &mut LogLine,
+) -> Answer {
+    let config = match config {
+        Ok(config) => config,
+        Err(problems) => return refusal_answer(&Refusal::Misconfigured(problems.to_vec())),
+    };
+    let verified = match verify(runtime, provider, config, method).await {
+        Ok(verified) => verified,
+        Err(refusal) => return refusal_answer(&refusal),
+    };
+    let Verified {
+        identity: Identity { id, event_type },
+        known_only,
+        body,
+    } = verified;
+    let key = provider.key(&id);
+    line.key = Some(key.clone());
+    line.event_type = event_type;
+    let header = |name: &str| runtime.header(name);
+    let headers = forwarded_headers(provider, &header);
+    let make = |nonce| request(config, provider, key, headers, known_only, nonce);
+    let (reply, _) = runtime.deliver(make, &body).await;
+    line.note(&reply);
+    after_delivery(&reply, &id, runtime.now_ms())
+}
+
+/// A verified delivery: who sent what, whether only a key its object knows may be served, and
+/// its body.
+struct Verified<B> {
+    identity: Identity,
+    known_only: bool,
+    body: B,
+}
+
+/// Sender enabled, method, body within the cap, then the signature (see [`Unchecked`]; for
+/// Stripe, then its envelope), and the replay limit: past it only a delivery its object
+/// already knows is served (a repeat is still answered as a duplicate); one that would make a
+/// new record is refused.
+async fn verify<R: Runtime>(
+    runtime: &R,
+    provider: Provider,
+    config: &Config,
+    method: &str,
+) -> Result<Verified<R::Body>, Refusal> {
+    let Some((keys, _)) = config.sender(provider) else {
+        return Err(Refusal::NotEnabled(provider));
+    };
+    // After the sender check, so that a disabled route answers as an unknown path does.
+    if method != "POST" {
+        return Err(Refusal::MethodNotAllowed);
+    }
+    let body = runtime.body(&config.delivery).await?;
+    let unchecked = Unchecked::read(provider, &|name: &str| runtime.header(name))?;
+    let expected = runtime.macs(&keys, &unchecked.prefix(), &body).await;
+    let replay_key = unchecked.replay_key(&expected);
+    let now_seconds = (runtime.now_ms() / 1_000) as i64;
+    let tolerance = config.webhook.signature_tolerance_seconds;
+    let identity = match unchecked.decide(&expected, now_seconds, tolerance)? {
+        Checked::Identified(identity) => identity,
+        Checked::ReadEnvelope => super::identity_of(runtime.envelope(&body))?,
+    };
+    let known_only = match replay_key {
+        Some(key) => {
+            !runtime
+                .within_limit(Route::Webhook, REPLAY_LIMITER, &[key])
+                .await
+        }
+        None => false,
+    };
+    Ok(Verified {
+        identity,
+        known_only,
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authority::{AuthorityReply, AuthorityRequest, Delivery};
+    use crate::claim::ClaimOutcome;
+    use crate::log_line::Outcome;
+    use crate::providers::stripe::signature;
+    use crate::runtime::memory::{run, Call, Memory, NONCE};
+    use crate::secret::Secret;
+
+    const NOW_MS: u64 = 1_700_000_000_000;
+    const EVENT: &[u8] = br#"{"id":"evt_1","object":"event","type":"charge.succeeded"}"#;
+
+    fn config(github: bool) -> Config {
+        Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("https://origin.example/stripe".into()),
+            "GITHUB_WEBHOOK_SECRET" if github => Some("a-github-secret".into()),
+            "GITHUB_ORIGIN_URL" if github => Some("https://origin.example/github".into()),
+            _ => None,
+        })
+        .unwrap()
+    }
+
+    fn stripe_signed(body: &[u8]) -> Memory {
+        let t = (NOW_MS / 1_000) as i64;
+        let mac = signature::sign(&Secret::new("whsec_a"), t, body);
+        let header = format!("t={t},v1={}", hex::encode(mac));
+        Memory::new(NOW_MS, &[("stripe-signature", &header)], body)
+    }
+
+    fn github_signed(body: &[u8]) -> Memory {
+        let mac = crate::mac::hmac_sha256(b"a-github-secret", b"", body);
+        let signature = format!("sha256={}", hex::encode(mac));
+        let headers = [
+            ("x-hub-signature-256", signature.as_str()),
+            ("x-github-delivery", "d1"),
+            ("x-github-event", "push"),
+        ];
+        Memory::new(NOW_MS, &headers, body)
+    }
+
+    fn serve(runtime: &Memory, provider: Provider, config: &Config, method: &str) -> Answer {
+        let mut line = LogLine::new(Route::Webhook);
+        run(deliver(runtime, provider, Ok(config), method, &mut line))
+    }
+
+    fn duplicate() -> AuthorityReply {
+        let declined = ClaimOutcome::DuplicateProcessed {
+            finished_at: 1,
+            response: None,
+        };
+        AuthorityReply::Delivery(Delivery::Declined(declined))
+    }
+
+    #[test]
+    fn an_invalid_configuration_is_refused_before_anything_is_read() {
+        let runtime = stripe_signed(EVENT);
+        let problems = Config::load(|_| None).unwrap_err();
+        let mut line = LogLine::new(Route::Webhook);
+        let answer = run(deliver(
+            &runtime,
+            Provider::Stripe,
+            Err(&problems),
+            "POST",
+            &mut line,
+        ));
+        assert_eq!(
+            (answer.status, answer.outcome),
+            (500, Outcome::Code("misconfigured"))
+        );
+        assert_eq!(runtime.calls(), []);
+    }
+
+    /// A sender that is not enabled answers as an unknown path does, whatever the method; the
+    /// method is checked next; neither reads the body.
+    #[test]
+    fn the_sender_then_the_method_are_checked_before_the_body_is_read() {
+        let runtime = github_signed(b"{}");
+        let off = serve(&runtime, Provider::Github, &config(false), "GET");
+        assert_eq!(off.status, 404);
+        let wrong = serve(&runtime, Provider::Github, &config(true), "GET");
+        assert_eq!((wrong.status, wrong.allow), (405, Some("POST")));
+        assert_eq!(runtime.calls(), []);
+    }
+
+    #[test]
+    fn a_body_that_cannot_be_read_is_refused_before_its_signature_is_checked() {
+        let mut runtime = stripe_signed(EVENT);
+        runtime.body = Err(crate::answer::BodyError::TimedOut { ms: 10 });
+        let answer = serve(&runtime, Provider::Stripe, &config(false), "POST");
+        assert_eq!(answer.status, 408);
+        assert_eq!(runtime.calls(), [Call::Body]);
+    }
+
+    /// A signature that does not match asks nothing of the claim authority (nor reads the
+    /// envelope).
+    #[test]
+    fn a_wrong_signature_writes_nothing() {
+        let mut runtime = stripe_signed(EVENT);
+        runtime.body = Ok(br#"{"id":"evt_2","object":"event","type":"x"}"#.to_vec());
+        let answer = serve(&runtime, Provider::Stripe, &config(false), "POST");
+        assert_eq!(
+            (answer.status, answer.outcome.word()),
+            (400, "signature_mismatch")
+        );
+        assert_eq!(runtime.calls(), [Call::Body, Call::Macs(1)]);
+    }
+
+    #[test]
+    fn a_signed_stripe_event_with_a_bad_envelope_writes_nothing() {
+        let runtime = stripe_signed(br#"{"object":"event","type":"x"}"#);
+        let answer = serve(&runtime, Provider::Stripe, &config(false), "POST");
+        assert_eq!(
+            (answer.status, answer.outcome.word()),
+            (400, "invalid_envelope")
+        );
+        assert_eq!(runtime.calls(), [Call::Body, Call::Macs(1), Call::Envelope]);
+    }
+
+    /// A verified Stripe event is delivered under its id, with the body beside the request, the
+    /// sender's headers forwarded, and no replay limit (Stripe signs a time); the reply makes
+    /// the answer, and the log line learns the key, the type and the reply.
+    #[test]
+    fn a_verified_stripe_event_is_delivered_and_answered_from_the_reply() {
+        let runtime = stripe_signed(EVENT).replying(vec![duplicate()]);
+        let mut line = LogLine::new(Route::Webhook);
+        let config = config(false);
+        let answer = run(deliver(
+            &runtime,
+            Provider::Stripe,
+            Ok(&config),
+            "POST",
+            &mut line,
+        ));
+        assert_eq!((answer.status, answer.outcome), (200, Outcome::Duplicate));
+        assert_eq!(line.key.as_deref(), Some("evt_1"));
+        assert_eq!(line.event_type.as_deref(), Some("charge.succeeded"));
+        let calls = runtime.calls();
+        assert_eq!(calls[..3], [Call::Body, Call::Macs(1), Call::Envelope]);
+        let Call::Deliver(AuthorityRequest::Deliver(sent), body) = &calls[3] else {
+            panic!("a delivery: {calls:?}");
+        };
+        assert_eq!(
+            (sent.key.as_str(), sent.nonce, body.as_slice()),
+            ("evt_1", NONCE, EVENT)
+        );
+        assert!(sent
+            .forward
+            .headers
+            .iter()
+            .any(|(name, _)| name == "stripe-signature"));
+        assert!(!sent.known_only);
+        assert_eq!(calls.len(), 4);
+    }
+
+    /// GitHub signs neither the id nor a time: one signed body is counted by the replay limiter
+    /// under its MAC, and past the limit only a delivery its object already knows is served.
+    #[test]
+    fn past_the_replay_limit_only_a_known_delivery_is_served() {
+        for over_limit in [false, true] {
+            let mut runtime = github_signed(b"{}");
+            runtime.over_limit = over_limit;
+            let _ = serve(&runtime, Provider::Github, &config(true), "POST");
+            let calls = runtime.calls();
+            let Call::Limit(binding, keys) = &calls[2] else {
+                panic!("the replay limiter is asked: {calls:?}");
+            };
+            assert_eq!((binding.as_str(), keys.len()), (REPLAY_LIMITER, 1));
+            let Call::Deliver(
+                AuthorityRequest::Enqueue {
+                    known_only, key, ..
+                },
+                _,
+            ) = &calls[3]
+            else {
+                panic!("GitHub's deliveries are stored for the queue: {calls:?}");
+            };
+            assert_eq!((key.as_str(), *known_only), ("github:d1", over_limit));
+        }
+    }
+}

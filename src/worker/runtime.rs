@@ -1,0 +1,123 @@
+//! The runtime under a front door (see [`crate::runtime::Runtime`]): each call carried out on
+//! the request being served and the worker's bindings.
+
+use js_sys::Uint8Array;
+use worker::web_sys::ReadableStream;
+use worker::{Context, Env};
+
+use super::authority_client::AuthorityClient;
+use super::background;
+use super::body;
+use super::clock;
+use super::inbound::Inbound;
+use super::index_client;
+use super::native;
+use super::rate_limit;
+use crate::answer::BodyError;
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{Millis, Nonce};
+use crate::config::DeliveryConfig;
+use crate::failures::{IndexReply, IndexRequest};
+use crate::log_line::Route;
+use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
+use crate::runtime::Runtime;
+
+/// One request being served, with the worker's bindings and its context.
+pub struct Doorway<'a> {
+    /// The request.
+    pub req: &'a Inbound,
+    /// The worker's bindings.
+    pub env: &'a Env,
+    /// Its context (for `waitUntil`).
+    pub ctx: &'a Context,
+}
+
+impl Runtime for Doorway<'_> {
+    type Body = Uint8Array;
+    type Stream = ReadableStream;
+
+    fn now_ms(&self) -> Millis {
+        clock::now_ms()
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.req.headers().get(name).ok().flatten()
+    }
+
+    fn headers(&self) -> Vec<(String, String)> {
+        self.req.headers().entries().collect()
+    }
+
+    async fn body(&self, limits: &DeliveryConfig) -> Result<Uint8Array, BodyError> {
+        body::read_capped(self.req, limits).await
+    }
+
+    fn bytes(&self, body: &Uint8Array) -> Vec<u8> {
+        body.to_vec()
+    }
+
+    /// A failure of WebCrypto itself is not the sender's: nothing can match.
+    async fn macs(&self, keys: &[&[u8]], prefix: &[u8], body: &Uint8Array) -> Vec<[u8; 32]> {
+        native::macs(keys, prefix, body).await.unwrap_or_default()
+    }
+
+    /// Read by the runtime's `JSON.parse`.
+    fn envelope(&self, body: &Uint8Array) -> Result<Envelope, EnvelopeError> {
+        native::envelope_fields(body).and_then(envelope::from_fields)
+    }
+
+    async fn within_limit(&self, route: Route, binding: &str, keys: &[String]) -> bool {
+        rate_limit::within(self.env, route, binding, keys).await
+    }
+
+    /// The request runs inside `waitUntil`, so a sender that hangs up cannot cut it off
+    /// (between a claim and its forward, or before an event is stored).
+    async fn deliver(
+        &self,
+        make: impl FnOnce(Nonce) -> AuthorityRequest,
+        body: &Uint8Array,
+    ) -> (AuthorityReply, Option<ReadableStream>) {
+        let request = match Nonce::random() {
+            Ok(nonce) => make(nonce),
+            Err(error) => return (AuthorityReply::from(error), None),
+        };
+        let client = match AuthorityClient::new(self.env) {
+            Ok(client) => client,
+            Err(error) => return (no_client(&error), None),
+        };
+        let body = body.clone();
+        let sent = background::to_completion(self.ctx, async move {
+            client.send_with_body(&request, Some(&body)).await
+        });
+        sent.await.unwrap_or_else(|| {
+            let detail = "the request was cut off".into();
+            (
+                AuthorityReply::StoreFailed {
+                    retryable: true,
+                    detail,
+                },
+                None,
+            )
+        })
+    }
+
+    async fn ask(&self, request: &AuthorityRequest) -> AuthorityReply {
+        match AuthorityClient::new(self.env) {
+            Ok(client) => client.send(request).await,
+            Err(error) => no_client(&error),
+        }
+    }
+
+    async fn ask_index(&self, request: &IndexRequest) -> IndexReply {
+        index_client::send(self.env, request).await
+    }
+}
+
+/// The reply when the claim authority's binding is missing: a deploy's mistake, not worth a
+/// retry.
+fn no_client(error: &worker::Error) -> AuthorityReply {
+    AuthorityReply::StoreFailed {
+        retryable: false,
+        detail: error.to_string(),
+    }
+}
