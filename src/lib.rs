@@ -12,6 +12,7 @@
 //! | [`webhook`] | the webhook doors' refusals and answer table (every sender) |
 //! | [`providers`] | the senders: names, record keys, default modes, and each sender's signature and id rules (Stripe's `Stripe-Signature` and event envelope among them) |
 //! | [`idempotency`] | the Idempotency-Key door's rules and answer table |
+//! | [`keeper`] | the claim authority object without its I/O: its store and alarm, and its sequences (a request served, the alarm, a queued attempt, the reports to the failure index) |
 //! | [`admin`] | the admin API's routes, token check and answer table, and the operator page |
 //! | [`failures`] | the failure index (dead letters, redeliveries, recoveries), its queries and the operational notifications |
 //! | [`rfc3339`] | times as RFC 3339 text, both ways |
@@ -36,6 +37,7 @@ pub mod config;
 pub mod failures;
 pub mod health;
 pub mod idempotency;
+pub mod keeper;
 pub mod log_line;
 pub mod mac;
 pub mod origin;

@@ -14,12 +14,10 @@ use wasm_bindgen::JsValue;
 use worker::{Result, State};
 
 use super::authority_wire;
-use super::clock;
 use super::drive::{self, Early};
 use super::forward::{Exchange, Outgoing};
 use super::keeper::Keeper;
-use crate::authority::{self, Attempt, AuthorityReply, Begin, Deliver};
-use crate::claim::Nonce;
+use crate::authority::{Attempt, AuthorityReply, Deliver};
 
 /// Runs `deliver` (its raw body beside it) and answers the caller: at once when it is not
 /// forwarded, else when the origin answers or the forward time-out passes, whichever is first.
@@ -29,20 +27,9 @@ pub async fn run(
     deliver: Deliver,
     body: Uint8Array,
 ) -> Result<JsValue> {
-    let now = clock::now_ms();
-    let salt = match Nonce::random() {
-        Ok(salt) => salt,
-        Err(error) => return Ok(authority_wire::reply(&AuthorityReply::from(error))),
-    };
-    let begun = keeper
-        .with_store(&deliver.key, "deliver", |store| {
-            authority::begin(store, &deliver, now, salt)
-        })
-        .await;
-    let won = match begun {
-        Ok(Begin::Forward(won)) => won,
-        Ok(Begin::Reply(reply)) => return Ok(authority_wire::reply(&reply)),
-        Err(error) => return Ok(authority_wire::reply(&AuthorityReply::from(error))),
+    let (won, now) = match keeper.begin(&deliver).await {
+        Ok(begun) => begun,
+        Err(reply) => return Ok(authority_wire::reply(&reply)),
     };
     let body = JsValue::from(body);
     let sent = Exchange::start(&Outgoing {

@@ -11,11 +11,10 @@ use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefau
 use super::clock;
 use super::forward::{self, BodyReader, Exchange};
 use super::keeper::Keeper;
-use super::log;
-use super::report;
 use crate::authority::attempt::{Command, Event, Wants};
 use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head};
 use crate::claim::Millis;
+use crate::keeper::ObjectIo;
 use crate::log_line::LogLine;
 use crate::origin::OriginOutcome;
 
@@ -177,21 +176,18 @@ impl Io {
                 return Some(Event::Settled(result));
             }
             Command::Report(summary) => {
-                log::record(keeper.env(), &LogLine::ended(&summary, clock::now_ms()));
-                report::origin_failed(
-                    keeper.env(),
-                    &summary.key,
-                    summary.provider,
-                    summary.verdict,
-                )
-                .await;
+                keeper
+                    .io()
+                    .record(&LogLine::ended(&summary, clock::now_ms()));
+                let (key, provider) = (&summary.key, summary.provider);
+                keeper.origin_failed(key, provider, summary.verdict).await;
             }
         }
         None
     }
 
     /// Answers the caller with `report`. A failure the caller was told of in time counts
-    /// against the origin too (see [`report::origin_failed`]).
+    /// against the origin too (see [`Keeper::origin_failed`]).
     async fn reply(
         &mut self,
         report: crate::authority::Report,
@@ -201,7 +197,7 @@ impl Io {
         let verdict = report.verdict;
         self.answer(Early::Reply(forwarded(report)));
         let (key, provider) = (attempt.key(), attempt.provider());
-        report::origin_failed(keeper.env(), key, provider, verdict).await;
+        keeper.origin_failed(key, provider, verdict).await;
     }
 
     /// Answers the caller with `report` and a stream for the origin's body; `CallerGone` when

@@ -61,7 +61,7 @@ impl FailureIndex {
             Some((alerts, _)) => join_all(run.due.iter().map(|due| post(alerts, due))).await,
             None => Vec::new(),
         };
-        let jitter = super::queue::random_fraction;
+        let jitter = crate::keeper::random_fraction;
         let (sent, at) = object::alarm_end(&mut store, &run, answers, clock::now_ms(), jitter);
         for line in &sent {
             let failed = line

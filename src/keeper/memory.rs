@@ -1,0 +1,139 @@
+//! An [`ObjectIo`] in memory for the keeper's host tests: a table, a clock, an alarm that can
+//! be made to fail, the failure index's replies given in advance, and every log line, index
+//! request, alarm set and forward noted. A forward is noted and not driven, as if the object's
+//! instance stopped right after sending it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use super::{Keeper, ObjectIo, Outgoing};
+use crate::authority::Attempt;
+use crate::claim::{KvStore, KvTable, KvValue, MemoryTable, Millis, Scan, StoreError};
+use crate::config::Config;
+use crate::failures::{IndexReply, IndexRequest};
+use crate::log_line::LogLine;
+
+/// A table shared by every store opened over it.
+#[derive(Clone, Default)]
+pub struct SharedTable(pub Rc<RefCell<MemoryTable>>);
+
+impl KvTable for SharedTable {
+    fn get(&mut self, key: &str) -> Result<Option<KvValue>, StoreError> {
+        self.0.borrow_mut().get(key)
+    }
+
+    fn put(&mut self, key: &str, value: &KvValue) -> Result<(), StoreError> {
+        self.0.borrow_mut().put(key, value)
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.0.borrow_mut().delete(key)
+    }
+
+    fn list(&mut self, scan: &Scan) -> Result<Vec<(String, KvValue)>, StoreError> {
+        self.0.borrow_mut().list(scan)
+    }
+}
+
+/// One object in memory.
+#[derive(Default)]
+pub struct MemoryObject {
+    /// The clock.
+    pub now: Cell<Millis>,
+    /// The configuration (`None`: invalid).
+    pub config: Option<Rc<Config>>,
+    /// The object's table.
+    pub table: SharedTable,
+    /// The alarm set last, if any.
+    pub alarm: Cell<Option<Millis>>,
+    /// How many `setAlarm` calls were made.
+    pub alarms_set: Cell<u32>,
+    /// How many `setAlarm` calls from now on fail.
+    pub failing_alarms: Cell<u32>,
+    /// Every log line, as JSON, and whether it was counted in the metrics.
+    pub lines: RefCell<Vec<(String, bool)>>,
+    /// The failure index's replies, in order (a store failure once they run out).
+    pub index_replies: RefCell<VecDeque<IndexReply>>,
+    /// Every request to the failure index.
+    pub index: RefCell<Vec<IndexRequest>>,
+    /// Every forward: the attempt's key and its request.
+    pub forwards: RefCell<Vec<(String, Option<Outgoing>)>>,
+}
+
+impl MemoryObject {
+    /// An empty object at `now` under `config`.
+    pub fn new(now: Millis, config: Config) -> MemoryObject {
+        MemoryObject {
+            now: Cell::new(now),
+            config: Some(Rc::new(config)),
+            ..MemoryObject::default()
+        }
+    }
+
+    /// The log lines written whose JSON holds `word`.
+    pub fn lines_with(&self, word: &str) -> Vec<String> {
+        let lines = self.lines.borrow();
+        let with = lines.iter().filter(|(line, _)| line.contains(word));
+        with.map(|(line, _)| line.clone()).collect()
+    }
+}
+
+impl ObjectIo for MemoryObject {
+    type Table = SharedTable;
+
+    fn now_ms(&self) -> Millis {
+        self.now.get()
+    }
+
+    fn config(&self) -> Option<Rc<Config>> {
+        self.config.clone()
+    }
+
+    fn open(&self) -> Result<KvStore<SharedTable>, StoreError> {
+        Ok(KvStore::new(self.table.clone()))
+    }
+
+    async fn set_alarm(&self, at: Millis) -> Result<(), String> {
+        self.alarms_set.set(self.alarms_set.get() + 1);
+        if self.failing_alarms.get() > 0 {
+            self.failing_alarms.set(self.failing_alarms.get() - 1);
+            return Err("setAlarm failed".into());
+        }
+        self.alarm.set(Some(at));
+        Ok(())
+    }
+
+    async fn delete_all(&self) -> Result<(), String> {
+        self.table.0.borrow_mut().map.clear();
+        self.alarm.set(None);
+        Ok(())
+    }
+
+    fn write(&self, line: &LogLine) {
+        self.lines.borrow_mut().push((line.to_json(), false));
+    }
+
+    fn record(&self, line: &LogLine) {
+        self.lines.borrow_mut().push((line.to_json(), true));
+    }
+
+    async fn ask_index(&self, request: &IndexRequest) -> IndexReply {
+        self.index.borrow_mut().push(request.clone());
+        let next = self.index_replies.borrow_mut().pop_front();
+        next.unwrap_or_else(|| IndexReply::StoreFailed {
+            detail: "no reply given".into(),
+        })
+    }
+
+    async fn forward(keeper: &Keeper<Self>, attempt: Attempt, request: Option<Outgoing>) {
+        let key = attempt.key().to_owned();
+        keeper.io().forwards.borrow_mut().push((key, request));
+    }
+}
+
+/// Runs a keeper's future to its end: over [`MemoryObject`] nothing waits, so one poll
+/// finishes it.
+pub fn run<F: std::future::Future>(future: F) -> F::Output {
+    crate::runtime::memory::run(future)
+}

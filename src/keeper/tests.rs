@@ -1,0 +1,292 @@
+//! The claim authority object's sequences over an object in memory: the real rules and
+//! records, with only the runtime's calls stood in for.
+
+use super::memory::{run, MemoryObject};
+use super::Keeper;
+use crate::authority::{AuthorityReply, AuthorityRequest};
+use crate::claim::{ClaimState, EnqueueOutcome, Millis};
+use crate::config::Config;
+use crate::failures::{IndexReply, IndexRequest};
+use crate::providers::Provider;
+
+const T0: Millis = 1_700_000_000_000;
+
+fn config() -> Config {
+    config_with(&[])
+}
+
+fn config_with(extra: &[(&str, &str)]) -> Config {
+    Config::load(|key| match key {
+        "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+        "ORIGIN_URL" => Some("https://origin.example/stripe".into()),
+        "GITHUB_WEBHOOK_SECRET" => Some("a-github-secret".into()),
+        "GITHUB_ORIGIN_URL" => Some("https://origin.example/github".into()),
+        other => extra
+            .iter()
+            .find(|(name, _)| *name == other)
+            .map(|(_, value)| (*value).to_owned()),
+    })
+    .unwrap()
+}
+
+fn keeper() -> Keeper<MemoryObject> {
+    Keeper::new(MemoryObject::new(T0, config()))
+}
+
+/// A GitHub delivery to store for the alarm to deliver.
+fn enqueue(id: &str) -> AuthorityRequest {
+    AuthorityRequest::Enqueue {
+        key: Provider::Github.key(id),
+        provider: Provider::Github,
+        policy: config().webhook.claims,
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("x-github-delivery".into(), id.into()),
+            ("x-github-event".into(), "push".into()),
+            ("x-hub-signature-256".into(), "sha256=00".into()),
+        ],
+        known_only: false,
+    }
+}
+
+fn state(keeper: &Keeper<MemoryObject>, key: &str) -> Option<ClaimState> {
+    let inspect = AuthorityRequest::Inspect { key: key.into() };
+    match run(keeper.serve(&inspect, b"")) {
+        AuthorityReply::Record { record } => record.map(|record| record.state()),
+        other => panic!("an inspection: {other:?}"),
+    }
+}
+
+/// A stored event is acknowledged only once the alarm that delivers it is set. The object
+/// knows its alarm: a repeat while it is still ahead does not set it again; one whose alarm
+/// time has passed (the alarm may have given up) sets it again.
+#[test]
+fn an_event_is_acknowledged_once_its_alarm_is_set() {
+    let keeper = keeper();
+    let stored = run(keeper.serve(&enqueue("d1"), b"{}"));
+    assert_eq!(stored, AuthorityReply::Enqueue(EnqueueOutcome::Queued));
+    assert_eq!(keeper.io().alarm.get(), Some(T0), "due at once");
+    run(keeper.alarm()).unwrap();
+    let set = keeper.io().alarms_set.get();
+    let lease_ms = config()
+        .queue
+        .attempt_policy(config().webhook.claims)
+        .lease_ms;
+    assert_eq!(
+        keeper.io().alarm.get(),
+        Some(T0 + lease_ms),
+        "the attempt's lease end"
+    );
+    let again = run(keeper.serve(&enqueue("d1"), b"{}"));
+    assert!(matches!(
+        again,
+        AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
+    ));
+    assert_eq!(
+        keeper.io().alarms_set.get(),
+        set,
+        "the known alarm serves the repeat"
+    );
+    keeper.io().now.set(T0 + lease_ms + 1);
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    assert_eq!(
+        keeper.io().alarms_set.get(),
+        set + 1,
+        "an alarm time passed is set again"
+    );
+}
+
+/// When `setAlarm` fails, the write stands but the sender is told to retry (503), and the
+/// log says why; the retry sets the alarm.
+#[test]
+fn an_event_whose_alarm_failed_is_not_acknowledged_and_its_retry_sets_it() {
+    let keeper = keeper();
+    keeper.io().failing_alarms.set(1);
+    let stored = run(keeper.serve(&enqueue("d1"), b"{}"));
+    assert!(
+        matches!(
+            stored,
+            AuthorityReply::StoreFailed {
+                retryable: true,
+                ..
+            }
+        ),
+        "{stored:?}"
+    );
+    assert_eq!(keeper.io().lines_with("alarm_not_set").len(), 1);
+    assert_eq!(state(&keeper, "github:d1"), Some(ClaimState::Queued));
+    let retried = run(keeper.serve(&enqueue("d1"), b"{}"));
+    assert!(matches!(
+        retried,
+        AuthorityReply::Enqueue(EnqueueOutcome::Duplicate { .. })
+    ));
+    assert_eq!(keeper.io().alarm.get(), Some(T0), "the retry set the alarm");
+}
+
+/// The alarm delivers a due event: it claims it under a lease (the alarm moved to the lease's
+/// end, so an attempt that dies is taken over) and forwards the stored body, signed anew, to
+/// the sender's origin.
+#[test]
+fn the_alarm_forwards_a_due_event_under_a_lease() {
+    let keeper = keeper();
+    run(keeper.serve(&enqueue("d1"), b"{\"a\":1}"));
+    run(keeper.alarm()).unwrap();
+    let forwards = keeper.io().forwards.borrow().clone();
+    let [(key, Some(request))] = forwards.as_slice() else {
+        panic!("one forward: {forwards:?}");
+    };
+    assert_eq!(
+        (key.as_str(), request.url.as_str()),
+        ("github:d1", "https://origin.example/github")
+    );
+    assert_eq!(request.body, b"{\"a\":1}");
+    let header = |name: &str| {
+        let found = request.headers.iter().find(|(known, _)| known == name);
+        found.map(|(_, value)| value.as_str())
+    };
+    assert_eq!(
+        header("x-hub-signature-256"),
+        Some("sha256=00"),
+        "GitHub's own, kept"
+    );
+    assert_eq!(header("x-webhook-dedup-attempt"), Some("1"));
+    assert_eq!(state(&keeper, "github:d1"), Some(ClaimState::Processing));
+    let lease_ms = config()
+        .queue
+        .attempt_policy(config().webhook.claims)
+        .lease_ms;
+    assert_eq!(keeper.io().alarm.get(), Some(T0 + lease_ms));
+}
+
+/// While the configuration is invalid, a due event waits, stored, and nothing is forwarded;
+/// the alarm comes back within a minute instead of spinning.
+#[test]
+fn a_due_event_waits_while_the_configuration_is_invalid() {
+    let mut object = MemoryObject::new(T0, config());
+    let keeper_ok = Keeper::new(std::mem::take(&mut object));
+    run(keeper_ok.serve(&enqueue("d1"), b"{}"));
+    let mut object = MemoryObject::new(T0, config());
+    object.table = keeper_ok.io().table.clone();
+    object.config = None;
+    let keeper = Keeper::new(object);
+    run(keeper.alarm()).unwrap();
+    assert!(keeper.io().forwards.borrow().is_empty());
+    let alarm = keeper.io().alarm.get().unwrap();
+    assert!(alarm > T0 && alarm <= T0 + 60_000, "{alarm}");
+    assert_eq!(state(&keeper, "github:d1"), Some(ClaimState::Queued));
+}
+
+/// Past its retention a record is deleted with the object's whole storage, and the log says
+/// which expired.
+#[test]
+fn past_retention_the_alarm_deletes_the_whole_storage() {
+    let keeper = keeper();
+    let claim = AuthorityRequest::Claim {
+        key: "evt_1".into(),
+        policy: config().webhook.claims,
+        nonce: crate::claim::Nonce([1; 16]),
+        source: crate::claim::Source::Webhook(Provider::Stripe),
+    };
+    run(keeper.serve(&claim, b""));
+    let inspect = AuthorityRequest::Inspect {
+        key: "evt_1".into(),
+    };
+    let AuthorityReply::Record {
+        record: Some(record),
+    } = run(keeper.serve(&inspect, b""))
+    else {
+        panic!("the claim is stored");
+    };
+    keeper.io().now.set(record.expires_at - 1);
+    run(keeper.alarm()).unwrap();
+    assert_eq!(
+        state(&keeper, "evt_1"),
+        Some(ClaimState::Processing),
+        "not yet"
+    );
+    keeper.io().now.set(record.expires_at);
+    run(keeper.alarm()).unwrap();
+    assert!(keeper.io().table.0.borrow().map.is_empty());
+    assert_eq!(keeper.io().alarm.get(), None);
+    let expired = keeper.io().lines_with("expired_abandoned_claim");
+    assert_eq!(expired.len(), 1, "a claim never settled is a warning");
+    assert!(expired[0].contains("\"level\":\"warn\""), "{expired:?}");
+}
+
+/// When the alarm cannot be re-armed, it is set again for within a minute and the log says
+/// why; when even that fails, the alarm fails for the runtime's own retries.
+#[test]
+fn a_failed_rearm_is_retried_within_a_minute_or_left_to_the_runtime() {
+    let keeper = keeper();
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    keeper.io().failing_alarms.set(2); // the lease's alarm (logged) and the re-arm
+    run(keeper.alarm()).unwrap();
+    assert_eq!(keeper.io().lines_with("alarm_failed").len(), 1);
+    let retry = keeper.io().alarm.get().unwrap();
+    assert!(retry > T0 && retry <= T0 + 60_000, "{retry}");
+    let keeper = self::keeper();
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    keeper.io().failing_alarms.set(10);
+    assert!(run(keeper.alarm()).is_err());
+    assert_eq!(keeper.io().lines_with("the runtime retries").len(), 1);
+}
+
+/// Runs the alarm at each time it asks for, until `key` is dead-lettered.
+fn until_dead(keeper: &Keeper<MemoryObject>, key: &str) {
+    for _ in 0..100 {
+        run(keeper.alarm()).unwrap();
+        if state(keeper, key) == Some(ClaimState::Dead) {
+            return;
+        }
+        let next = keeper
+            .io()
+            .alarm
+            .get()
+            .expect("an alarm while work is left");
+        keeper.io().now.set(next.max(keeper.io().now.get() + 1));
+    }
+    panic!("{key} was never dead-lettered");
+}
+
+/// An event whose every attempt dies (its leases run out, nothing settled) is dead-lettered
+/// by the alarm, and the change goes to the failure index: one the index did not take is
+/// logged and sent again after a back-off; one it took is not sent again.
+#[test]
+fn a_dead_letter_is_reported_to_the_index_until_it_is_taken() {
+    let keeper = Keeper::new(MemoryObject::new(
+        T0,
+        config_with(&[("RETRY_MAX_AGE_HOURS", "1")]),
+    ));
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    until_dead(&keeper, "github:d1");
+    let reports = || {
+        let index = keeper.io().index.borrow();
+        let reports = index
+            .iter()
+            .filter(|r| matches!(r, IndexRequest::Report(_)));
+        reports.count()
+    };
+    assert_eq!(reports(), 1, "the alarm that dead-lettered it reported it");
+    assert_eq!(
+        keeper.io().lines_with("report_failed").len(),
+        1,
+        "not taken"
+    );
+    run(keeper.send_due("github:d1"));
+    assert_eq!(reports(), 1, "not again before its back-off");
+    let applied = crate::failures::Applied {
+        fresh: Vec::new(),
+        notifications: Vec::new(),
+    };
+    keeper
+        .io()
+        .index_replies
+        .borrow_mut()
+        .push_back(IndexReply::Applied(applied));
+    keeper.io().now.set(keeper.io().alarm.get().unwrap());
+    run(keeper.alarm()).unwrap();
+    assert_eq!(reports(), 2, "sent again after the back-off, and taken");
+    keeper.io().now.set(keeper.io().now.get() + 3_600_000);
+    run(keeper.send_due("github:d1"));
+    assert_eq!(reports(), 2, "a change the index took is not sent again");
+}
