@@ -7,8 +7,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::{Keeper, ObjectIo, Outgoing};
-use crate::authority::Attempt;
+use super::{Forwarding, Keeper, ObjectIo, Outgoing};
+use crate::authority::attempt::{Event, Wants};
+use crate::authority::{Attempt, Door, Report};
 use crate::claim::{KvStore, KvTable, KvValue, MemoryTable, Millis, Scan, StoreError};
 use crate::config::Config;
 use crate::failures::{IndexReply, IndexRequest};
@@ -59,6 +60,11 @@ pub struct MemoryObject {
     pub index: RefCell<Vec<IndexRequest>>,
     /// Every forward: the attempt's key and its request.
     pub forwards: RefCell<Vec<(String, Option<Outgoing>)>>,
+    /// What the origin does in the next forwards, in order: each a list of what the forward
+    /// sees (then time-outs). Without one, the forward is noted and not driven.
+    pub origin: RefCell<VecDeque<Vec<Event>>>,
+    /// What the driven forwards did, in order (`reply`, `discard_body`, …).
+    pub forward_calls: RefCell<Vec<&'static str>>,
 }
 
 impl MemoryObject {
@@ -129,6 +135,68 @@ impl ObjectIo for MemoryObject {
     async fn forward(keeper: &Keeper<Self>, attempt: Attempt, request: Option<Outgoing>) {
         let key = attempt.key().to_owned();
         keeper.io().forwards.borrow_mut().push((key, request));
+        let next = keeper.io().origin.borrow_mut().pop_front();
+        if let Some(events) = next {
+            let mut script = Script {
+                events: events.into(),
+                calls: &keeper.io().forward_calls,
+            };
+            keeper.drive(attempt, Ok(()), &mut script).await;
+        }
+    }
+}
+
+/// A forward that sees what it is given, in order, then only time-outs; every call noted.
+pub struct Script<'a> {
+    /// What it sees next.
+    pub events: VecDeque<Event>,
+    /// Where its calls are noted.
+    pub calls: &'a RefCell<Vec<&'static str>>,
+}
+
+impl Script<'_> {
+    fn note(&self, call: &'static str) {
+        self.calls.borrow_mut().push(call);
+    }
+}
+
+impl Forwarding for Script<'_> {
+    async fn next(&mut self, _wants: Wants, _door: Door, _deadline: Millis) -> Event {
+        self.events.pop_front().unwrap_or(Event::Timeout)
+    }
+
+    fn reply(&mut self, _report: Report) {
+        self.note("reply");
+    }
+
+    fn stream(&mut self, _report: Report) -> bool {
+        self.note("stream");
+        true
+    }
+
+    fn abort(&mut self) {
+        self.note("abort");
+    }
+
+    fn discard_body(&mut self) {
+        self.note("discard_body");
+    }
+
+    fn chunk(&self) -> Vec<u8> {
+        b"chunk".to_vec()
+    }
+
+    async fn pass(&mut self, _deadline: Option<Millis>) -> bool {
+        self.note("pass");
+        true
+    }
+
+    fn end_stream(&mut self, closed: bool) {
+        self.note(if closed {
+            "close_stream"
+        } else {
+            "abort_stream"
+        });
     }
 }
 

@@ -6,6 +6,7 @@
 //! [`Keeper::origin_failed`]). The worker's object carries out each [`ObjectIo`] call.
 
 mod alarm_run;
+mod drive;
 #[cfg(test)]
 pub mod memory;
 mod queue_run;
@@ -13,6 +14,8 @@ mod report;
 mod serve;
 #[cfg(test)]
 mod tests;
+
+pub use drive::Forwarding;
 
 use std::cell::Cell;
 use std::rc::Rc;

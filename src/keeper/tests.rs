@@ -1,10 +1,13 @@
 //! The claim authority object's sequences over an object in memory: the real rules and
 //! records, with only the runtime's calls stood in for.
 
-use super::memory::{run, MemoryObject};
+use super::memory::{run, MemoryObject, Script};
 use super::Keeper;
-use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::{ClaimState, EnqueueOutcome, Millis};
+use crate::authority::attempt::Event;
+use crate::authority::{
+    Attempt, AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward, Head,
+};
+use crate::claim::{ClaimState, EnqueueOutcome, Millis, Nonce, Source};
 use crate::config::Config;
 use crate::failures::{IndexReply, IndexRequest};
 use crate::providers::Provider;
@@ -289,4 +292,83 @@ fn a_dead_letter_is_reported_to_the_index_until_it_is_taken() {
     keeper.io().now.set(keeper.io().now.get() + 3_600_000);
     run(keeper.send_due("github:d1"));
     assert_eq!(reports(), 2, "a change the index took is not sent again");
+}
+
+fn head(status: u16) -> Event {
+    Event::Head(Head {
+        status,
+        headers: Vec::new(),
+    })
+}
+
+/// A queued attempt the origin answers 2xx: the body is discarded, the record is done, and
+/// the attempt's end is logged and counted.
+#[test]
+fn a_queued_attempt_answered_2xx_is_done() {
+    let keeper = keeper();
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    keeper.io().origin.borrow_mut().push_back(vec![head(204)]);
+    run(keeper.alarm()).unwrap();
+    assert_eq!(state(&keeper, "github:d1"), Some(ClaimState::Done));
+    assert_eq!(*keeper.io().forward_calls.borrow(), ["discard_body"]);
+    let ended = keeper
+        .io()
+        .lines
+        .borrow()
+        .iter()
+        .filter(|(_, counted)| *counted)
+        .count();
+    assert_eq!(ended, 1, "one line and metric for the attempt");
+}
+
+/// A queued attempt the origin answers 503 is released for a retry after a back-off, and the
+/// alarm is set for it.
+#[test]
+fn a_queued_attempt_answered_503_waits_for_its_retry() {
+    let keeper = keeper();
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    keeper.io().origin.borrow_mut().push_back(vec![head(503)]);
+    run(keeper.alarm()).unwrap();
+    assert_eq!(state(&keeper, "github:d1"), Some(ClaimState::Queued));
+    let retry_at = keeper.io().alarm.get().unwrap();
+    let base_ms = config().queue.retry.base_ms;
+    assert!(retry_at > T0 && retry_at <= T0 + base_ms, "{retry_at}");
+}
+
+/// A delivery forwarded while its sender waits: when the origin's head arrives its body is
+/// discarded and the sender answered, and the claim is finalized, so a repeat is declined.
+#[test]
+fn a_sync_delivery_is_answered_then_finalized() {
+    let keeper = keeper();
+    let forward = Forward {
+        url: "https://origin.example/stripe".into(),
+        method: "POST".into(),
+        headers: Vec::new(),
+        timeout_ms: 10_000,
+        wait_ms: 5_000,
+    };
+    let source = Source::Webhook(Provider::Stripe);
+    let policy = config().webhook.claims;
+    let deliver = Deliver::webhook(
+        "evt_1".into(),
+        policy,
+        Nonce([1; 16]),
+        source,
+        forward,
+        false,
+    );
+    let (won, now) = run(keeper.begin(&deliver)).unwrap();
+    let calls = std::cell::RefCell::new(Vec::new());
+    let mut script = Script {
+        events: vec![head(200)].into(),
+        calls: &calls,
+    };
+    run(keeper.drive(Attempt::sync(&deliver, won, now), Ok(()), &mut script));
+    assert_eq!(*calls.borrow(), ["discard_body", "reply"]);
+    assert_eq!(state(&keeper, "evt_1"), Some(ClaimState::Done));
+    let again = run(keeper.begin(&deliver));
+    assert!(
+        matches!(again, Err(AuthorityReply::Delivery(Delivery::Declined(_)))),
+        "a repeat is declined: {again:?}"
+    );
 }

@@ -1,7 +1,6 @@
-//! Runs an [`Attempt`] (the rules are in [`crate::authority::attempt`]): carries out each
-//! command it hands out and feeds back what happened. The one forward loop of the product:
-//! deliveries forwarded while their sender waits, queued attempts and Idempotency-Key requests
-//! all run here.
+//! A forward's I/O (see [`crate::keeper::Forwarding`]; the loop that carries out the attempt
+//! driver's commands is [`Keeper::drive`]): the request to the origin, its answer and body,
+//! and the caller's answer and stream.
 
 use futures_channel::oneshot;
 use js_sys::futures::JsFuture;
@@ -11,11 +10,10 @@ use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefau
 use super::clock;
 use super::forward::{self, BodyReader, Exchange};
 use super::keeper::Keeper;
-use crate::authority::attempt::{Command, Event, Wants};
-use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head};
+use crate::authority::attempt::{Event, Wants};
+use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head, Report};
 use crate::claim::Millis;
-use crate::keeper::ObjectIo;
-use crate::log_line::LogLine;
+use crate::keeper::Forwarding;
 use crate::origin::OriginOutcome;
 
 /// What the caller of a delivery is told by the forward time-out.
@@ -30,7 +28,7 @@ pub enum Early {
 /// caller, if any, is answered through `early`.
 pub async fn run(
     keeper: &Keeper,
-    mut attempt: Attempt,
+    attempt: Attempt,
     sent: Result<Exchange, OriginOutcome>,
     early: Option<oneshot::Sender<Early>>,
 ) {
@@ -43,27 +41,11 @@ pub async fn run(
         sink: None,
         early,
     };
-    match sent {
-        Ok(exchange) => {
-            io.aborter = Some(exchange.aborter());
-            io.exchange = Some(exchange);
-        }
-        Err(outcome) => attempt.handle(Event::NoHead(outcome), clock::now_ms()),
-    }
-    loop {
-        // Each command is carried out in order; what it leads to is handed back at once.
-        while let Some(command) = attempt.poll() {
-            if let Some(event) = io.carry_out(command, &mut attempt, keeper).await {
-                attempt.handle(event, clock::now_ms());
-            }
-        }
-        if attempt.is_finished() {
-            return;
-        }
-        let deadline = attempt.poll_timeout().unwrap_or_else(clock::now_ms);
-        let event = io.next(attempt.wants(), attempt.door(), deadline).await;
-        attempt.handle(event, clock::now_ms());
-    }
+    let sent = sent.map(|exchange| {
+        io.aborter = Some(exchange.aborter());
+        io.exchange = Some(exchange);
+    });
+    keeper.drive(attempt, sent, &mut io).await;
 }
 
 /// The forward's I/O: the request, its answer and body, and the caller's stream.
@@ -73,40 +55,17 @@ struct Io {
     exchange: Option<Exchange>,
     response: Option<web_sys::Response>,
     reader: Option<BodyReader>,
-    /// The chunk read last (a [`Command::Keep`] or [`Command::Pass`] is about it).
+    /// The chunk read last.
     chunk: Option<Uint8Array>,
     sink: Option<Sink>,
     early: Option<oneshot::Sender<Early>>,
 }
 
-impl Io {
-    /// Waits for what the attempt wants until `deadline`, and says what happened.
+impl Forwarding for Io {
     async fn next(&mut self, wants: Wants, door: Door, deadline: Millis) -> Event {
         let remaining = deadline.saturating_sub(clock::now_ms());
         match wants {
-            Wants::Head => {
-                let Some(exchange) = self.exchange.take() else {
-                    return Event::NoHead(OriginOutcome::NotSent);
-                };
-                match forward::within(exchange, remaining).await {
-                    Ok(Ok(response)) => {
-                        let headers = if door.passes_answer() {
-                            forward::answer_headers(&response)
-                        } else {
-                            Vec::new()
-                        };
-                        let status = response.status();
-                        self.reader = Some(BodyReader::new(&response));
-                        self.response = Some(response);
-                        Event::Head(Head { status, headers })
-                    }
-                    Ok(Err(outcome)) => Event::NoHead(outcome),
-                    Err(exchange) => {
-                        self.exchange = Some(exchange);
-                        Event::Timeout
-                    }
-                }
-            }
+            Wants::Head => self.head(door, remaining).await,
             Wants::Chunk => {
                 let Some(reader) = self.reader.as_mut() else {
                     return Event::BodyEnded;
@@ -131,102 +90,88 @@ impl Io {
         }
     }
 
-    /// Carries out `command`; returns the event it leads to, if any.
-    async fn carry_out(
-        &mut self,
-        command: Command,
-        attempt: &mut Attempt,
-        keeper: &Keeper,
-    ) -> Option<Event> {
-        match command {
-            Command::Reply(report) => self.reply(report, attempt, keeper).await,
-            Command::ReplyStreaming(report) => return self.stream(report),
-            Command::Abort => {
-                if let Some(aborter) = &self.aborter {
-                    aborter.abort();
-                }
-                if let Some(reader) = self.reader.as_mut() {
-                    reader.cancel();
-                }
-            }
-            Command::DiscardBody => {
-                if let Some(response) = &self.response {
-                    forward::discard_body(response);
-                }
-            }
-            Command::Keep => {
-                if let Some(chunk) = &self.chunk {
-                    attempt.keep(&chunk.to_vec());
-                }
-            }
-            Command::Pass => return self.pass(attempt.poll_timeout()).await,
-            Command::CloseStream | Command::AbortStream => {
-                if let Some(sink) = self.sink.take() {
-                    sink.end(command == Command::CloseStream);
-                }
-            }
-            Command::Settle(op) => {
-                let now = clock::now_ms();
-                let result = keeper
-                    .with_store(attempt.key(), "settle", |store| {
-                        attempt.settle_with(&op, store, now)
-                    })
-                    .await
-                    .and_then(|settled| settled);
-                return Some(Event::Settled(result));
-            }
-            Command::Report(summary) => {
-                keeper
-                    .io()
-                    .record(&LogLine::ended(&summary, clock::now_ms()));
-                let (key, provider) = (&summary.key, summary.provider);
-                keeper.origin_failed(key, provider, summary.verdict).await;
-            }
-        }
-        None
-    }
-
-    /// Answers the caller with `report`. A failure the caller was told of in time counts
-    /// against the origin too (see [`Keeper::origin_failed`]).
-    async fn reply(
-        &mut self,
-        report: crate::authority::Report,
-        attempt: &Attempt,
-        keeper: &Keeper,
-    ) {
-        let verdict = report.verdict;
+    fn reply(&mut self, report: Report) {
         self.answer(Early::Reply(forwarded(report)));
-        let (key, provider) = (attempt.key(), attempt.provider());
-        keeper.origin_failed(key, provider, verdict).await;
     }
 
-    /// Answers the caller with `report` and a stream for the origin's body; `CallerGone` when
-    /// no stream can be made.
-    fn stream(&mut self, report: crate::authority::Report) -> Option<Event> {
+    fn stream(&mut self, report: Report) -> bool {
         let Ok((sink, stream)) = Sink::new() else {
-            return Some(Event::CallerGone);
+            return false;
         };
         self.sink = Some(sink);
         self.answer(Early::Stream(forwarded(report), stream));
-        None
+        true
     }
 
-    /// Passes the last chunk on to the caller by `deadline`; `CallerGone` when it cannot.
-    async fn pass(&mut self, deadline: Option<Millis>) -> Option<Event> {
+    fn abort(&mut self) {
+        if let Some(aborter) = &self.aborter {
+            aborter.abort();
+        }
+        if let Some(reader) = self.reader.as_mut() {
+            reader.cancel();
+        }
+    }
+
+    fn discard_body(&mut self) {
+        if let Some(response) = &self.response {
+            forward::discard_body(response);
+        }
+    }
+
+    fn chunk(&self) -> Vec<u8> {
+        self.chunk
+            .as_ref()
+            .map(Uint8Array::to_vec)
+            .unwrap_or_default()
+    }
+
+    async fn pass(&mut self, deadline: Option<Millis>) -> bool {
         let (Some(sink), Some(chunk)) = (&self.sink, &self.chunk) else {
-            return Some(Event::CallerGone);
+            return false;
         };
         let remaining = deadline.map_or(0, |at| at.saturating_sub(clock::now_ms()));
-        if matches!(
-            forward::within(Box::pin(sink.write(chunk)), remaining).await,
-            Ok(true)
-        ) {
-            return None;
+        // A write still pending at the deadline is dropped with the stream.
+        let written = forward::within(Box::pin(sink.write(chunk)), remaining).await;
+        if matches!(written, Ok(true)) {
+            return true;
         }
+        drop(written);
+        self.end_stream(false);
+        false
+    }
+
+    fn end_stream(&mut self, closed: bool) {
         if let Some(sink) = self.sink.take() {
-            sink.end(false);
+            sink.end(closed);
         }
-        Some(Event::CallerGone)
+    }
+}
+
+impl Io {
+    /// Waits `remaining` ms for the origin's head; its headers are read only for a `door`
+    /// that passes them back.
+    async fn head(&mut self, door: Door, remaining: Millis) -> Event {
+        let Some(exchange) = self.exchange.take() else {
+            return Event::NoHead(OriginOutcome::NotSent);
+        };
+        match forward::within(exchange, remaining).await {
+            Ok(Ok(response)) => {
+                let headers = if door.passes_answer() {
+                    forward::answer_headers(&response)
+                } else {
+                    Vec::new()
+                };
+                let status = response.status();
+                self.reader = Some(BodyReader::new(&response));
+                self.response = Some(response);
+                Event::Head(Head { status, headers })
+            }
+            Ok(Err(outcome)) => Event::NoHead(outcome),
+            Err(exchange) => {
+                self.exchange = Some(exchange);
+                Event::Timeout
+            }
+        }
     }
 
     fn answer(&mut self, early: Early) {
@@ -236,7 +181,7 @@ impl Io {
     }
 }
 
-fn forwarded(report: crate::authority::Report) -> AuthorityReply {
+fn forwarded(report: Report) -> AuthorityReply {
     AuthorityReply::Delivery(Delivery::Forwarded(report))
 }
 
