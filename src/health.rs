@@ -33,6 +33,19 @@ fn enabled_providers(config: &Config) -> Map<String, Value> {
         .collect()
 }
 
+/// What `/healthz` shows a caller with `authorization`: the sender details only to one with
+/// the admin token of a usable configuration.
+pub fn view(loaded: Result<&Config, &[ConfigProblem]>, authorization: Option<&str>) -> View {
+    let Ok(config) = loaded else {
+        return View::Anonymous;
+    };
+    let token = config.admin.token.as_ref().map(|token| token.expose_str());
+    match crate::admin::gate(token, authorization) {
+        Ok(()) => View::Operator,
+        Err(_) => View::Anonymous,
+    }
+}
+
 /// The answer to `GET /healthz` with `loaded` (the configuration, or every problem in it), for
 /// `view`: 200 `status: ok` (with the enabled providers and their delivery modes for the
 /// operator only, so an anonymous caller does not learn which senders are on), else 503
@@ -111,5 +124,24 @@ mod tests {
         let text = String::from_utf8(answer.body.unwrap()).unwrap();
         assert!(text.contains("LEASE_SECONDS") && text.contains("\"misconfigured\""));
         assert!(!text.contains("\"x\""), "never a value");
+    }
+
+    /// Only the admin token of a usable configuration shows the sender details.
+    #[test]
+    fn only_the_operator_sees_the_senders() {
+        let token = "a-long-admin-token-0123456789";
+        let config = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("https://origin.example/hook".into()),
+            "ADMIN_TOKEN" => Some(token.into()),
+            _ => None,
+        })
+        .unwrap();
+        let bearer = format!("Bearer {token}");
+        assert_eq!(view(Ok(&config), Some(&bearer)), View::Operator);
+        assert_eq!(view(Ok(&config), Some("Bearer nope")), View::Anonymous);
+        assert_eq!(view(Ok(&config), None), View::Anonymous);
+        let problems = Config::load(|_| None).unwrap_err();
+        assert_eq!(view(Err(&problems), Some(&bearer)), View::Anonymous);
     }
 }

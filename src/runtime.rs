@@ -38,6 +38,9 @@ pub trait Runtime {
     /// A copy of `body`'s bytes.
     fn bytes(&self, body: &Self::Body) -> Vec<u8>;
 
+    /// `bytes` as a body the runtime holds.
+    fn body_of(&self, bytes: &[u8]) -> Self::Body;
+
     /// The HMAC-SHA256 of `prefix` then `body` under each of `keys`; none when the runtime's
     /// crypto fails (so nothing can match).
     async fn macs(&self, keys: &[&[u8]], prefix: &[u8], body: &Self::Body) -> Vec<[u8; 32]>;

@@ -16,6 +16,8 @@ use crate::config::{self, Config, ConfigProblem};
 use crate::origin::{Reason, UnknownReason};
 use crate::providers::Provider;
 
+pub mod door;
+
 /// A test route.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TestRoute {

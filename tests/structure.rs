@@ -29,11 +29,12 @@ const LAYERS: &[&[&str]] = &[
     // What the doors ask of the runtime.
     &["runtime"],
     // The doors' rules.
-    &["webhook", "idempotency", "admin", "health"],
+    &["webhook", "idempotency", "admin"],
     // The claim authority object's sequences.
     &["keeper"],
-    // The test routes, which show records as the admin API does.
-    &["test_routes"],
+    // The test routes, which show records as the admin API does, and `/healthz`, which shows
+    // the operator more than anyone else.
+    &["test_routes", "health"],
     // The adapter to the runtime.
     &["worker"],
 ];
@@ -237,7 +238,7 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
 /// The most lines `src/worker/` may hold, comments included: what it holds today, so it can
 /// only shrink. The aim is 1,800; what stands between is written down in the reliability and
 /// developing guides. Lower it whenever a change moves work out of the adapter.
-const MAX_WORKER_LINES: usize = 2_277;
+const MAX_WORKER_LINES: usize = 2_176;
 
 #[test]
 fn the_worker_adapter_does_not_grow() {

@@ -133,6 +133,10 @@ impl Runtime for Memory {
         body.clone()
     }
 
+    fn body_of(&self, bytes: &[u8]) -> Vec<u8> {
+        bytes.to_vec()
+    }
+
     async fn macs(&self, keys: &[&[u8]], prefix: &[u8], body: &Vec<u8>) -> Vec<[u8; 32]> {
         self.note(Call::Macs(keys.len()));
         let mac = |key: &&[u8]| crate::mac::hmac_sha256(key, prefix, body);

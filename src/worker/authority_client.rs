@@ -1,25 +1,13 @@
 //! The worker's typed client of the claim authority (one Durable Object per key).
 
-use js_sys::futures::JsFuture;
-use js_sys::{Promise, Uint8Array};
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
+use js_sys::Uint8Array;
 use worker::web_sys::ReadableStream;
 use worker::{Env, ObjectNamespace};
 
 use super::authority_wire;
 use super::kv_store::{js_flag, js_text};
+use super::rpc;
 use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
-
-#[wasm_bindgen]
-extern "C" {
-    /// A stub of one claim authority object, called over RPC.
-    type ClaimStub;
-
-    /// Sends one request frame; resolves to the object's reply.
-    #[wasm_bindgen(method, catch)]
-    fn call(this: &ClaimStub, frame: &Uint8Array) -> Result<Promise, JsValue>;
-}
 
 /// The binding name of the claim authority's namespace in `wrangler.toml`.
 pub const BINDING: &str = "CLAIM_AUTHORITY";
@@ -59,9 +47,11 @@ impl AuthorityClient {
         let mut sends = 0;
         loop {
             sends += 1;
-            match self.send_once(request.key(), &frame).await {
-                Ok(Ok(read)) => return read,
-                Ok(Err(detail)) => return (failed(false, detail), None),
+            match rpc::call(&self.namespace, request.key(), &frame).await {
+                Ok(answer) => match authority_wire::read_reply(answer) {
+                    Ok(read) => return read,
+                    Err(detail) => return (failed(false, detail), None),
+                },
                 Err(error) => {
                     match after_stub_failure(
                         js_flag(&error, "retryable"),
@@ -78,25 +68,6 @@ impl AuthorityClient {
                 }
             }
         }
-    }
-
-    /// One send: `Err` is the stub's exception (to decide on a retry), `Ok(Err)` an answer that
-    /// is not a reply.
-    #[allow(clippy::type_complexity)]
-    async fn send_once(
-        &self,
-        key: &str,
-        frame: &Uint8Array,
-    ) -> Result<Result<(AuthorityReply, Option<ReadableStream>), String>, wasm_bindgen::JsValue>
-    {
-        let stub = self
-            .namespace
-            .id_from_name(key)
-            .and_then(|id| id.get_stub())
-            .map_err(|error| wasm_bindgen::JsValue::from_str(&error.to_string()))?;
-        let stub: ClaimStub = stub.into_rpc::<JsValue>().unchecked_into();
-        let answer = JsFuture::from(stub.call(frame)?).await?;
-        Ok(authority_wire::read_reply(answer))
     }
 }
 

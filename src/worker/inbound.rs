@@ -5,8 +5,6 @@
 //! runtime build that object (location, TLS and network details) for every request; no door
 //! needs it, so this type never touches it.
 
-use js_sys::futures::JsFuture;
-use serde::de::DeserializeOwned;
 use worker::web_sys;
 use worker::{Headers, Method};
 
@@ -52,20 +50,5 @@ impl Inbound {
     /// The runtime's request itself (its body, for one).
     pub fn inner(&self) -> &web_sys::Request {
         &self.raw
-    }
-
-    /// Its body as text; `None` when it cannot be read.
-    pub async fn text(&self) -> Option<String> {
-        JsFuture::from(self.raw.text().ok()?)
-            .await
-            .ok()?
-            .as_string()
-    }
-
-    /// Its body read as JSON into `T` (an unreadable body reads as empty, which is no JSON).
-    pub async fn json<T: DeserializeOwned>(&self) -> worker::Result<T> {
-        Ok(serde_json::from_str(
-            &self.text().await.unwrap_or_default(),
-        )?)
     }
 }

@@ -1,23 +1,11 @@
 //! The client of the failure index (one Durable Object per deployment), used by the admin API
 //! and by the claim authority objects.
 
-use js_sys::futures::JsFuture;
-use js_sys::Promise;
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::JsValue;
 use worker::Env;
 
+use super::rpc;
 use crate::failures::{IndexReply, IndexRequest, INDEX_NAME};
-
-#[wasm_bindgen]
-extern "C" {
-    /// A stub of the index object, called over RPC.
-    type IndexStub;
-
-    /// Sends one request's JSON; resolves to the reply's JSON.
-    #[wasm_bindgen(method, catch)]
-    fn call(this: &IndexStub, request: &str) -> Result<Promise, JsValue>;
-}
 
 /// The binding name of the failure index's namespace in `wrangler.toml`.
 pub const BINDING: &str = "FAILURE_INDEX";
@@ -42,16 +30,11 @@ pub async fn send(env: &Env, request: &IndexRequest) -> IndexReply {
 }
 
 async fn send_once(env: &Env, request: &IndexRequest) -> Result<IndexReply, String> {
-    let no_index = |error: worker::Error| format!("no failure index: {error}");
-    let namespace = env.durable_object(BINDING).map_err(no_index)?;
-    let stub = namespace
-        .id_from_name(INDEX_NAME)
-        .and_then(|id| id.get_stub())
-        .map_err(no_index)?;
-    let stub: IndexStub = stub.into_rpc::<JsValue>().unchecked_into();
+    let namespace = env
+        .durable_object(BINDING)
+        .map_err(|error| format!("no failure index: {error}"))?;
     let json = serde_json::to_string(request).expect("a request always serialises");
-    let promise = stub.call(&json).map_err(|error| format!("{error:?}"))?;
-    let answer = JsFuture::from(promise)
+    let answer = rpc::call(&namespace, INDEX_NAME, &JsValue::from_str(&json))
         .await
         .map_err(|error| format!("the failure index failed: {error:?}"))?;
     let text = answer

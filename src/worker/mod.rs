@@ -23,6 +23,7 @@ mod log;
 mod metrics;
 mod native;
 mod rate_limit;
+mod rpc;
 mod runtime;
 mod test_routes;
 mod webhook;
@@ -68,7 +69,7 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
         return admin::serve(req, env, ctx, rest).await;
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
-        return test_routes::serve(req, env, rest).await;
+        return test_routes::serve(req, env, ctx, rest).await;
     }
     let detail = format!("no route for {path}");
     let refusal = (404, "not_found", detail.as_str());
@@ -93,22 +94,7 @@ fn health(req: &Inbound, env: &Env) -> Result<Response> {
         });
     }
     let loaded = config.as_deref().map_err(|problems| &**problems);
-    let view = health_view(req, loaded)?;
-    door::render(health::answer(loaded, view))
-}
-
-/// What `/healthz` shows its caller: the sender details to a caller with the admin token.
-fn health_view(
-    req: &Inbound,
-    loaded: std::result::Result<&config::Config, &[config::ConfigProblem]>,
-) -> Result<health::View> {
-    let Ok(config) = loaded else {
-        return Ok(health::View::Anonymous);
-    };
     let authorization = req.headers().get("authorization")?;
-    let token = config.admin.token.as_ref().map(|token| token.expose_str());
-    Ok(match crate::admin::gate(token, authorization.as_deref()) {
-        Ok(()) => health::View::Operator,
-        Err(_) => health::View::Anonymous,
-    })
+    let view = health::view(loaded, authorization.as_deref());
+    door::render(health::answer(loaded, view))
 }

@@ -56,6 +56,10 @@ impl Runtime for Doorway<'_> {
         body.to_vec()
     }
 
+    fn body_of(&self, bytes: &[u8]) -> Uint8Array {
+        Uint8Array::from(bytes)
+    }
+
     /// A failure of WebCrypto itself is not the sender's: nothing can match.
     async fn macs(&self, keys: &[&[u8]], prefix: &[u8], body: &Uint8Array) -> Vec<[u8; 32]> {
         native::macs(keys, prefix, body).await.unwrap_or_default()
