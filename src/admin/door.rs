@@ -22,6 +22,16 @@ pub enum Served {
     Page(HttpAnswer),
 }
 
+impl Served {
+    /// The answer as HTTP.
+    pub fn http(self) -> HttpAnswer {
+        match self {
+            Served::Api(answer) => answer.http(),
+            Served::Page(asset) => asset,
+        }
+    }
+}
+
 /// Serves a `method` request for `rest` (the path after `/admin/`) with the query's `pairs`,
 /// given the usable admin `token` and the `loaded` configuration; the log line learns the key,
 /// the outcome, and a raised level when an operator changed a record.

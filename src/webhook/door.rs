@@ -2,6 +2,7 @@
 //! sender enabled, method, body, signature (for Stripe, then its envelope), the replay limit,
 //! then the delivery (sync) or its storage (queue), and the answer.
 
+use crate::answer::HttpAnswer;
 use crate::config::{Config, ConfigProblem};
 use crate::log_line::{LogLine, Route};
 use crate::providers::{Identity, Provider};
@@ -13,6 +14,24 @@ use super::{Checked, Refusal, Unchecked};
 /// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
 /// signed body of a sender that signs neither the id nor a time may be delivered.
 pub const REPLAY_LIMITER: &str = "WEBHOOK_REPLAY_LIMITER";
+
+/// Serves one `method` delivery from `provider` under `config` (see [`deliver`]): the answer,
+/// and on `line` its outcome and what the log says of a refusal.
+pub async fn serve<R: Runtime>(
+    runtime: &R,
+    provider: Provider,
+    config: Result<&Config, &[ConfigProblem]>,
+    method: &str,
+    line: &mut LogLine,
+) -> HttpAnswer {
+    line.provider = Some(provider);
+    let answer = deliver(runtime, provider, config, method, line).await;
+    line.outcome = answer.outcome;
+    if answer.note.is_some() {
+        line.detail.clone_from(&answer.note);
+    }
+    answer.http()
+}
 
 /// Serves one `method` delivery from `provider` under `config` and says what to answer; what
 /// it learns (key, event type, the claim authority's reply) is noted on `line`. A refusal asks
