@@ -26,8 +26,10 @@
 //! | [`runtime`] | what the front doors ask of the Workers runtime, as one trait (and a runtime in memory for their tests) |
 //! | [`test_routes`] | the test routes (off by default): which exist, who may use them, what they show |
 //!
-//! A front door is a pure module (its decisions and one answer table) and a thin adapter in
-//! `worker/` over one shared skeleton (`worker/door.rs`).
+//! A front door is a pure module (its decisions, one answer table, and its sequence over the
+//! [`runtime`] in its `door` module); the worker's router (`worker/mod.rs`) runs it over the
+//! request, with one log line and one metric per request (`worker/door.rs`). The claim
+//! authority object is [`keeper`] over the object's I/O.
 
 pub mod admin;
 pub mod answer;

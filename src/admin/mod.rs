@@ -1,6 +1,6 @@
 //! The admin API's rules: who may call it, which routes exist, how records are shown, and one
 //! answer table from what the claim authority said to what the operator is told. Pure;
-//! `src/worker/admin.rs` carries the requests.
+//! [`door`] runs a request's sequence over the runtime.
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

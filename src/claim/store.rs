@@ -25,6 +25,18 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+impl StoreError {
+    /// A storage exception with message `text`, classified by its flags: one the runtime marks
+    /// `retryable` or `overloaded` may succeed if sent again later; any other is fatal.
+    pub fn of_exception(text: String, retryable: bool, overloaded: bool) -> StoreError {
+        if retryable || overloaded {
+            StoreError::Retryable(text)
+        } else {
+            StoreError::Fatal(text)
+        }
+    }
+}
+
 /// One key's record storage: the only operations the claim rules use.
 ///
 /// The Durable Object implements it over its SQLite storage, where every call is synchronous,

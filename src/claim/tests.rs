@@ -746,3 +746,13 @@ fn redelivering_a_dead_event_reads_its_record_once() {
     assert_eq!(store.usage.rows_read - before.rows_read, 1);
     assert_eq!(store.usage.rows_written - before.rows_written, 1);
 }
+
+/// A storage exception the runtime flags `retryable` or `overloaded` is worth sending again;
+/// any other is fatal.
+#[test]
+fn a_storage_exception_is_retryable_only_when_flagged() {
+    let of = |retryable, overloaded| StoreError::of_exception("x".into(), retryable, overloaded);
+    assert_eq!(of(true, false), StoreError::Retryable("x".into()));
+    assert_eq!(of(false, true), StoreError::Retryable("x".into()));
+    assert_eq!(of(false, false), StoreError::Fatal("x".into()));
+}

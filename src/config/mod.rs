@@ -251,6 +251,16 @@ impl fmt::Display for ConfigProblem {
     }
 }
 
+/// A key's value from the worker's environment: its var (`var`), else a secret of the same
+/// name (`secret`, read only then). An empty var (such as the `ORIGIN_URL = ""` that
+/// `wrangler.toml` ships with) gives way to a secret.
+pub fn var_or_secret(
+    var: Option<String>,
+    secret: impl FnOnce() -> Option<String>,
+) -> Option<String> {
+    var.filter(|value| !value.trim().is_empty()).or_else(secret)
+}
+
 /// Every problem on one line, `KEY: problem; KEY: problem` (for log lines).
 pub fn describe(problems: &[ConfigProblem]) -> String {
     problems

@@ -729,3 +729,24 @@ fn the_admin_token_is_read_alone_while_other_keys_have_problems() {
     assert!(admin_token(|key| (key == "ADMIN_TOKEN").then(|| "short".into())).is_none());
     assert!(admin_token(|_| None).is_none());
 }
+
+/// A var wins unless it is empty (or blank), when a secret of the same name is read.
+#[test]
+fn an_empty_var_gives_way_to_a_secret() {
+    let secret = || Some("from a secret".to_owned());
+    assert_eq!(
+        var_or_secret(Some("a".into()), secret).as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        var_or_secret(Some(" ".into()), secret).as_deref(),
+        Some("from a secret")
+    );
+    assert_eq!(
+        var_or_secret(None, secret).as_deref(),
+        Some("from a secret")
+    );
+    assert_eq!(var_or_secret(Some(String::new()), || None), None);
+    let untouched = var_or_secret(Some("a".into()), || panic!("the secret is not read"));
+    assert_eq!(untouched.as_deref(), Some("a"));
+}

@@ -38,12 +38,8 @@ fn load(env: &Env) -> Loaded {
         .map_err(Rc::from)
 }
 
-/// A var, else a secret of the same name: an empty var (such as the `ORIGIN_URL = ""` that
-/// `wrangler.toml` ships with) gives way to a secret.
+/// `key`'s value (see [`config::var_or_secret`]).
 fn lookup(env: &Env, key: &str) -> Option<String> {
-    env.var(key)
-        .map(|v| v.to_string())
-        .ok()
-        .filter(|value| !value.trim().is_empty())
-        .or_else(|| env.secret(key).map(|s| s.to_string()).ok())
+    let var = env.var(key).map(|var| var.to_string()).ok();
+    config::var_or_secret(var, || env.secret(key).map(|s| s.to_string()).ok())
 }

@@ -41,14 +41,10 @@ pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
     Ok(KvStore::new(kv.unchecked_into()))
 }
 
-/// Classifies a storage exception: flagged `retryable` or `overloaded` → retryable, else fatal.
+/// A storage exception as a store error (see [`StoreError::of_exception`]).
 fn js_error(error: JsValue) -> StoreError {
-    let text = js_text(&error);
-    if js_flag(&error, "retryable") || js_flag(&error, "overloaded") {
-        StoreError::Retryable(text)
-    } else {
-        StoreError::Fatal(text)
-    }
+    let flag = |name| js_flag(&error, name);
+    StoreError::of_exception(js_text(&error), flag("retryable"), flag("overloaded"))
 }
 
 /// What a thrown JavaScript value says: its message, or its text.

@@ -134,10 +134,7 @@ fn field_value(value: &JsValue) -> FieldValue {
     if let Some(flag) = value.as_bool() {
         return FieldValue::Bool(flag);
     }
-    match value.as_f64() {
-        Some(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
-            FieldValue::Integer(n as i64)
-        }
-        _ => FieldValue::Other,
-    }
+    value
+        .as_f64()
+        .map_or(FieldValue::Other, FieldValue::of_number)
 }

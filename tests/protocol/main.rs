@@ -9,8 +9,9 @@
 //! The model drives the product's own rules: the claim engine over an in-memory store, the
 //! attempt driver, the alarm rules, the admin API's decisions, the doors' answer tables, the
 //! failure index's rules over its own in-memory store, and the configuration loader (a deploy can only choose a configuration the real check accepts).
-//! Only the adapter's sequencing (`src/worker/`: a rule, then the alarm it needs) is written
-//! again, in `object.rs`.
+//! Only the object's sequencing (`src/keeper/`: a rule, then the alarm it needs) is written
+//! again, in `object.rs`, one step per transition so that a crash or another request can come
+//! between any two of its I/O calls (`Keeper`'s async sequences run each to its end).
 //!
 //! Each scenario is checked exhaustively (breadth first), prints the states it explored, and
 //! fails on the shortest path to a broken invariant, or when a scenario it must reach (a

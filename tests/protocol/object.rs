@@ -1,5 +1,5 @@
-//! The claim authority object as the model runs it: the same sequence as the adapter in
-//! `src/worker/` (a rule over the store, then the alarm its write needs; a delivery's claim,
+//! The claim authority object as the model runs it: the same sequence as `Keeper` in
+//! `src/keeper/` (a rule over the store, then the alarm its write needs; a delivery's claim,
 //! then its attempt driver; the alarm's sweep, due attempts and re-arm), calling the product's
 //! own rules for every decision.
 
@@ -496,7 +496,7 @@ impl World {
     }
 
     /// The changes the failure index has not acknowledged, sent as the alarm's last step (see
-    /// `src/worker/report.rs`) and settled by the index's answer (see
+    /// `Keeper::send_due`) and settled by the index's answer (see
     /// [`failures::after_report`]).
     fn send_report(&mut self, model: &Protocol) {
         let key = model.key();
@@ -545,7 +545,7 @@ impl World {
         }
     }
 
-    /// After a failed re-arm: the alarm set again by when the work needs it (see the adapter).
+    /// After a failed re-arm: the alarm set again by when the work needs it (see `Keeper::alarm`).
     fn alarm_retry(&mut self, wanted: Option<claim::Millis>) {
         let retry = alarm::retry_after_failed_rearm(wanted, self.now);
         if wanted.is_none() {

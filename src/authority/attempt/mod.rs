@@ -2,8 +2,9 @@
 //!
 //! Every forward runs through it: a delivery forwarded while its sender waits (a webhook in
 //! sync mode, an Idempotency-Key request) and a queued event's attempt run from the object's
-//! alarm. The object adapter (`src/worker/drive.rs`) does the I/O and feeds back what happened;
-//! every rule is here, tested on the host, and driven by the model checker.
+//! alarm. [`crate::keeper::Keeper::drive`] carries out its commands over the forward's I/O
+//! and feeds back what happened; every rule is here, tested on the host, and driven by the
+//! model checker.
 //!
 //! How it is driven (the shape of `quinn-proto`'s `Connection`):
 //! - [`Attempt::handle`] takes one [`Event`] (the origin's head arrived, a body chunk, the body

@@ -239,6 +239,18 @@ pub enum FieldValue {
     Other,
 }
 
+impl FieldValue {
+    /// A JSON number as the runtime's `JSON.parse` gives it (a double): an integer when it is
+    /// whole and exact (within 2^53), anything else [`FieldValue::Other`].
+    pub fn of_number(n: f64) -> FieldValue {
+        if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+            FieldValue::Integer(n as i64)
+        } else {
+            FieldValue::Other
+        }
+    }
+}
+
 /// The top-level fields the envelope reads, as found in the body (`None`: absent). The worker
 /// fills them from the runtime's `JSON.parse`; [`parse`] from this crate's own parser.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -509,3 +509,20 @@ mod fuzz {
         }
     }
 }
+
+/// A number from the runtime's `JSON.parse` is an integer only when it is whole and exact.
+#[test]
+fn a_parsed_number_is_an_integer_only_when_whole_and_exact() {
+    use crate::providers::stripe::envelope::FieldValue;
+    assert_eq!(
+        FieldValue::of_number(1_700_000_000.0),
+        FieldValue::Integer(1_700_000_000)
+    );
+    assert_eq!(FieldValue::of_number(-3.0), FieldValue::Integer(-3));
+    assert_eq!(FieldValue::of_number(1.5), FieldValue::Other);
+    assert_eq!(
+        FieldValue::of_number(9.007_199_254_740_992e15),
+        FieldValue::Other
+    );
+    assert_eq!(FieldValue::of_number(f64::NAN), FieldValue::Other);
+}
