@@ -14,6 +14,12 @@ use crate::providers::stripe::envelope::{Envelope, EnvelopeError};
 #[cfg(test)]
 pub mod memory;
 
+/// The runtime failing where no answer of a door's own applies (a binding missing from the
+/// deploy, no random bytes): the request ends as a runtime error does, 500 `internal_error`,
+/// the text in its log line only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault(pub String);
+
 /// One request being served, as a door sees the runtime under it.
 #[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
 pub trait Runtime {
@@ -61,8 +67,9 @@ pub trait Runtime {
         body: &Self::Body,
     ) -> (AuthorityReply, Option<Self::Stream>);
 
-    /// Sends `request` to its key's claim authority; a failure comes back as `StoreFailed`.
-    async fn ask(&self, request: &AuthorityRequest) -> AuthorityReply;
+    /// Sends `request` to its key's claim authority; a failure on the way comes back as
+    /// `StoreFailed`, a binding missing from the deploy as a [`Fault`].
+    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault>;
 
     /// Sends `request` to the failure index; a failure comes back as `StoreFailed`.
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply;

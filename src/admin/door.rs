@@ -8,7 +8,7 @@ use crate::claim::ClaimPolicy;
 use crate::config::{Config, ConfigProblem};
 use crate::failures::{IndexRequest, ListQuery};
 use crate::log_line::{Level, LogLine, Outcome};
-use crate::runtime::Runtime;
+use crate::runtime::{Fault, Runtime};
 
 use super::dead_letters::{self, Bulk, IndexCall};
 use super::{after_change, after_inspect, route, AdminAnswer, AdminRoute, RecordCall};
@@ -34,29 +34,30 @@ impl Served {
 
 /// Serves a `method` request for `rest` (the path after `/admin/`) with the query's `pairs`,
 /// given the usable admin `token` and the `loaded` configuration; the log line learns the key,
-/// the outcome, and a raised level when an operator changed a record.
+/// the outcome, and a raised level when an operator changed a record. `Err` when the claim
+/// authority's binding is missing.
 pub async fn serve<R: Runtime>(
     runtime: &R,
     request: (&str, &str, &[(String, String)]),
     token: Option<&str>,
     loaded: Result<&Config, &[ConfigProblem]>,
     line: &mut LogLine,
-) -> Served {
+) -> Result<Served, Fault> {
     let authorization = runtime.header("authorization");
     let answer = match route(request, token, authorization.as_deref(), loaded) {
         AdminRoute::Page(asset) => {
             line.outcome = Outcome::Code("admin_page");
-            return Served::Page(asset);
+            return Ok(Served::Page(asset));
         }
         AdminRoute::Answer(answer, detail) => {
             line.detail = detail;
             answer
         }
-        AdminRoute::Index(call, policy) => index_call(runtime, policy, call).await,
-        AdminRoute::Record(call) => record_call(runtime, call, line).await,
+        AdminRoute::Index(call, policy) => index_call(runtime, policy, call).await?,
+        AdminRoute::Record(call) => record_call(runtime, call, line).await?,
     };
     line.outcome = answer.outcome;
-    Served::Api(answer)
+    Ok(Served::Api(answer))
 }
 
 /// A call on one record: inspect it, then release, forget or redeliver it as the answer
@@ -66,7 +67,7 @@ async fn record_call<R: Runtime>(
     runtime: &R,
     record: RecordCall,
     line: &mut LogLine,
-) -> AdminAnswer {
+) -> Result<AdminAnswer, Fault> {
     let RecordCall {
         call,
         force,
@@ -76,13 +77,13 @@ async fn record_call<R: Runtime>(
     let inspect = AuthorityRequest::Inspect {
         key: call.key.clone(),
     };
-    let inspected = runtime.ask(&inspect).await;
+    let inspected = runtime.ask(&inspect).await?;
     let next = after_inspect(call.action, &inspected, runtime.now_ms(), *force);
     let change = match next.into_request(&call.key, *policy) {
         Ok(change) => change,
-        Err(answer) => return answer,
+        Err(answer) => return Ok(answer),
     };
-    let changed = runtime.ask(&change).await;
+    let changed = runtime.ask(&change).await?;
     let now = runtime.now_ms();
     if let Some(report) = dead_letters::forgotten_report(&inspected, &changed, now) {
         runtime.ask_index(&IndexRequest::Report(report)).await;
@@ -91,37 +92,45 @@ async fn record_call<R: Runtime>(
     if record.changed(&answer) {
         line.raise(Level::Warn);
     }
-    answer
+    Ok(answer)
 }
 
 /// A route over the failure index: the list and the summary are the index's answers; a bulk
 /// redelivery asks each event's own object.
-async fn index_call<R: Runtime>(runtime: &R, policy: ClaimPolicy, call: IndexCall) -> AdminAnswer {
-    match call {
+async fn index_call<R: Runtime>(
+    runtime: &R,
+    policy: ClaimPolicy,
+    call: IndexCall,
+) -> Result<AdminAnswer, Fault> {
+    Ok(match call {
         IndexCall::List(query) => {
             dead_letters::list_answer(runtime.ask_index(&IndexRequest::List(query)).await)
         }
         IndexCall::Summary => {
             dead_letters::summary_answer(runtime.ask_index(&IndexRequest::Summary).await)
         }
-        IndexCall::Redeliver(query) => redeliver(runtime, policy, query).await,
-    }
+        IndexCall::Redeliver(query) => redeliver(runtime, policy, query).await?,
+    })
 }
 
 /// Redelivers the dead entries of one page of `query`, each through its own object (see
 /// [`Bulk`]); the index hears of each event found gone.
-async fn redeliver<R: Runtime>(runtime: &R, policy: ClaimPolicy, query: ListQuery) -> AdminAnswer {
+async fn redeliver<R: Runtime>(
+    runtime: &R,
+    policy: ClaimPolicy,
+    query: ListQuery,
+) -> Result<AdminAnswer, Fault> {
     let listed = runtime.ask_index(&IndexRequest::List(query)).await;
     let page = match dead_letters::page(listed) {
         Ok(page) => page,
-        Err(answer) => return answer,
+        Err(answer) => return Ok(answer),
     };
     let mut bulk = Bulk::new(page, policy);
     while let Some(request) = bulk.next_request() {
-        let reply = runtime.ask(&request).await;
+        let reply = runtime.ask(&request).await?;
         if let Some(gone) = bulk.take(&reply) {
             runtime.ask_index(&gone).await;
         }
     }
-    bulk.answer()
+    Ok(bulk.answer())
 }

@@ -1063,6 +1063,7 @@ mod tests {
             let config = config();
             let request = (method, rest, &[][..]);
             let served = run(serve(runtime, request, Some(TOKEN), Ok(&config), &mut line));
+            let served = served.expect("the runtime does not fail");
             (served, line)
         }
 
@@ -1150,6 +1151,89 @@ mod tests {
                 matches!(calls.as_slice(), [Call::Index(IndexRequest::List(_))]),
                 "{calls:?}"
             );
+        }
+
+        fn entry(id: &str, storage_id: u64) -> crate::failures::Entry {
+            crate::failures::Entry {
+                key: Provider::Github.key(id),
+                storage_id,
+                stored_at: 1,
+                last_seq: 1,
+                provider: Provider::Github,
+                event_type: None,
+                first_seen_at: 1,
+                dead_at: 2,
+                attempts: 3,
+                last_reason: None,
+                state: crate::failures::EntryState::Dead,
+                expires_at: 100,
+                history: Vec::new(),
+            }
+        }
+
+        /// A bulk redelivery asks each entry's own object for that dead event, in turn, and
+        /// tells the index of each event found gone; the answer counts what was queued.
+        #[test]
+        fn a_bulk_redelivery_asks_each_entry_s_object_and_reports_the_gone() {
+            let queued = AuthorityReply::Redeliver(RedeliverOutcome::Queued);
+            let gone = AuthorityReply::Redeliver(RedeliverOutcome::NoBody);
+            let runtime = operator(vec![queued, gone]);
+            let page = crate::failures::Page {
+                items: vec![entry("d-1", 11), entry("d-2", 12)],
+                next_cursor: None,
+            };
+            runtime
+                .index_replies
+                .borrow_mut()
+                .push_back(IndexReply::Page(page));
+            let (answer, _) = serve_on(&runtime, "POST", "dead-letters/redeliver");
+            let Served::Api(answer) = answer else {
+                panic!("an API answer");
+            };
+            assert_eq!(
+                (answer.status, answer.body["redelivered"].as_u64()),
+                (200, Some(1))
+            );
+            let calls = runtime.calls();
+            let asked: Vec<&str> = calls
+                .iter()
+                .map(|call| match call {
+                    Call::Index(IndexRequest::List(_)) => "list",
+                    Call::Ask(AuthorityRequest::Redeliver { .. }) => "redeliver",
+                    Call::Index(IndexRequest::Gone { .. }) => "gone",
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect();
+            assert_eq!(asked, ["list", "redeliver", "redeliver", "gone"]);
+        }
+
+        /// Without the claim authority's binding, a call on a record and a bulk redelivery
+        /// end as a runtime error (500 `internal_error`), never as an answer of their own.
+        #[test]
+        fn a_missing_binding_is_a_runtime_fault() {
+            let mut runtime = operator(Vec::new());
+            runtime.no_binding = true;
+            let page = crate::failures::Page {
+                items: vec![entry("d-1", 11)],
+                next_cursor: None,
+            };
+            runtime
+                .index_replies
+                .borrow_mut()
+                .push_back(IndexReply::Page(page));
+            let config = config();
+            for (method, rest) in [("GET", "events/evt_1"), ("POST", "dead-letters/redeliver")] {
+                let mut line = LogLine::new(Route::Admin);
+                let request = (method, rest, &[][..]);
+                let served = run(serve(
+                    &runtime,
+                    request,
+                    Some(TOKEN),
+                    Ok(&config),
+                    &mut line,
+                ));
+                assert!(served.is_err(), "{rest}: {served:?}");
+            }
         }
     }
 }

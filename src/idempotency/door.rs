@@ -277,6 +277,11 @@ mod tests {
         let (live, line) = serve_with(&runtime, &config, "POST");
         assert_eq!(live.unwrap(), Step::Live(head, None));
         assert_eq!(line.outcome, Outcome::Executed);
+        assert_eq!(
+            (line.attempt, line.origin_status),
+            (Some(1), Some(201)),
+            "the reply noted"
+        );
         let (again, line) = serve_with(&runtime, &config, "POST");
         assert_eq!(again.unwrap(), Step::Replay(replay(&cached).unwrap()));
         assert_eq!(line.outcome, Outcome::Replayed);

@@ -37,6 +37,9 @@ impl KvTable for SharedTable {
     }
 }
 
+/// A forward as noted: the attempt's key, its request, and the alarm when it was sent.
+pub type Forwarded = (String, Option<Outgoing>, Option<Millis>);
+
 /// One object in memory.
 #[derive(Default)]
 pub struct MemoryObject {
@@ -58,8 +61,14 @@ pub struct MemoryObject {
     pub index_replies: RefCell<VecDeque<IndexReply>>,
     /// Every request to the failure index.
     pub index: RefCell<Vec<IndexRequest>>,
-    /// Every forward: the attempt's key and its request.
-    pub forwards: RefCell<Vec<(String, Option<Outgoing>)>>,
+    /// Every forward: the attempt's key, its request, and the alarm when it was sent.
+    pub forwards: RefCell<Vec<Forwarded>>,
+    /// How far the clock moves each time the table is opened.
+    pub tick_on_open: Millis,
+    /// How many opens of the table from now on fail.
+    pub failing_opens: Cell<u32>,
+    /// Whether deleting the whole storage fails.
+    pub failing_delete_all: bool,
     /// What the origin does in the next forwards, in order: each a list of what the forward
     /// sees (then time-outs). Without one, the forward is noted and not driven.
     pub origin: RefCell<VecDeque<Vec<Event>>>,
@@ -97,6 +106,11 @@ impl ObjectIo for MemoryObject {
     }
 
     fn open(&self) -> Result<KvStore<SharedTable>, StoreError> {
+        self.now.set(self.now.get() + self.tick_on_open);
+        if self.failing_opens.get() > 0 {
+            self.failing_opens.set(self.failing_opens.get() - 1);
+            return Err(StoreError::Retryable("the table did not open".into()));
+        }
         Ok(KvStore::new(self.table.clone()))
     }
 
@@ -111,6 +125,9 @@ impl ObjectIo for MemoryObject {
     }
 
     async fn delete_all(&self) -> Result<(), String> {
+        if self.failing_delete_all {
+            return Err("deleteAll failed".into());
+        }
         self.table.0.borrow_mut().map.clear();
         self.alarm.set(None);
         Ok(())
@@ -134,24 +151,33 @@ impl ObjectIo for MemoryObject {
 
     async fn forward(keeper: &Keeper<Self>, attempt: Attempt, request: Option<Outgoing>) {
         let key = attempt.key().to_owned();
-        keeper.io().forwards.borrow_mut().push((key, request));
+        let alarm = keeper.io().alarm.get();
+        keeper
+            .io()
+            .forwards
+            .borrow_mut()
+            .push((key, request, alarm));
         let next = keeper.io().origin.borrow_mut().pop_front();
         if let Some(events) = next {
             let mut script = Script {
                 events: events.into(),
                 calls: &keeper.io().forward_calls,
+                clock: &keeper.io().now,
             };
             keeper.drive(attempt, Ok(()), &mut script).await;
         }
     }
 }
 
-/// A forward that sees what it is given, in order, then only time-outs; every call noted.
+/// A forward that sees what it is given, in order, then only time-outs; every call noted. A
+/// time-out moves the object's clock to the deadline it came at.
 pub struct Script<'a> {
     /// What it sees next.
     pub events: VecDeque<Event>,
     /// Where its calls are noted.
     pub calls: &'a RefCell<Vec<&'static str>>,
+    /// The object's clock.
+    pub clock: &'a Cell<Millis>,
 }
 
 impl Script<'_> {
@@ -161,8 +187,12 @@ impl Script<'_> {
 }
 
 impl Forwarding for Script<'_> {
-    async fn next(&mut self, _wants: Wants, _door: Door, _deadline: Millis) -> Event {
-        self.events.pop_front().unwrap_or(Event::Timeout)
+    async fn next(&mut self, _wants: Wants, _door: Door, deadline: Millis) -> Event {
+        let event = self.events.pop_front().unwrap_or(Event::Timeout);
+        if event == Event::Timeout {
+            self.clock.set(self.clock.get().max(deadline));
+        }
+        event
     }
 
     fn reply(&mut self, _report: Report) {

@@ -135,9 +135,18 @@ fn the_alarm_forwards_a_due_event_under_a_lease() {
     run(keeper.serve(&enqueue("d1"), b"{\"a\":1}"));
     run(keeper.alarm()).unwrap();
     let forwards = keeper.io().forwards.borrow().clone();
-    let [(key, Some(request))] = forwards.as_slice() else {
+    let [(key, Some(request), alarm_then)] = forwards.as_slice() else {
         panic!("one forward: {forwards:?}");
     };
+    let lease_ms = config()
+        .queue
+        .attempt_policy(config().webhook.claims)
+        .lease_ms;
+    assert_eq!(
+        *alarm_then,
+        Some(T0 + lease_ms),
+        "the alarm is at the lease's end first"
+    );
     assert_eq!(
         (key.as_str(), request.url.as_str()),
         ("github:d1", "https://origin.example/github")
@@ -154,10 +163,6 @@ fn the_alarm_forwards_a_due_event_under_a_lease() {
     );
     assert_eq!(header("x-webhook-dedup-attempt"), Some("1"));
     assert_eq!(state(&keeper, "github:d1"), Some(ClaimState::Processing));
-    let lease_ms = config()
-        .queue
-        .attempt_policy(config().webhook.claims)
-        .lease_ms;
     assert_eq!(keeper.io().alarm.get(), Some(T0 + lease_ms));
 }
 
@@ -214,6 +219,7 @@ fn past_retention_the_alarm_deletes_the_whole_storage() {
     let expired = keeper.io().lines_with("expired_abandoned_claim");
     assert_eq!(expired.len(), 1, "a claim never settled is a warning");
     assert!(expired[0].contains("\"level\":\"warn\""), "{expired:?}");
+    assert!(expired[0].contains("\"key\":\"evt_1\""), "{expired:?}");
 }
 
 /// When the alarm cannot be re-armed, it is set again for within a minute and the log says
@@ -362,6 +368,7 @@ fn a_sync_delivery_is_answered_then_finalized() {
     let mut script = Script {
         events: vec![head(200)].into(),
         calls: &calls,
+        clock: &keeper.io().now,
     };
     run(keeper.drive(Attempt::sync(&deliver, won, now), Ok(()), &mut script));
     assert_eq!(*calls.borrow(), ["discard_body", "reply"]);
@@ -371,4 +378,150 @@ fn a_sync_delivery_is_answered_then_finalized() {
         matches!(again, Err(AuthorityReply::Delivery(Delivery::Declined(_)))),
         "a repeat is declined: {again:?}"
     );
+}
+
+/// A Stripe event's claim, as the test routes make it.
+fn stripe_claim() -> AuthorityRequest {
+    AuthorityRequest::Claim {
+        key: "evt_1".into(),
+        policy: config().webhook.claims,
+        nonce: Nonce([1; 16]),
+        source: Source::Webhook(Provider::Stripe),
+    }
+}
+
+/// When `key`'s record expires.
+fn expiry(keeper: &Keeper<MemoryObject>, key: &str) -> Millis {
+    let inspect = AuthorityRequest::Inspect { key: key.into() };
+    match run(keeper.serve(&inspect, b"")) {
+        AuthorityReply::Record {
+            record: Some(record),
+        } => record.expires_at,
+        other => panic!("a record: {other:?}"),
+    }
+}
+
+/// A Stripe delivery forwarded while its sender waits.
+fn stripe_delivery() -> Deliver {
+    let forward = Forward {
+        url: "https://origin.example/stripe".into(),
+        method: "POST".into(),
+        headers: Vec::new(),
+        timeout_ms: 10_000,
+        wait_ms: 5_000,
+    };
+    let source = Source::Webhook(Provider::Stripe);
+    let policy = config().webhook.claims;
+    Deliver::webhook(
+        "evt_1".into(),
+        policy,
+        Nonce([1; 16]),
+        source,
+        forward,
+        false,
+    )
+}
+
+/// A sync delivery's deadlines count from when it was claimed: `begin` says the time it read
+/// before its write, and the claim's lease runs from then.
+#[test]
+fn a_delivery_begins_at_the_time_it_was_claimed() {
+    let mut object = MemoryObject::new(T0, config());
+    object.tick_on_open = 5;
+    let keeper = Keeper::new(object);
+    let (won, now) = run(keeper.begin(&stripe_delivery())).unwrap();
+    assert_eq!(now, T0, "the time before the write");
+    assert_eq!(won.lease_expires_at, T0 + config().webhook.claims.lease_ms);
+    assert!(
+        keeper.io().now.get() > T0,
+        "the clock moved during the write"
+    );
+}
+
+/// An alarm whose store does not open is run again within a minute, and the log says why;
+/// one that cannot delete the storage once its last record expired fails, for the runtime's
+/// own retries.
+#[test]
+fn an_alarm_that_cannot_open_or_delete_runs_again() {
+    let keeper = keeper();
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    keeper.io().failing_opens.set(1);
+    run(keeper.alarm()).unwrap();
+    assert_eq!(keeper.io().lines_with("alarm_failed").len(), 1);
+    let retry = keeper.io().alarm.get().unwrap();
+    assert!(retry > T0 && retry <= T0 + 60_000, "{retry}");
+    assert!(keeper.io().forwards.borrow().is_empty(), "nothing ran");
+    let mut object = MemoryObject::new(T0, config());
+    object.failing_delete_all = true;
+    let keeper = Keeper::new(object);
+    run(keeper.serve(&stripe_claim(), b""));
+    keeper.io().now.set(expiry(&keeper, "evt_1"));
+    assert!(run(keeper.alarm()).is_err());
+    assert!(
+        keeper.io().lines_with("evt_1").len() == 1,
+        "only the expiry is logged"
+    );
+}
+
+/// With notifications on, an attempt that fails at its origin is told to the failure index
+/// (which sends `origin.failing` when failures spread across events); one that succeeds is
+/// not.
+#[test]
+fn an_origin_failure_is_told_to_the_index() {
+    let secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let alerts = [
+        ("ALERT_URL", "https://alerts.example/in"),
+        ("ALERT_SECRET", secret),
+    ];
+    for (status, told) in [(503, true), (200, false)] {
+        let keeper = Keeper::new(MemoryObject::new(T0, config_with(&alerts)));
+        run(keeper.serve(&enqueue("d1"), b"{}"));
+        keeper
+            .io()
+            .origin
+            .borrow_mut()
+            .push_back(vec![head(status)]);
+        run(keeper.alarm()).unwrap();
+        let index = keeper.io().index.borrow();
+        let origin_failed = index.iter().any(|request| {
+            matches!(request, IndexRequest::OriginFailed { key, .. } if key == "github:d1")
+        });
+        assert_eq!(origin_failed, told, "{status}: {index:?}");
+    }
+}
+
+/// A sync delivery whose sender was told of a time-out counts against its origin even when
+/// the late answer then succeeds.
+#[test]
+fn a_time_out_the_sender_was_told_of_counts_against_the_origin() {
+    let secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let alerts = [
+        ("ALERT_URL", "https://alerts.example/in"),
+        ("ALERT_SECRET", secret),
+    ];
+    let keeper = Keeper::new(MemoryObject::new(T0, config_with(&alerts)));
+    let deliver = stripe_delivery();
+    let (won, now) = run(keeper.begin(&deliver)).unwrap();
+    let calls = std::cell::RefCell::new(Vec::new());
+    let mut script = Script {
+        events: vec![Event::Timeout, head(200)].into(),
+        calls: &calls,
+        clock: &keeper.io().now,
+    };
+    run(keeper.drive(Attempt::sync(&deliver, won, now), Ok(()), &mut script));
+    assert_eq!(
+        calls.borrow().first(),
+        Some(&"reply"),
+        "told at the time-out"
+    );
+    assert_eq!(
+        state(&keeper, "evt_1"),
+        Some(ClaimState::Done),
+        "the late answer counts"
+    );
+    let index = keeper.io().index.borrow();
+    let told = index
+        .iter()
+        .filter(|request| matches!(request, IndexRequest::OriginFailed { .. }));
+    assert_eq!(told.count(), 1, "{index:?}");
 }

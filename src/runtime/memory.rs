@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use super::Runtime;
+use super::{Fault, Runtime};
 use crate::answer::BodyError;
 use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{Millis, Nonce};
@@ -53,6 +53,8 @@ pub struct Memory {
     pub index_replies: RefCell<VecDeque<IndexReply>>,
     /// Every call, in order.
     pub calls: RefCell<Vec<Call>>,
+    /// Whether the claim authority's binding is missing from the deploy.
+    pub no_binding: bool,
 }
 
 /// The nonce [`Memory`] hands to every delivery.
@@ -72,6 +74,7 @@ impl Memory {
             replies: RefCell::default(),
             index_replies: RefCell::default(),
             calls: RefCell::default(),
+            no_binding: false,
         }
     }
 
@@ -162,9 +165,12 @@ impl Runtime for Memory {
         (self.next_reply(), None)
     }
 
-    async fn ask(&self, request: &AuthorityRequest) -> AuthorityReply {
+    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault> {
         self.note(Call::Ask(request.clone()));
-        self.next_reply()
+        if self.no_binding {
+            return Err(Fault("no binding CLAIM_AUTHORITY".into()));
+        }
+        Ok(self.next_reply())
     }
 
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply {

@@ -7,7 +7,7 @@ use crate::claim::Nonce;
 use crate::config::{Config, ConfigProblem};
 use crate::log_line::{LogLine, Outcome};
 use crate::providers::stripe::signature;
-use crate::runtime::Runtime;
+use crate::runtime::{Fault, Runtime};
 use crate::secret::Secret;
 
 use super::{refusal, request, route, view, SettleBody, SignatureVector, TestRoute};
@@ -24,45 +24,45 @@ pub enum Served {
 }
 
 /// Serves a `method` request for `rest` (the path after `/_test/`), given the usable admin
-/// `token` and the `loaded` configuration; a refusal's code and why go on the log line.
+/// `token` and the `loaded` configuration; a refusal's code and why go on the log line. `Err`
+/// when the runtime fails (no random bytes for a claim, the claim authority's binding missing).
 pub async fn serve<R: Runtime>(
     runtime: &R,
     (method, rest): (&str, &str),
     token: Option<&str>,
     loaded: Result<&Config, &[ConfigProblem]>,
     line: &mut LogLine,
-) -> Served {
+) -> Result<Served, Fault> {
     let authorization = runtime.header("authorization");
     if let Some(refused) = refusal(loaded, token, authorization.as_deref()) {
         line.outcome = Outcome::Code(refused.code);
         line.detail = Some(refused.note);
-        return Served::Answer(refused.answer);
+        return Ok(Served::Answer(refused.answer));
     }
     let Ok(config) = loaded else {
-        return refuse(line, (500, "misconfigured", "see /healthz"));
+        return Ok(refuse(line, (500, "misconfigured", "see /healthz")));
     };
     let (key, op) = match route(method, rest) {
-        None => return refuse(line, (404, "not_found", "unknown test route")),
-        Some(TestRoute::Panic) => return Served::Panic,
-        Some(TestRoute::Error) => return Served::Error,
-        Some(TestRoute::Signature) => return cross_check(runtime, config, line).await,
+        None => return Ok(refuse(line, (404, "not_found", "unknown test route"))),
+        Some(TestRoute::Panic) => return Ok(Served::Panic),
+        Some(TestRoute::Error) => return Ok(Served::Error),
+        Some(TestRoute::Signature) => return Ok(cross_check(runtime, config, line).await),
         Some(TestRoute::Claims { key, op }) => (key, op),
     };
     let body = match op.takes_body() {
         true => match json(runtime, config).await {
             Ok(body) => Some(body),
-            Err(error) => return bad_body(line, error),
+            Err(error) => return Ok(bad_body(line, error)),
         },
         false => None,
     };
-    let nonce = match Nonce::random() {
-        Ok(nonce) => nonce,
-        Err(error) => return refuse(line, (500, "internal_error", &error.to_string())),
-    };
-    match request(&key, op, body, config.webhook.claims, nonce) {
-        Ok(request) => Served::Answer(view(&runtime.ask(&request).await)),
-        Err(error) => refuse(line, (400, "bad_request", &error)),
-    }
+    let nonce = Nonce::random().map_err(|error| Fault(error.to_string()))?;
+    Ok(
+        match request(&key, op, body, config.webhook.claims, nonce) {
+            Ok(request) => Served::Answer(view(&runtime.ask(&request).await?)),
+            Err(error) => refuse(line, (400, "bad_request", &error)),
+        },
+    )
 }
 
 /// `{ "error": code, "detail": detail }` with `status`, its code and detail on the log line.
@@ -144,7 +144,7 @@ mod tests {
             Ok(&config),
             &mut line,
         ));
-        (served, line)
+        (served.expect("the runtime does not fail"), line)
     }
 
     fn operator(body: &[u8]) -> Memory {
@@ -209,5 +209,32 @@ mod tests {
         assert_eq!(body["webcrypto"], body["rust"]);
         assert_eq!(serve_on(&runtime, true, ("POST", "panic")).0, Served::Panic);
         assert_eq!(serve_on(&runtime, true, ("POST", "error")).0, Served::Error);
+    }
+
+    /// A body over `MAX_BODY_BYTES` is refused before anything is asked; without the claim
+    /// authority's binding a claims route is a runtime fault.
+    #[test]
+    fn an_oversized_body_asks_nothing_and_a_missing_binding_is_a_fault() {
+        let limit = config(true).delivery.max_body_bytes as usize;
+        let big = operator(&vec![b'{'; limit + 1]);
+        let (served, line) = serve_on(&big, true, ("POST", "claims/evt_1/finalize"));
+        assert_eq!(
+            (status(&served), line.outcome),
+            (400, Outcome::Code("bad_request"))
+        );
+        assert_eq!(big.calls(), [Call::Body]);
+        let mut unbound = operator(b"");
+        unbound.no_binding = true;
+        let mut line = LogLine::new(Route::Test);
+        let config = config(true);
+        let request = ("GET", "claims/evt_1");
+        let served = run(serve(
+            &unbound,
+            request,
+            Some(TOKEN),
+            Ok(&config),
+            &mut line,
+        ));
+        assert!(served.is_err(), "{served:?}");
     }
 }

@@ -298,4 +298,48 @@ mod tests {
             assert_eq!((key.as_str(), *known_only), ("github:d1", over_limit));
         }
     }
+
+    /// What the log line learns: through [`serve`], the provider, the outcome and a refusal's
+    /// detail; from a forwarded reply, its attempt, the origin's status and the settle step.
+    #[test]
+    fn the_log_line_learns_the_refusal_or_the_forward() {
+        let runtime = github_signed(b"{}");
+        let mut line = LogLine::new(Route::Webhook);
+        let config = config(true);
+        let answer = run(super::serve(
+            &runtime,
+            Provider::Github,
+            Ok(&config),
+            "GET",
+            &mut line,
+        ));
+        assert_eq!(answer.status, 405);
+        assert_eq!(line.provider, Some(Provider::Github));
+        assert_eq!(line.outcome, Outcome::Code("method_not_allowed"));
+        let report = crate::authority::Report {
+            attempt: 2,
+            takeover: true,
+            outcome: crate::origin::OriginOutcome::Answered { status: 200 },
+            verdict: crate::origin::Verdict::Succeeded,
+            settle: crate::authority::SettleStep::Finalized,
+            origin_ms: 7,
+            head: None,
+        };
+        let forwarded = AuthorityReply::Delivery(Delivery::Forwarded(report));
+        let runtime = stripe_signed(EVENT).replying(vec![forwarded]);
+        let mut line = LogLine::new(Route::Webhook);
+        let answer = run(super::serve(
+            &runtime,
+            Provider::Stripe,
+            Ok(&config),
+            "POST",
+            &mut line,
+        ));
+        assert_eq!((answer.status, line.outcome), (200, Outcome::Processed));
+        assert_eq!(
+            (line.attempt, line.takeover, line.origin_status),
+            (Some(2), Some(true), Some(200))
+        );
+        assert_eq!(line.settle, Some(crate::authority::SettleStep::Finalized));
+    }
 }

@@ -58,7 +58,7 @@ impl ClaimAuthority {
     pub async fn run_alarm(&self) -> std::result::Result<JsValue, JsValue> {
         let ran = self.keeper.alarm().await;
         ran.map(|()| JsValue::UNDEFINED)
-            .map_err(|error| JsValue::from_str(&error))
+            .map_err(|error| js_sys::Error::new(&error).into())
     }
 }
 

@@ -34,6 +34,8 @@ use runtime::Doorway;
 use crate::config;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::providers::Provider;
+use crate::runtime::Fault;
+use crate::secret::Secret;
 use crate::test_routes::door::Served;
 use crate::{admin, health, test_routes, webhook};
 
@@ -77,22 +79,25 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
         let answer = webhook::door::serve(&doorway, provider, config, method.as_ref(), line).await;
         return visit.answer(env, answer);
     }
-    let token = env_config::admin_token(env, &loaded);
-    let token = token.as_ref().map(|token| token.expose_str());
+    let token = || env_config::admin_token(env, &loaded);
     if let Some(rest) = path.strip_prefix("/admin/") {
+        let token = token();
+        let token = token.as_ref().map(Secret::expose_str);
         let pairs: Vec<(String, String)> = req.url()?.query_pairs().into_owned().collect();
         let mut visit = Visit::start(Route::Admin, &method);
         let request = (method.as_ref(), rest, pairs.as_slice());
         let line = &mut visit.line;
         let served = admin::door::serve(&doorway, request, token, config, line).await;
-        return visit.answer(env, served.http());
+        return visit.answer(env, served.map_err(fault)?.http());
     }
     if let Some(rest) = path.strip_prefix("/_test/") {
+        let token = token();
+        let token = token.as_ref().map(Secret::expose_str);
         let mut visit = Visit::start(Route::Test, &method);
         let request = (method.as_ref(), rest);
         let line = &mut visit.line;
         let served = test_routes::door::serve(&doorway, request, token, config, line).await;
-        return match served {
+        return match served.map_err(fault)? {
             Served::Answer(answer) => visit.answer(env, answer),
             Served::Panic => panic!("a panic asked for by POST /_test/panic"),
             Served::Error => Err(worker::Error::RustError(TEST_ERROR.into())),
@@ -101,6 +106,11 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
     let detail = format!("no route for {path}");
     let refusal = (404, "not_found", detail.as_str());
     door::refuse(env, (Route::Unknown, &method), refusal, None)
+}
+
+/// A runtime fault as a runtime error (answered 500 `internal_error`, its text logged).
+fn fault(Fault(detail): Fault) -> worker::Error {
+    worker::Error::RustError(detail)
 }
 
 /// The text of the runtime error `POST /_test/error` raises: the tests check that it reaches

@@ -20,7 +20,7 @@ use crate::config::DeliveryConfig;
 use crate::failures::{IndexReply, IndexRequest};
 use crate::log_line::Route;
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
-use crate::runtime::Runtime;
+use crate::runtime::{Fault, Runtime};
 
 /// One request being served, with the worker's bindings and its context.
 pub struct Doorway<'a> {
@@ -87,7 +87,16 @@ impl Runtime for Doorway<'_> {
         };
         let client = match AuthorityClient::new(self.env) {
             Ok(client) => client,
-            Err(error) => return (no_client(&error), None),
+            Err(error) => {
+                let detail = error.to_string();
+                return (
+                    AuthorityReply::StoreFailed {
+                        retryable: false,
+                        detail,
+                    },
+                    None,
+                );
+            }
         };
         let body = body.clone();
         let sent = background::to_completion(self.ctx, async move {
@@ -105,23 +114,12 @@ impl Runtime for Doorway<'_> {
         })
     }
 
-    async fn ask(&self, request: &AuthorityRequest) -> AuthorityReply {
-        match AuthorityClient::new(self.env) {
-            Ok(client) => client.send(request).await,
-            Err(error) => no_client(&error),
-        }
+    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault> {
+        let client = AuthorityClient::new(self.env).map_err(|error| Fault(error.to_string()))?;
+        Ok(client.send(request).await)
     }
 
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply {
         index_client::send(self.env, request).await
-    }
-}
-
-/// The reply when the claim authority's binding is missing: a deploy's mistake, not worth a
-/// retry.
-fn no_client(error: &worker::Error) -> AuthorityReply {
-    AuthorityReply::StoreFailed {
-        retryable: false,
-        detail: error.to_string(),
     }
 }
