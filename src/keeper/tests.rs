@@ -189,12 +189,7 @@ fn a_due_event_waits_while_the_configuration_is_invalid() {
 #[test]
 fn past_retention_the_alarm_deletes_the_whole_storage() {
     let keeper = keeper();
-    let claim = AuthorityRequest::Claim {
-        key: "evt_1".into(),
-        policy: config().webhook.claims,
-        nonce: crate::claim::Nonce([1; 16]),
-        source: crate::claim::Source::Webhook(Provider::Stripe),
-    };
+    let claim = stripe_claim();
     run(keeper.serve(&claim, b""));
     let inspect = AuthorityRequest::Inspect {
         key: "evt_1".into(),
@@ -346,23 +341,7 @@ fn a_queued_attempt_answered_503_waits_for_its_retry() {
 #[test]
 fn a_sync_delivery_is_answered_then_finalized() {
     let keeper = keeper();
-    let forward = Forward {
-        url: "https://origin.example/stripe".into(),
-        method: "POST".into(),
-        headers: Vec::new(),
-        timeout_ms: 10_000,
-        wait_ms: 5_000,
-    };
-    let source = Source::Webhook(Provider::Stripe);
-    let policy = config().webhook.claims;
-    let deliver = Deliver::webhook(
-        "evt_1".into(),
-        policy,
-        Nonce([1; 16]),
-        source,
-        forward,
-        false,
-    );
+    let deliver = stripe_delivery();
     let (won, now) = run(keeper.begin(&deliver)).unwrap();
     let calls = std::cell::RefCell::new(Vec::new());
     let mut script = Script {
