@@ -127,6 +127,16 @@ impl<'de> Deserialize<'de> for Fence {
     }
 }
 
+/// A fraction in `[0, 1)` from the platform's secure random source (for back-off jitter);
+/// one half when the source fails.
+pub fn random_fraction() -> f64 {
+    let mut bytes = [0u8; 4];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / (f64::from(u32::MAX) + 1.0),
+        Err(_) => 0.5,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ pub use engine::{
     claim, expire, finalize, forget, inspect, release, stop_waiting, ClaimOutcome, ClaimPolicy,
     ClaimRequest, Expired, FinalizeOutcome, ForgetOutcome, ReleaseOutcome, Sweep,
 };
-pub use fence::{Fence, InvalidFence, Nonce};
+pub use fence::{random_fraction, Fence, InvalidFence, Nonce};
 pub use kv::{get_text, KvStore, KvTable, KvValue, MemoryTable, Scan, Usage};
 pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,

@@ -1,12 +1,112 @@
-//! The failure index object's two sequences, over its store but with no other I/O: a request
-//! served, and an alarm run in two halves around the sends of its notifications. The adapter
-//! (`src/worker/failure_index.rs`) reads the configuration and the clock, opens the store,
-//! sends, logs and sets the alarm.
+//! The failure index object's two sequences: a request served ([`call`]), and an alarm run
+//! ([`run_alarm`]) in two halves around the sends of its notifications. Both are written over
+//! [`IndexIo`], the few calls only the runtime can make (the object's table and alarm, a
+//! notification's POST, the log), which `src/worker/failure_index.rs` carries out.
+
+use std::rc::Rc;
+
+use futures_util::future::join_all;
 
 use super::alert::{self, AlertPolicy, Notification, PER_ALARM};
 use super::{expire, handle, next_wake, IndexReply, IndexRequest, IndexStore};
-use crate::claim::{Millis, StoreError};
+use crate::claim::{KvStore, KvTable, Millis, StoreError, Usage};
 use crate::config::{AlertConfig, Config};
+
+/// What only the runtime can do for the failure index object.
+#[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
+pub trait IndexIo {
+    /// The object's synchronous key-value table.
+    type Table: KvTable;
+
+    /// Now, in milliseconds since the Unix epoch.
+    fn now_ms(&self) -> Millis;
+
+    /// The worker's configuration; `None` while it is invalid.
+    fn config(&self) -> Option<Rc<Config>>;
+
+    /// The object's table, rows counted from here.
+    fn open(&self) -> Result<KvStore<Self::Table>, StoreError>;
+
+    /// When the alarm set fires; `None` when none is set or it cannot be read.
+    async fn alarm_at(&self) -> Option<Millis>;
+
+    /// Sets the alarm for `at`; a failure is logged (the next request or alarm sets it).
+    async fn set_alarm(&self, at: Millis);
+
+    /// POSTs `body` with `headers` to `url`: `Ok` for a 2xx in time, else why not.
+    async fn post(&self, url: &str, headers: &[(String, String)], body: &str)
+        -> Result<(), String>;
+
+    /// Logs the rows the request `op` read and wrote.
+    fn usage(&self, op: &'static str, usage: Usage);
+
+    /// Logs one notification settled.
+    fn sent(&self, line: &SendLine);
+}
+
+/// Serves one request's JSON (an [`IndexRequest`]) and answers with the reply's JSON; one it
+/// cannot read is a store failure, saying why. With `LOG_STORAGE_USAGE=true` the rows it read
+/// and wrote are logged. A change that needs the alarm sooner than the one set sets it.
+pub async fn call<I: IndexIo>(io: &I, request: &str) -> String {
+    let reply = match serde_json::from_str::<IndexRequest>(request) {
+        Ok(request) => served(io, &request).await,
+        Err(error) => IndexReply::StoreFailed {
+            detail: format!("an unreadable request: {error}"),
+        },
+    };
+    serde_json::to_string(&reply).expect("a reply always serialises")
+}
+
+async fn served<I: IndexIo>(io: &I, request: &IndexRequest) -> IndexReply {
+    let config = io.config();
+    let mut store = io.open();
+    let opened = store.as_mut().map_err(|error| &*error);
+    let (reply, wake) = serve(opened, config.as_deref(), request, io.now_ms());
+    if let (Ok(store), Some(true)) = (&store, config.map(|c| c.log_storage_usage)) {
+        io.usage(request.op(), store.usage);
+    }
+    if let Some(wake) = wake {
+        if must_set_alarm(io.alarm_at().await, wake) {
+            io.set_alarm(wake).await;
+        }
+    }
+    reply
+}
+
+/// Runs the alarm: expires entries and sends the due notifications side by side (so a slow
+/// receiver costs one time-out per alarm, not one each), each signed as it is sent, settles
+/// and logs each, then sets the alarm for the next work. `jitter` gives each back-off its
+/// fraction in `[0, 1)`.
+pub async fn run_alarm<I: IndexIo>(io: &I, jitter: impl FnMut() -> f64) {
+    let config = io.config();
+    let Ok(mut store) = io.open() else {
+        return;
+    };
+    let run = alarm_start(&mut store, config.as_deref(), io.now_ms());
+    let answers = match run.alerts {
+        Some((alerts, _)) => join_all(run.due.iter().map(|due| post(io, alerts, due))).await,
+        None => Vec::new(),
+    };
+    let (sent, at) = alarm_end(&mut store, &run, answers, io.now_ms(), jitter);
+    for line in &sent {
+        io.sent(line);
+    }
+    if let Some(at) = at {
+        io.set_alarm(at).await;
+    }
+}
+
+/// POSTs `notification` to `ALERT_URL`, signed now.
+async fn post<I: IndexIo>(
+    io: &I,
+    alerts: &AlertConfig,
+    notification: &Notification,
+) -> Result<(), String> {
+    let now_seconds = (io.now_ms() / 1_000) as i64;
+    let headers = alert::signed_headers(alerts.key.expose(), notification, now_seconds);
+    io.post(alerts.url.as_str(), &headers, &notification.payload)
+        .await
+}
 
 /// The reply to `request` at `now`, and the time the index's alarm must fire by after it
 /// (`None`: nothing new to wake for, or its next work could not be read). `config` is `None`

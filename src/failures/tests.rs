@@ -822,3 +822,137 @@ fn an_alarm_settles_each_notification_by_its_answer_and_comes_back_for_the_retry
         (run.due[1].id.as_str(), 1)
     );
 }
+
+/// A POST as made: its URL and headers.
+type Post = (String, Vec<(String, String)>);
+
+/// A failure index object in memory: its table, its alarm, the POSTs it made (answered in
+/// turn from `answers`), and what it logged.
+struct MemoryIndex {
+    now: Millis,
+    config: Option<std::rc::Rc<crate::config::Config>>,
+    table: std::rc::Rc<std::cell::RefCell<crate::claim::MemoryTable>>,
+    alarm: std::cell::Cell<Option<Millis>>,
+    alarms_set: std::cell::Cell<u32>,
+    answers: std::cell::RefCell<Vec<Result<(), String>>>,
+    posts: std::cell::RefCell<Vec<Post>>,
+    lines: std::cell::RefCell<Vec<object::SendLine>>,
+}
+
+impl object::IndexIo for MemoryIndex {
+    type Table = crate::keeper::memory::SharedTable;
+
+    fn now_ms(&self) -> Millis {
+        self.now
+    }
+
+    fn config(&self) -> Option<std::rc::Rc<crate::config::Config>> {
+        self.config.clone()
+    }
+
+    fn open(&self) -> Result<crate::claim::KvStore<Self::Table>, StoreError> {
+        let table = crate::keeper::memory::SharedTable(self.table.clone());
+        Ok(crate::claim::KvStore::new(table))
+    }
+
+    async fn alarm_at(&self) -> Option<Millis> {
+        self.alarm.get()
+    }
+
+    async fn set_alarm(&self, at: Millis) {
+        self.alarms_set.set(self.alarms_set.get() + 1);
+        self.alarm.set(Some(at));
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        _body: &str,
+    ) -> Result<(), String> {
+        self.posts
+            .borrow_mut()
+            .push((url.to_owned(), headers.to_vec()));
+        self.answers.borrow_mut().remove(0)
+    }
+
+    fn usage(&self, _op: &'static str, _usage: crate::claim::Usage) {}
+
+    fn sent(&self, line: &object::SendLine) {
+        self.lines.borrow_mut().push(line.clone());
+    }
+}
+
+fn memory_index(now: Millis, alerts: bool) -> MemoryIndex {
+    MemoryIndex {
+        now,
+        config: Some(std::rc::Rc::new(config(alerts))),
+        table: Default::default(),
+        alarm: Default::default(),
+        alarms_set: Default::default(),
+        answers: Default::default(),
+        posts: Default::default(),
+        lines: Default::default(),
+    }
+}
+
+/// The index object's request: an unreadable one is a store failure; a report applied sets
+/// the alarm for its notification unless the one set fires sooner.
+#[test]
+fn the_index_object_answers_its_calls_and_sets_the_alarm_only_when_needed() {
+    use crate::runtime::memory::run;
+    let index = memory_index(10, true);
+    let unreadable: IndexReply = serde_json::from_str(&run(object::call(&index, "{"))).unwrap();
+    assert!(
+        matches!(unreadable, IndexReply::StoreFailed { detail } if detail.contains("unreadable"))
+    );
+    let report =
+        serde_json::to_string(&IndexRequest::Report(dead("a", Provider::Github, 10))).unwrap();
+    let applied: IndexReply = serde_json::from_str(&run(object::call(&index, &report))).unwrap();
+    assert!(matches!(applied, IndexReply::Applied(_)), "{applied:?}");
+    assert_eq!((index.alarm.get(), index.alarms_set.get()), (Some(10), 1));
+    let second =
+        serde_json::to_string(&IndexRequest::Report(dead("b", Provider::Github, 10))).unwrap();
+    run(object::call(&index, &second));
+    assert_eq!(
+        index.alarms_set.get(),
+        1,
+        "the alarm set already fires by then"
+    );
+}
+
+/// The alarm POSTs each due notification to `ALERT_URL`, signed as Standard Webhooks signs,
+/// logs how each was settled, and comes back for the one refused.
+#[test]
+fn the_index_alarm_posts_signed_notifications_and_comes_back_for_a_refused_one() {
+    use crate::runtime::memory::run;
+    let index = memory_index(10, true);
+    for key in ["a", "b"] {
+        let report = IndexRequest::Report(dead(key, Provider::Github, 10));
+        run(object::call(
+            &index,
+            &serde_json::to_string(&report).unwrap(),
+        ));
+    }
+    *index.answers.borrow_mut() = vec![Ok(()), Err("answered 500".into())];
+    let index = MemoryIndex { now: 20, ..index };
+    run(object::run_alarm(&index, || 0.5));
+    let posts = index.posts.borrow();
+    assert_eq!(posts.len(), 2);
+    for (url, headers) in posts.iter() {
+        assert_eq!(url, "https://alerts.example/in");
+        for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+            assert!(
+                headers.iter().any(|(known, _)| known == name),
+                "{name}: {headers:?}"
+            );
+        }
+    }
+    let lines = index.lines.borrow();
+    let failed: Vec<_> = lines.iter().map(|line| line.failed.clone()).collect();
+    assert_eq!(failed, [None, Some(("answered 500".to_owned(), false))]);
+    assert!(
+        index.alarm.get().is_some_and(|at| at > 20),
+        "back for the retry"
+    );
+}

@@ -2,10 +2,10 @@
 //! no connected caller and may run for minutes). The rules are in [`crate::claim`] and
 //! [`crate::authority::queue`], the attempt's life in [`crate::authority::attempt`].
 
-use super::{random_fraction, Keeper, ObjectIo, Outgoing};
+use super::{Keeper, ObjectIo, Outgoing};
 use crate::authority::queue::{self, Due};
 use crate::authority::{Attempt, Won};
-use crate::claim::{ClaimStore, Nonce};
+use crate::claim::{random_fraction, ClaimStore, Nonce};
 use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::providers::Provider;

@@ -1,7 +1,8 @@
 //! An event's changes on their way to the failure index, and an origin's failures it must
 //! hear of. A failure here never touches the delivery.
 
-use super::{random_fraction, Keeper, ObjectIo};
+use super::{Keeper, ObjectIo};
+use crate::claim::random_fraction;
 use crate::failures::{self, alert, IndexReply, IndexRequest};
 use crate::log_line::LogLine;
 use crate::origin::Verdict;
