@@ -8,6 +8,7 @@ use super::authority_wire;
 use super::kv_store::{js_flag, js_text};
 use super::rpc;
 use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
+use crate::claim::StoreError;
 
 /// The binding name of the claim authority's namespace in `wrangler.toml`.
 pub const BINDING: &str = "CLAIM_AUTHORITY";
@@ -50,7 +51,7 @@ impl AuthorityClient {
             match rpc::call(&self.namespace, request.key(), &frame).await {
                 Ok(answer) => match authority_wire::read_reply(answer) {
                     Ok(read) => return read,
-                    Err(detail) => return (failed(false, detail), None),
+                    Err(detail) => return (StoreError::Fatal(detail).into(), None),
                 },
                 Err(error) => {
                     match after_stub_failure(
@@ -62,15 +63,11 @@ impl AuthorityClient {
                         StubFailure::GiveUp => {
                             let detail =
                                 format!("claim authority unreachable: {}", js_text(&error));
-                            return (failed(true, detail), None);
+                            return (StoreError::Retryable(detail).into(), None);
                         }
                     }
                 }
             }
         }
     }
-}
-
-fn failed(retryable: bool, detail: String) -> AuthorityReply {
-    AuthorityReply::StoreFailed { retryable, detail }
 }

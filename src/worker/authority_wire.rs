@@ -9,6 +9,7 @@ use worker::Result;
 use crate::authority::{
     frame_json_range, frame_prefix, AuthorityReply, AuthorityRequest, REPLY_HEADER,
 };
+use crate::claim::StoreError;
 
 /// The frame for `request`, with `body` (bytes in JavaScript memory) after its JSON.
 pub fn encode_request(request: &AuthorityRequest, body: Option<&Uint8Array>) -> Uint8Array {
@@ -48,10 +49,8 @@ pub fn reply(reply: &AuthorityReply) -> JsValue {
 
 /// The reply to a frame the object could not read: a store failure worth retrying, saying why.
 pub fn unreadable(detail: &str) -> JsValue {
-    reply(&AuthorityReply::StoreFailed {
-        retryable: true,
-        detail: format!("the claim authority could not read the request: {detail}"),
-    })
+    let detail = format!("the claim authority could not read the request: {detail}");
+    reply(&StoreError::Retryable(detail).into())
 }
 
 /// What the object answers a worker of the release before RPC, which sent its frame by
@@ -64,22 +63,22 @@ pub fn previous_release_answer() -> Result<JsValue> {
         "retryable": true,
         "detail": "the claim authority runs a newer release; retry",
     });
-    let headers = web_sys::Headers::new()?;
-    headers.set(REPLY_HEADER, &reply.to_string())?;
-    let init = web_sys::ResponseInit::new();
-    init.set_status(503);
-    init.set_headers(&headers);
-    let response = web_sys::Response::new_with_opt_str_and_init(None, &init)?;
-    Ok(response.into())
+    carrying(&reply.to_string(), 503, None)
 }
 
 /// A reply whose body is `stream` (the origin's answer), the JSON in [`REPLY_HEADER`].
 pub fn reply_with_stream(reply: &AuthorityReply, stream: &ReadableStream) -> Result<JsValue> {
+    carrying(&serde_json::to_string(reply)?, 200, Some(stream))
+}
+
+/// A response with `status` and `body`, `json` in [`REPLY_HEADER`].
+fn carrying(json: &str, status: u16, body: Option<&ReadableStream>) -> Result<JsValue> {
     let headers = web_sys::Headers::new()?;
-    headers.set(REPLY_HEADER, &serde_json::to_string(reply)?)?;
+    headers.set(REPLY_HEADER, json)?;
     let init = web_sys::ResponseInit::new();
+    init.set_status(status);
     init.set_headers(&headers);
-    let response = web_sys::Response::new_with_opt_readable_stream_and_init(Some(stream), &init)?;
+    let response = web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)?;
     Ok(response.into())
 }
 

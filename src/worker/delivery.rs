@@ -17,7 +17,8 @@ use super::authority_wire;
 use super::drive::{self, Early};
 use super::forward::{Exchange, Outgoing};
 use super::keeper::Keeper;
-use crate::authority::{Attempt, AuthorityReply, Deliver};
+use crate::authority::{Attempt, Deliver};
+use crate::claim::StoreError;
 
 /// Runs `deliver` (its raw body beside it) and answers the caller: at once when it is not
 /// forwarded, else when the origin answers or the forward time-out passes, whichever is first.
@@ -45,9 +46,9 @@ pub async fn run(
     match answered.await {
         Ok(Early::Reply(reply)) => Ok(authority_wire::reply(&reply)),
         Ok(Early::Stream(reply, stream)) => authority_wire::reply_with_stream(&reply, &stream),
-        Err(_) => Ok(authority_wire::reply(&AuthorityReply::StoreFailed {
-            retryable: true,
-            detail: "the delivery ended without an answer".into(),
-        })),
+        Err(_) => {
+            let ended = StoreError::Retryable("the delivery ended without an answer".into());
+            Ok(authority_wire::reply(&ended.into()))
+        }
     }
 }

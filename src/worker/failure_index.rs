@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
-use worker::{Env, ScheduledTime, State};
+use worker::{Env, State};
 
 use super::clock;
 use super::env_config;
@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::failures::object::{self, IndexIo, SendLine};
 use crate::failures::INDEX_NAME;
 use crate::log_line::{LogLine, Route};
+use crate::origin::OriginOutcome;
 
 /// How long one notification's POST may take.
 const SEND_TIMEOUT_MS: u64 = 10_000;
@@ -71,14 +72,8 @@ impl IndexIo for FailureIndex {
     }
 
     async fn set_alarm(&self, at: Millis) {
-        let date = js_sys::Date::new(&(at as f64).into());
-        let set = self
-            .state
-            .storage()
-            .set_alarm(ScheduledTime::new(date))
-            .await;
-        if let Err(error) = set {
-            log::write(&LogLine::alarm_not_set(&error.to_string()));
+        if let Err(error) = kv_store::set_alarm(&self.state.storage(), at).await {
+            log::write(&LogLine::alarm_not_set(&error));
         }
     }
 
@@ -90,21 +85,22 @@ impl IndexIo for FailureIndex {
         body: &str,
     ) -> Result<(), String> {
         let body = JsValue::from_str(body);
-        let exchange = Exchange::start(&Outgoing {
+        let sent = Exchange::start(&Outgoing {
             url,
             method: "POST",
             headers,
             body: Some(&body),
-        })
-        .map_err(|_| "the request could not be made".to_owned())?;
-        let aborter = exchange.aborter();
-        let answer = forward::within(exchange, SEND_TIMEOUT_MS).await;
-        aborter.abort();
-        match answer {
-            Ok(Ok(response)) if (200..300).contains(&response.status()) => Ok(()),
-            Ok(Ok(response)) => Err(format!("answered {}", response.status())),
-            Ok(Err(outcome)) => Err(format!("{outcome:?}")),
-            Err(_) => Err("no answer in time".into()),
+        });
+        let response = match forward::answer_within(sent, SEND_TIMEOUT_MS).await {
+            Ok(response) => response,
+            Err(OriginOutcome::NotSent) => return Err("the request could not be made".into()),
+            Err(OriginOutcome::TimedOut) => return Err("no answer in time".into()),
+            Err(outcome) => return Err(format!("{outcome:?}")),
+        };
+        forward::discard_body(&response);
+        match response.status() {
+            200..=299 => Ok(()),
+            status => Err(format!("answered {status}")),
         }
     }
 

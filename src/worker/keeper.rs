@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
-use worker::{Env, ScheduledTime, Storage};
+use worker::{Env, Storage};
 
 use super::clock;
 use super::drive;
@@ -48,11 +48,8 @@ impl ObjectIo for ObjectRuntime {
         kv_store::open(&self.storage)
     }
 
-    /// An absolute time (an `i64` would be read as an offset).
     async fn set_alarm(&self, at: Millis) -> Result<(), String> {
-        let date = js_sys::Date::new(&JsValue::from_f64(at as f64));
-        let set = self.storage.set_alarm(ScheduledTime::new(date)).await;
-        set.map_err(|error| error.to_string())
+        kv_store::set_alarm(&self.storage, at).await
     }
 
     async fn delete_all(&self) -> Result<(), String> {

@@ -1,12 +1,13 @@
-//! The object's synchronous key-value table (`ctx.storage.kv`, SQLite-backed objects only) as
-//! a [`KvTable`]; the stores over it are in [`crate::claim`] and [`crate::failures`].
+//! An object's storage: its synchronous key-value table (`ctx.storage.kv`, SQLite-backed
+//! objects only) as a [`KvTable`], and its alarm. The stores over the table are in
+//! [`crate::claim`] and [`crate::failures`].
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::Storage;
+use worker::{ScheduledTime, Storage};
 
-use crate::claim::{KvStore, KvTable, KvValue, Scan, StoreError};
+use crate::claim::{KvStore, KvTable, KvValue, Millis, Scan, StoreError};
 
 #[wasm_bindgen]
 extern "C" {
@@ -39,6 +40,14 @@ pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
         ));
     }
     Ok(KvStore::new(kv.unchecked_into()))
+}
+
+/// Sets the alarm of the object whose storage is `storage` for `at`, an absolute time (an
+/// `i64` would be read as an offset).
+pub async fn set_alarm(storage: &Storage, at: Millis) -> Result<(), String> {
+    let date = js_sys::Date::new(&JsValue::from_f64(at as f64));
+    let set = storage.set_alarm(ScheduledTime::new(date)).await;
+    set.map_err(|error| error.to_string())
 }
 
 /// A storage exception as a store error (see [`StoreError::of_exception`]).

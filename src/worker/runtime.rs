@@ -15,7 +15,7 @@ use super::native;
 use super::rate_limit;
 use crate::answer::BodyError;
 use crate::authority::{AuthorityReply, AuthorityRequest};
-use crate::claim::{Millis, Nonce};
+use crate::claim::{Millis, Nonce, StoreError};
 use crate::config::DeliveryConfig;
 use crate::failures::{IndexReply, IndexRequest};
 use crate::log_line::Route;
@@ -87,31 +87,14 @@ impl Runtime for Doorway<'_> {
         };
         let client = match AuthorityClient::new(self.env) {
             Ok(client) => client,
-            Err(error) => {
-                let detail = error.to_string();
-                return (
-                    AuthorityReply::StoreFailed {
-                        retryable: false,
-                        detail,
-                    },
-                    None,
-                );
-            }
+            Err(error) => return (StoreError::Fatal(error.to_string()).into(), None),
         };
         let body = body.clone();
         let sent = background::to_completion(self.ctx, async move {
             client.send_with_body(&request, Some(&body)).await
         });
-        sent.await.unwrap_or_else(|| {
-            let detail = "the request was cut off".into();
-            (
-                AuthorityReply::StoreFailed {
-                    retryable: true,
-                    detail,
-                },
-                None,
-            )
-        })
+        let cut_off = || StoreError::Retryable("the request was cut off".into());
+        sent.await.unwrap_or_else(|| (cut_off().into(), None))
     }
 
     async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault> {
