@@ -21,6 +21,7 @@ mod object;
 mod world;
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Instant;
 
 use stateright::{Checker, HasDiscoveries, Model, Property};
@@ -553,7 +554,10 @@ fn check(model: Protocol) {
         .finish_when(HasDiscoveries::AnyFailures)
         .spawn_bfs()
         .join();
-    println!(
+    // Written to the process's stderr itself, which the test harness does not capture, so
+    // that `cargo test` shows what each scenario explored even when it passes.
+    let _ = writeln!(
+        std::io::stderr(),
         "model check {name}: {} states ({} unique), depth {}, {:.1} s",
         checker.state_count(),
         checker.unique_state_count(),
