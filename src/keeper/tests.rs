@@ -504,3 +504,33 @@ fn a_time_out_the_sender_was_told_of_counts_against_the_origin() {
         .filter(|request| matches!(request, IndexRequest::OriginFailed { .. }));
     assert_eq!(told.count(), 1, "{index:?}");
 }
+
+/// An event stored before every sender was switched to sync and the lease shortened below the
+/// queue's time-out is still attempted under a lease that outlasts its wait: the alarm is at
+/// the end of that lease, not of the shorter one.
+#[test]
+fn a_queued_attempt_after_a_shorter_lease_keeps_a_lease_past_its_time_out() {
+    let config = config_with(&[
+        ("DELIVERY_MODE", "sync"),
+        ("LEASE_SECONDS", "4"),
+        ("FORWARD_TIMEOUT_MS", "1000"),
+        ("LATE_ANSWER_WAIT_SECONDS", "2"),
+        ("QUEUE_FORWARD_TIMEOUT_MS", "5000"),
+    ]);
+    assert_eq!(
+        config.webhook.claims.lease_ms, 4_000,
+        "the lease is shorter"
+    );
+    let keeper = Keeper::new(MemoryObject::new(T0, config));
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    run(keeper.alarm()).unwrap();
+    let forwards = keeper.io().forwards.borrow().clone();
+    let [(_, Some(_), alarm_then)] = forwards.as_slice() else {
+        panic!("one forward: {forwards:?}");
+    };
+    assert_eq!(
+        *alarm_then,
+        Some(T0 + 5_000 + 1_000),
+        "time-out plus settle margin"
+    );
+}
