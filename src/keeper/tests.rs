@@ -534,3 +534,18 @@ fn a_queued_attempt_after_a_shorter_lease_keeps_a_lease_past_its_time_out() {
         "time-out plus settle margin"
     );
 }
+
+/// Any request that reaches the object re-asserts the alarm of a record that still has to act:
+/// after a stored event's `setAlarm` failed, an operator's inspect sets it.
+#[test]
+fn an_inspect_sets_the_alarm_a_stored_event_lost() {
+    let keeper = keeper();
+    keeper.io().failing_alarms.set(1);
+    run(keeper.serve(&enqueue("d1"), b"{}"));
+    assert_eq!(keeper.io().alarm.get(), None, "the alarm failed");
+    let inspect = AuthorityRequest::Inspect {
+        key: "github:d1".into(),
+    };
+    run(keeper.serve(&inspect, b""));
+    assert_eq!(keeper.io().alarm.get(), Some(T0), "the inspect set it");
+}
