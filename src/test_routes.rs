@@ -48,6 +48,9 @@ pub enum ClaimsOp {
     Finalize,
     /// `POST …/release` with `{"fence", "reason"}`.
     Release,
+    /// `POST …/forget` with `{"fence"}`: the fenced delete an operator's `DELETE` makes after
+    /// its read, with a fence the test read earlier.
+    Forget,
     /// `POST …/panic`: a Rust panic in the object.
     Panic,
     /// `POST …/trap`: a WebAssembly trap without a panic in the object.
@@ -57,7 +60,10 @@ pub enum ClaimsOp {
 impl ClaimsOp {
     /// True when the route reads a JSON body (a fence).
     pub fn takes_body(self) -> bool {
-        matches!(self, ClaimsOp::Finalize | ClaimsOp::Release)
+        matches!(
+            self,
+            ClaimsOp::Finalize | ClaimsOp::Release | ClaimsOp::Forget
+        )
     }
 }
 
@@ -135,6 +141,7 @@ pub fn route(method: &str, rest: &str) -> Option<TestRoute> {
         ("POST", "claim") => ClaimsOp::Claim,
         ("POST", "finalize") => ClaimsOp::Finalize,
         ("POST", "release") => ClaimsOp::Release,
+        ("POST", "forget") => ClaimsOp::Forget,
         ("POST", "panic") => ClaimsOp::Panic,
         ("POST", "trap") => ClaimsOp::Trap,
         _ => return None,
@@ -185,7 +192,11 @@ pub fn request(
             policy,
             only_after_lease: false,
         },
-        (ClaimsOp::Finalize | ClaimsOp::Release, None) => {
+        (ClaimsOp::Forget, Some(body)) => AuthorityRequest::Forget {
+            key,
+            fence: body.fence,
+        },
+        (ClaimsOp::Finalize | ClaimsOp::Release | ClaimsOp::Forget, None) => {
             return Err("a JSON body with a fence is required".into())
         }
     })
@@ -367,6 +378,13 @@ mod tests {
                 op: ClaimsOp::Inspect
             })
         );
+        assert_eq!(
+            route("POST", "claims/evt_1/forget"),
+            Some(TestRoute::Claims {
+                key: "evt_1".into(),
+                op: ClaimsOp::Forget
+            })
+        );
         assert_eq!(route("POST", "claims/"), None);
         assert_eq!(route("DELETE", "claims/evt_1"), None);
     }
@@ -394,6 +412,14 @@ mod tests {
         )
         .is_err());
         assert!(request("evt_1", ClaimsOp::Finalize, None, POLICY, nonce).is_err());
+        assert!(request("evt_1", ClaimsOp::Forget, None, POLICY, nonce).is_err());
+        assert_eq!(
+            request("evt_1", ClaimsOp::Forget, Some(body(None)), POLICY, nonce),
+            Ok(AuthorityRequest::Forget {
+                key: "evt_1".into(),
+                fence: Fence::new(1, [1; 16]),
+            })
+        );
     }
 
     #[test]

@@ -164,6 +164,7 @@ describe('queue mode', () => {
     assert.equal(redelivered.json.status, 'queued');
     await until(async () => (await inspect(id))?.state === 'done', 10_000, 'the redelivery');
     assert.deepEqual(seen(id).map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4'], 'no attempt while it was dead');
+    assert.equal(seen(id)[3].headers['x-webhook-dedup-takeover'], 'false', 'every earlier attempt was answered: no takeover');
     assert.equal((await inspect(id)).attempts, 4);
     const again = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
     assert.equal(again.status, 404, 'a delivered event holds no body');
@@ -319,6 +320,7 @@ test('switching modes over the same storage: no event dropped, none delivered tw
   await until(async () => (await record(id))?.state === 'done', 10_000, 'the delivery');
   const attempts = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
   assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2']);
+  assert.equal(attempts[1].headers['x-webhook-dedup-takeover'], 'true', 'the sync forward\'s outcome was unknown: the queue\'s attempt says its handler may have run');
   assertNoOverlap(attempts, id);
 
   // An attempt of queue mode is never released by an operator, even forced: the sender was

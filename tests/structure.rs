@@ -1,7 +1,9 @@
 //! The source's shape, read with the Rust parser itself (`syn`): the modules import only the
-//! layers below their own (so no two import each other), and no function outside tests runs
-//! past 60 lines.
+//! layers below their own, no module imports another that imports it back (by `crate::`,
+//! `super::` or `self::` paths, at every depth), and no function outside tests runs past 60
+//! lines.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -210,6 +212,185 @@ fn every_import_runs_down_the_layers() {
     );
 }
 
+/// The module path of a source file: `["failures", "index"]` for `src/failures/index.rs`,
+/// `["failures"]` for `src/failures/mod.rs`.
+fn module_path(path: &Path) -> Vec<String> {
+    let relative = path.strip_prefix(src()).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every path a file names (in `use` trees and in code), made absolute from its module, tests
+/// and inline test modules left out. `crate::`, `super::` and `self::` paths only: a path
+/// that starts with another name is a crate's or an item in scope.
+#[derive(Default)]
+struct Paths {
+    /// The module the file is, then the inline modules being read.
+    here: Vec<String>,
+    /// Absolute paths named, each with the module that names it.
+    found: Vec<(Vec<String>, Vec<String>)>,
+}
+
+impl Paths {
+    fn resolve(&mut self, segments: &[String]) {
+        let mut absolute = self.here.clone();
+        let mut rest = segments;
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                absolute.clear();
+                rest = &rest[1..];
+            }
+            Some("self") => rest = &rest[1..],
+            Some("super") => {
+                while rest.first().is_some_and(|first| first == "super") {
+                    absolute.pop();
+                    rest = &rest[1..];
+                }
+            }
+            _ => return,
+        }
+        absolute.extend(rest.iter().cloned());
+        self.found.push((self.here.clone(), absolute));
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                prefix.push(path.ident.to_string());
+                self.use_tree(prefix, &path.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(name) => {
+                prefix.push(name.ident.to_string());
+                self.resolve(&prefix.clone());
+                prefix.pop();
+            }
+            syn::UseTree::Rename(rename) => {
+                prefix.push(rename.ident.to_string());
+                self.resolve(&prefix.clone());
+                prefix.pop();
+            }
+            syn::UseTree::Glob(_) => self.resolve(&prefix.clone()),
+            syn::UseTree::Group(group) => {
+                for item in &group.items {
+                    self.use_tree(prefix, item);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Paths {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if is_test(&item.attrs) || item.content.is_none() {
+            return;
+        }
+        self.here.push(item.ident.to_string());
+        visit::visit_item_mod(self, item);
+        self.here.pop();
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !is_test(&item.attrs) {
+            visit::visit_item_fn(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        if !is_test(&item.attrs) {
+            self.use_tree(&mut Vec::new(), &item.tree);
+        }
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.resolve(&segments);
+        visit::visit_path(self, path);
+    }
+}
+
+/// True when `a` is `b`, or holds it, or is held by it: a module and its own submodules may
+/// name each other (a parent re-exports its children; a child uses its parent's types).
+fn nested(a: &[String], b: &[String]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+#[test]
+fn no_module_imports_another_that_imports_it_back() {
+    let files = modules();
+    let mut known: BTreeSet<Vec<String>> = BTreeSet::new();
+    let mut parsed = Vec::new();
+    for (_, path, file) in files {
+        let module = module_path(&path);
+        known.insert(module.clone());
+        parsed.push((module, file));
+    }
+    // Inline modules (outside tests) are modules too.
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let mut named = 0;
+    for (module, file) in &parsed {
+        let mut paths = Paths {
+            here: module.clone(),
+            ..Paths::default()
+        };
+        paths.visit_file(file);
+        for (from, _) in &paths.found {
+            known.insert(from.clone());
+        }
+        for (from, to) in paths.found {
+            named += 1;
+            // The module a path reaches: its longest prefix that is a module.
+            let target = (1..=to.len())
+                .rev()
+                .map(|n| to[..n].to_vec())
+                .find(|prefix| known.contains(prefix));
+            if let Some(target) = target.filter(|target| !nested(&from, target)) {
+                edges.entry(from).or_default().insert(target);
+            }
+        }
+    }
+    assert!(named > 500, "the check read the paths ({named} seen)");
+    assert!(
+        edges.contains_key(&vec!["worker".to_owned(), "keeper".to_owned()]),
+        "the check sees `super::` imports between sibling modules"
+    );
+    let mut cycles = Vec::new();
+    for (from, targets) in &edges {
+        for to in targets {
+            if from < to && edges.get(to).is_some_and(|back| back.contains(from)) {
+                cycles.push(format!("{} <-> {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    // Longer loops: a module that reaches itself through others.
+    for start in edges.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&Vec<String>> = edges[start].iter().collect();
+        while let Some(next) = stack.pop() {
+            if next == start {
+                cycles.push(format!("{} reaches itself", start.join("::")));
+                break;
+            }
+            if seen.insert(next.clone()) {
+                stack.extend(edges.get(next).into_iter().flatten());
+            }
+        }
+    }
+    cycles.sort();
+    cycles.dedup();
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other:\n{}",
+        cycles.join("\n")
+    );
+}
+
 #[test]
 fn no_function_outside_tests_runs_past_sixty_lines() {
     let mut long = Vec::new();
@@ -238,7 +419,7 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
 /// The most lines `src/worker/` may hold, comments included: what it holds today, so it can
 /// only shrink. The aim is 1,800; what stands between is written down in the reliability and
 /// developing guides. Lower it whenever a change moves work out of the adapter.
-const MAX_WORKER_LINES: usize = 2_066;
+const MAX_WORKER_LINES: usize = 2_065;
 
 #[test]
 fn the_worker_adapter_does_not_grow() {

@@ -10,7 +10,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::entry::Entry;
-use super::index::IndexStore;
+use super::store::IndexStore;
 use super::IndexRequest;
 use crate::claim::{Change, Millis, RetryPolicy, Scan, StoreError, Transition};
 use crate::config::Config;

@@ -18,51 +18,9 @@ use serde_json::{json, Value};
 use super::alert::{self, AlertPolicy};
 use super::entry::{Entry, EntryState, Report, MAX_HISTORY};
 use super::query::{Cursor, ListQuery};
-use crate::claim::{
-    get_text, Change, KvTable, KvValue, MemoryTable, Millis, Scan, StoreError, Transition,
-};
+use super::store::{unreadable, IndexStore};
+use crate::claim::{Change, Millis, Scan, StoreError, Transition};
 use crate::providers::Provider;
-
-/// The sorted key-value store under the index: any [`KvTable`] (the index object's own, or
-/// a [`MemoryTable`] in tests and the model checker), its values text.
-pub trait IndexStore {
-    /// The value of `key`.
-    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError>;
-    /// Sets `key` to `value`.
-    fn put(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
-    /// Deletes `key` (absent is fine).
-    fn delete(&mut self, key: &str) -> Result<(), StoreError>;
-    /// The keys and values `scan` covers, in its order.
-    fn scan(&mut self, scan: &Scan) -> Result<Vec<(String, String)>, StoreError>;
-}
-
-/// The index in memory, for tests and the model checker.
-pub type MemoryIndexStore = MemoryTable;
-
-impl<T: KvTable> IndexStore for T {
-    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
-        get_text(self, key, &|| {
-            format!("the failure index's value of {key:?}")
-        })
-    }
-
-    fn put(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
-        KvTable::put(self, key, &KvValue::Text(value.to_owned()))
-    }
-
-    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
-        KvTable::delete(self, key)
-    }
-
-    fn scan(&mut self, scan: &Scan) -> Result<Vec<(String, String)>, StoreError> {
-        let found = self.list(scan)?;
-        let text = |(key, value): (String, KvValue)| match value {
-            KvValue::Text(text) => Ok((key, text)),
-            KvValue::Bytes(_) => Err(unreadable("value (bytes, not text)")),
-        };
-        found.into_iter().map(text).collect()
-    }
-}
 
 fn entry_key(key: &str) -> String {
     format!("e:{key}")
@@ -85,10 +43,6 @@ fn split_timed(stored: &str) -> Option<(Millis, &str)> {
     let rest = stored.get(2..)?;
     let (at, key) = rest.split_once(':')?;
     Some((at.parse().ok()?, key))
-}
-
-fn unreadable(what: &str) -> StoreError {
-    StoreError::Fatal(format!("the failure index holds an unreadable {what}"))
 }
 
 /// The entry of `key`, if the index has one.

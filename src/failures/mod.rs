@@ -18,14 +18,15 @@ mod entry;
 mod index;
 pub mod object;
 pub mod query;
+mod store;
 
 pub use alert::{AlertPolicy, Notification};
 pub use entry::{due_report, event_type, Entry, EntryState, Report, MAX_HISTORY};
 pub use index::{
-    apply, entry, expire, gone, list, next_wake, summary, Applied, IndexStore, MemoryIndexStore,
-    Page, Summary, MAX_SCANNED,
+    apply, entry, expire, gone, list, next_wake, summary, Applied, Page, Summary, MAX_SCANNED,
 };
 pub use query::{Cursor, ListQuery, QueryError};
+pub use store::{IndexStore, MemoryIndexStore};
 
 use crate::claim::{self, Change, ClaimStore, Millis, RetryPolicy, StoreError};
 use crate::origin::Reason;

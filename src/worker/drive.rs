@@ -9,11 +9,10 @@ use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefau
 
 use super::clock;
 use super::forward::{self, BodyReader, Exchange};
-use super::keeper::Keeper;
 use crate::authority::attempt::{Event, Wants};
 use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head, Report};
 use crate::claim::Millis;
-use crate::keeper::Forwarding;
+use crate::keeper::{Forwarding, Keeper, ObjectIo};
 use crate::origin::OriginOutcome;
 
 /// What the caller of a delivery is told by the forward time-out.
@@ -26,8 +25,8 @@ pub enum Early {
 
 /// Runs `attempt` over the forward `sent` (or the reason nothing was sent) to its end. Its
 /// caller, if any, is answered through `early`.
-pub async fn run(
-    keeper: &Keeper,
+pub async fn run<O: ObjectIo>(
+    keeper: &Keeper<O>,
     attempt: Attempt,
     sent: Result<Exchange, OriginOutcome>,
     early: Option<oneshot::Sender<Early>>,
