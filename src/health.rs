@@ -5,7 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::answer::HttpAnswer;
-use crate::config::{Config, ConfigProblem, DeliveryMode};
+use crate::config::{self, Config, ConfigProblem, DeliveryMode};
+use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::providers::Provider;
 
 /// Who asks, as far as `/healthz` is concerned.
@@ -80,9 +81,38 @@ pub fn answer(loaded: Result<&Config, &[ConfigProblem]>, view: View) -> HttpAnsw
     }
 }
 
+/// The log line `/healthz` writes while the configuration has `problems`: at `error`,
+/// `misconfigured`, naming each key and what it expects (never a value given).
+pub fn misconfigured_line(problems: &[ConfigProblem]) -> LogLine {
+    LogLine {
+        level: Level::Error,
+        outcome: Outcome::Code("misconfigured"),
+        detail: Some(config::describe(problems)),
+        ..LogLine::new(Route::Health)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A broken configuration is logged at `error`, naming its keys.
+    #[test]
+    fn a_broken_configuration_is_logged_as_an_error_naming_its_keys() {
+        let problems = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("not a url".into()),
+            _ => None,
+        })
+        .unwrap_err();
+        let line = misconfigured_line(&problems);
+        assert_eq!(line.level, Level::Error);
+        assert_eq!(line.route, Route::Health);
+        assert_eq!(line.outcome, Outcome::Code("misconfigured"));
+        let detail = line.detail.unwrap();
+        assert!(detail.contains("ORIGIN_URL"), "{detail}");
+        assert!(!detail.contains("not a url"), "{detail}");
+    }
 
     fn body(answer: &HttpAnswer) -> Value {
         serde_json::from_slice(answer.body.as_deref().unwrap()).unwrap()

@@ -46,6 +46,7 @@ pub mod origin;
 pub mod providers;
 pub mod rate_limit;
 pub mod rfc3339;
+pub mod routing;
 pub mod runtime;
 pub mod secret;
 pub mod test_routes;

@@ -70,23 +70,6 @@ impl Route {
         }
     }
 
-    /// The route a request's `path` reaches.
-    pub fn of_path(path: &str) -> Route {
-        if path == "/healthz" {
-            Route::Health
-        } else if path.starts_with("/webhooks/") {
-            Route::Webhook
-        } else if path.starts_with("/api/") {
-            Route::Idempotency
-        } else if path.starts_with("/admin/") {
-            Route::Admin
-        } else if path.starts_with("/_test/") {
-            Route::Test
-        } else {
-            Route::Unknown
-        }
-    }
-
     /// The route's word, as serialised (log lines, metrics).
     pub fn word(self) -> &'static str {
         match self {

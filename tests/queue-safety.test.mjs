@@ -1,6 +1,7 @@
 // Queue mode's safety rules at their edges, each shown on the real runtime: the takeover flag
-// after a cut-off attempt is redelivered, each stored event's own fence, an alarm lost and set
-// again by the next request, and an attempt's lease after the lease setting was shortened.
+// when a dead letter whose last attempt timed out or was cut off is redelivered, each stored
+// event's own fence, an alarm lost and set again by the next request, and an attempt's lease
+// after the lease setting was shortened.
 // Real worker under `wrangler dev` with persisted storage, deliveries signed by `stripe`.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -43,7 +44,7 @@ async function originWith(behaviour) {
 const seenBy = (origin, id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
 const inspect = async (worker, id) => (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json?.record;
 
-test('a dead letter whose last attempt was cut off is redelivered as a takeover: its handler may have run', { timeout: 90_000 }, async (t) => {
+test('a dead letter whose last attempt timed out is redelivered as a takeover: its handler may have run', { timeout: 90_000 }, async (t) => {
   const behaviour = new Map();
   const origin = await originWith(behaviour);
   const worker = await startWorker({ vars: queueVars(origin) });
@@ -52,7 +53,7 @@ test('a dead letter whose last attempt was cut off is redelivered as a takeover:
     await origin.close();
   });
   // Two definite failures, then a handler slower than the attempt's 3 s time-out: the third
-  // and last attempt is cut off, so the event is dead with its outcome unknown.
+  // and last attempt times out, so the event is dead with its outcome unknown.
   const id = eventId('cutoff');
   let healthy = false;
   behaviour.set(id, (req) => {
@@ -81,12 +82,43 @@ test('a dead letter whose last attempt was cut off is redelivered as a takeover:
   const attempts = seenBy(origin, id);
   assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2', '3', '4']);
   assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-takeover']), ['false', 'false', 'false', 'true'],
-    'only the attempt after the cut-off one says its handler may have run');
+    'only the attempt after the timed-out one says its handler may have run');
+});
+
+test('a dead letter whose only attempt a restart cut off is redelivered as a takeover', { timeout: 120_000 }, async (t) => {
+  let hold = true;
+  const origin = await startOrigin(() => (hold ? { hang: true } : { status: 200 }));
+  // One attempt per budget, and a time-out longer than a restart: the attempt dies with the
+  // runtime, and the alarm at its lease's end finds it cut off and dead-letters the event.
+  const worker = await startWorker({ vars: queueVars(origin, { RETRY_MAX_ATTEMPTS: '1', LEASE_SECONDS: '12', QUEUE_FORWARD_TIMEOUT_MS: '10000' }) });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const id = eventId('restartdead');
+  assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+  await until(() => seenBy(origin, id).length, 10_000, 'the attempt');
+  hold = false;
+  await worker.restart();
+  const dead = await until(async () => {
+    const record = await inspect(worker, id);
+    return record?.state === 'dead' && record;
+  }, 40_000, 'the dead letter at the lease\'s end');
+  assert.equal(dead.attempts, 1);
+  assert.match(dead.queue.last_error, /cut off/);
+  const redelivered = await call(`${worker.url}/admin/events/${id}/redeliver`, { method: 'POST', headers: auth });
+  assert.equal(redelivered.status, 200, redelivered.text);
+  await until(async () => (await inspect(worker, id))?.state === 'done', 15_000, 'the redelivery');
+  const attempts = seenBy(origin, id);
+  assert.deepEqual(attempts.map((r) => r.headers['x-webhook-dedup-attempt']), ['1', '2']);
+  assert.equal(attempts[1].headers['x-webhook-dedup-takeover'], 'true', 'the cut-off attempt\'s handler may have run');
 });
 
 test('an operator\'s delete that read an earlier record never deletes the event its sender sent again', { timeout: 60_000 }, async (t) => {
   const origin = await originWith(new Map());
-  const worker = await startWorker({ vars: queueVars(origin) });
+  // A budget of well under a millisecond: each stored event is dead-lettered by its first
+  // alarm, before any attempt, so its record keeps the fence it was stored with.
+  const worker = await startWorker({ vars: queueVars(origin, { RETRY_MAX_AGE_HOURS: '0.0000001' }) });
   t.after(async () => {
     await worker.dispose();
     await origin.close();
@@ -94,23 +126,24 @@ test('an operator\'s delete that read an earlier record never deletes the event 
   const id = eventId('refenced');
   const payload = eventPayload(id);
   const testRoute = `${worker.url}/_test/claims/${id}`;
+  const dead = async () => (await inspect(worker, id))?.state === 'dead';
   assert.equal((await deliver(worker, payload, { secret: SECRET })).json.status, 'queued');
-  await until(async () => (await inspect(worker, id))?.state === 'done', 10_000, 'the delivery');
-  // Two operators read the delivered event; the first deletes it, and the sender sends it again.
+  await until(dead, 10_000, 'the dead letter');
+  // Two operators read the dead letter; the first deletes it, and the sender sends it again.
   const { fence: readEarlier } = (await call(testRoute, { headers: auth })).json.record;
   const forgotten = await call(`${worker.url}/admin/events/${id}`, { method: 'DELETE', headers: auth });
   assert.equal(forgotten.json.status, 'forgotten', forgotten.text);
   assert.equal((await deliver(worker, payload, { secret: SECRET })).json.status, 'queued');
-  await until(async () => (await inspect(worker, id))?.state === 'done', 10_000, 'the second delivery');
+  await until(dead, 10_000, 'the second dead letter');
   const resent = (await call(testRoute, { headers: auth })).json.record;
-  assert.notEqual(resent.fence, readEarlier, 'the new record has a fence of its own');
+  assert.equal(resent.attempts, 0, 'neither record had an attempt');
   // The second operator's delete, fenced with what it read before, changes nothing.
   const stale = await call(`${testRoute}/forget`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ fence: readEarlier }) });
   assert.equal(stale.status, 200, stale.text);
   assert.equal(stale.json.outcome, 'not_owner');
-  const kept = await inspect(worker, id);
-  assert.equal(kept?.state, 'done', 'the acknowledged event is still recorded');
-  assert.equal(seenBy(origin, id).length, 2);
+  assert.equal((await inspect(worker, id))?.state, 'dead', 'the acknowledged event is still kept, its body with it');
+  assert.notEqual(resent.fence, readEarlier, 'the new record has a fence of its own');
+  assert.equal(seenBy(origin, id).length, 0);
 });
 
 /** Removes every trace of the alarm of the object that stores `id`, with its runtime stopped. */

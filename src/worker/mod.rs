@@ -25,15 +25,14 @@ mod rate_limit;
 mod rpc;
 mod runtime;
 
-use worker::{event, web_sys, Context, Env, Method, Response, Result};
+use worker::{event, web_sys, Context, Env, Response, Result};
 
 use door::Visit;
 use inbound::Inbound;
 use runtime::Doorway;
 
-use crate::config;
-use crate::log_line::{Level, LogLine, Outcome, Route};
-use crate::providers::Provider;
+use crate::log_line::Route;
+use crate::routing::{self, Destination};
 use crate::runtime::Fault;
 use crate::secret::Secret;
 use crate::test_routes::door::Served;
@@ -49,20 +48,22 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response
     let method = req.method();
     match route(req, &path, &env, &ctx).await {
         Ok(response) => Ok(response),
-        Err(error) => door::internal_error(&env, Route::of_path(&path), &method, &error),
+        Err(error) => {
+            let route = Destination::of(&path).route();
+            door::internal_error(&env, route, &method, &error)
+        }
     }
 }
 
-/// Routes one request to its door (the webhook, Idempotency-Key, admin and test doors'
-/// sequences are [`crate::webhook::door`], [`crate::idempotency::door`], [`crate::admin::door`]
-/// and [`crate::test_routes::door`]). Unknown paths get 404; a known path with the wrong
-/// method gets 405.
+/// Serves one request at its path's [`Destination`] (the webhook, Idempotency-Key, admin and
+/// test doors' sequences are [`crate::webhook::door`], [`crate::idempotency::door`],
+/// [`crate::admin::door`] and [`crate::test_routes::door`]); an unknown path gets 404.
 async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Response> {
-    if path == "/healthz" {
-        return health(&req, env);
-    }
-    if path.starts_with("/api/") {
-        return api::serve(req, env, ctx).await;
+    let destination = Destination::of(path);
+    match destination {
+        Destination::Health => return health(&req, env),
+        Destination::Api => return api::serve(req, env, ctx).await,
+        _ => {}
     }
     let method = req.method();
     let loaded = env_config::config(env);
@@ -72,40 +73,40 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
         env,
         ctx,
     };
-    let webhook = path.strip_prefix("/webhooks/");
-    if let Some(provider) = webhook.and_then(Provider::from_name) {
-        let mut visit = Visit::start(Route::Webhook, &method);
-        let line = &mut visit.line;
-        let answer = webhook::door::serve(&doorway, provider, config, method.as_ref(), line).await;
-        return visit.answer(env, answer);
-    }
     let token = || env_config::admin_token(env, &loaded);
-    if let Some(rest) = path.strip_prefix("/admin/") {
-        let token = token();
-        let token = token.as_ref().map(Secret::expose_str);
-        let pairs: Vec<(String, String)> = req.url()?.query_pairs().into_owned().collect();
-        let mut visit = Visit::start(Route::Admin, &method);
-        let request = (method.as_ref(), rest, pairs.as_slice());
-        let line = &mut visit.line;
-        let served = admin::door::serve(&doorway, request, token, config, line).await;
-        return visit.answer(env, served.map_err(fault)?.http());
-    }
-    if let Some(rest) = path.strip_prefix("/_test/") {
-        let token = token();
-        let token = token.as_ref().map(Secret::expose_str);
-        let mut visit = Visit::start(Route::Test, &method);
-        let request = (method.as_ref(), rest);
-        let line = &mut visit.line;
-        let served = test_routes::door::serve(&doorway, request, token, config, line).await;
-        return match served.map_err(fault)? {
-            Served::Answer(answer) => visit.answer(env, answer),
-            Served::Panic => panic!("a panic asked for by POST /_test/panic"),
-            Served::Error => Err(worker::Error::RustError(TEST_ERROR.into())),
-        };
-    }
-    let detail = format!("no route for {path}");
-    let refusal = (404, "not_found", detail.as_str());
-    door::refuse(env, (Route::Unknown, &method), refusal, None)
+    let mut visit = Visit::start(destination.route(), &method);
+    let line = &mut visit.line;
+    let answer = match destination {
+        Destination::Health | Destination::Api => unreachable!("answered above"),
+        Destination::Webhook(provider) => {
+            webhook::door::serve(&doorway, provider, config, method.as_ref(), line).await
+        }
+        Destination::Admin(rest) => {
+            let token = token();
+            let token = token.as_ref().map(Secret::expose_str);
+            let pairs: Vec<(String, String)> = req.url()?.query_pairs().into_owned().collect();
+            let request = (method.as_ref(), rest, pairs.as_slice());
+            let served = admin::door::serve(&doorway, request, token, config, line).await;
+            served.map_err(fault)?.http()
+        }
+        Destination::Test(rest) => {
+            let token = token();
+            let token = token.as_ref().map(Secret::expose_str);
+            let request = (method.as_ref(), rest);
+            let served = test_routes::door::serve(&doorway, request, token, config, line).await;
+            match served.map_err(fault)? {
+                Served::Answer(answer) => answer,
+                Served::Panic => panic!("a panic asked for by POST /_test/panic"),
+                Served::Error => return Err(worker::Error::RustError(TEST_ERROR.into())),
+            }
+        }
+        Destination::Unknown => {
+            let detail = format!("no route for {path}");
+            let refusal = (404, "not_found", detail.as_str());
+            return door::refuse(env, (Route::Unknown, &method), refusal, None);
+        }
+    };
+    visit.answer(env, answer)
 }
 
 /// A runtime fault as a runtime error (answered 500 `internal_error`, its text logged).
@@ -122,18 +123,14 @@ const TEST_ERROR: &str =
 /// admin token; a broken configuration is logged at `error`, naming its keys.
 fn health(req: &Inbound, env: &Env) -> Result<Response> {
     let method = req.method();
-    if method != Method::Get && method != Method::Head {
+    if !routing::health_allows(method.as_ref()) {
         let refusal = (405, "method_not_allowed", "this route accepts GET, HEAD");
-        return door::refuse(env, (Route::Health, &method), refusal, Some("GET, HEAD"));
+        let allow = Some(routing::HEALTH_METHODS);
+        return door::refuse(env, (Route::Health, &method), refusal, allow);
     }
     let config = env_config::config(env);
     if let Err(problems) = &config {
-        log::write(&LogLine {
-            level: Level::Error,
-            outcome: Outcome::Code("misconfigured"),
-            detail: Some(config::describe(problems)),
-            ..LogLine::new(Route::Health)
-        });
+        log::write(&health::misconfigured_line(problems));
     }
     let loaded = config.as_deref().map_err(|problems| &**problems);
     let authorization = req.headers().get("authorization")?;
