@@ -14,7 +14,7 @@ use super::store::IndexStore;
 use super::IndexRequest;
 use crate::claim::{Change, Millis, RetryPolicy, Scan, StoreError, Transition};
 use crate::config::Config;
-use crate::origin::{Reason, Verdict};
+use crate::origin::{OriginOutcome, Reason, Verdict};
 use crate::providers::standard;
 use crate::providers::Provider;
 
@@ -49,6 +49,22 @@ pub fn next_alarm(more: bool, wake: Option<Millis>, ran_at: Millis, now: Millis)
     match (more, wake) {
         (true, _) => Some(now.saturating_add(1_000)),
         (false, wake) => wake.map(|at| crate::authority::alarm::rearm_at(at, ran_at, now)),
+    }
+}
+
+/// How long one notification's POST may take: no 2xx within it is a failed send.
+pub const SEND_TIMEOUT_MS: u64 = 10_000;
+
+/// What one POST of a notification came to, given how its exchange ended (`Answered` with the
+/// status once one arrived within [`SEND_TIMEOUT_MS`]): `Ok` for a 2xx, else why it failed, in
+/// words for the log line (never the runtime's error text, which can quote the URL).
+pub fn send_outcome(outcome: &OriginOutcome) -> Result<(), String> {
+    match outcome {
+        OriginOutcome::Answered { status: 200..=299 } => Ok(()),
+        OriginOutcome::Answered { status } => Err(format!("answered {status}")),
+        OriginOutcome::TimedOut => Err("no answer in time".into()),
+        OriginOutcome::NotSent => Err("the request could not be made".into()),
+        OriginOutcome::Failed { error } => Err(format!("network error ({error:?})")),
     }
 }
 

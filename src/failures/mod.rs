@@ -34,6 +34,11 @@ use crate::origin::Reason;
 /// The name of the one index object of a deployment.
 pub const INDEX_NAME: &str = "failures";
 
+/// How long a caller waits for the index's reply. An event's object waits no longer than
+/// this in its alarm; a report that timed out is sent again later, and the index applies a
+/// change once however often it arrives.
+pub const REPLY_TIMEOUT_MS: u64 = 5_000;
+
 /// One request to the failure index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -92,6 +97,15 @@ pub enum IndexReply {
         /// What failed.
         detail: String,
     },
+}
+
+impl IndexReply {
+    /// The reply a caller takes when the index gave none within [`REPLY_TIMEOUT_MS`]: a store
+    /// failure, so the report is sent again later and nothing is taken as applied.
+    pub fn not_in_time() -> IndexReply {
+        let detail = format!("the failure index did not answer within {REPLY_TIMEOUT_MS} ms");
+        IndexReply::StoreFailed { detail }
+    }
 }
 
 /// Settles the changes of `key` that were sent, given the index's `reply` (`None` when nothing

@@ -956,3 +956,42 @@ fn the_index_alarm_posts_signed_notifications_and_comes_back_for_a_refused_one()
         "back for the retry"
     );
 }
+
+/// A notification's send counts only a 2xx; every other ending is a failed send, said in words
+/// that never quote the runtime's error text.
+#[test]
+fn a_notification_s_send_succeeds_only_on_a_2xx() {
+    use crate::failures::alert::send_outcome;
+    use crate::origin::{NetworkError, OriginOutcome};
+    assert_eq!(
+        send_outcome(&OriginOutcome::Answered { status: 204 }),
+        Ok(())
+    );
+    let failed = |outcome| send_outcome(&outcome).unwrap_err();
+    assert_eq!(
+        failed(OriginOutcome::Answered { status: 301 }),
+        "answered 301"
+    );
+    assert_eq!(
+        failed(OriginOutcome::Answered { status: 500 }),
+        "answered 500"
+    );
+    assert_eq!(failed(OriginOutcome::TimedOut), "no answer in time");
+    assert_eq!(
+        failed(OriginOutcome::NotSent),
+        "the request could not be made"
+    );
+    let lost = OriginOutcome::Failed {
+        error: NetworkError::ConnectionLost,
+    };
+    assert_eq!(failed(lost), "network error (ConnectionLost)");
+}
+
+/// No reply from the index in time is a store failure: nothing is taken as applied.
+#[test]
+fn no_reply_from_the_index_in_time_is_a_store_failure() {
+    let IndexReply::StoreFailed { detail } = IndexReply::not_in_time() else {
+        panic!("a store failure");
+    };
+    assert!(detail.contains(&REPLY_TIMEOUT_MS.to_string()), "{detail}");
+}

@@ -13,13 +13,11 @@ use super::kv_store::{self, SyncKv};
 use super::log;
 use crate::claim::{random_fraction, KvStore, Millis, StoreError, Usage};
 use crate::config::Config;
+use crate::failures::alert;
 use crate::failures::object::{self, IndexIo, SendLine};
 use crate::failures::INDEX_NAME;
 use crate::log_line::{LogLine, Route};
 use crate::origin::OriginOutcome;
-
-/// How long one notification's POST may take.
-const SEND_TIMEOUT_MS: u64 = 10_000;
 
 /// The Rust core of the `FailureIndex` class of `src/entry.mjs`.
 #[wasm_bindgen(js_name = FailureIndexCore)]
@@ -77,7 +75,7 @@ impl IndexIo for FailureIndex {
         }
     }
 
-    /// No 2xx within [`SEND_TIMEOUT_MS`] is a failure.
+    /// No 2xx within [`alert::SEND_TIMEOUT_MS`] is a failure (see [`alert::send_outcome`]).
     async fn post(
         &self,
         url: &str,
@@ -91,17 +89,17 @@ impl IndexIo for FailureIndex {
             headers,
             body: Some(&body),
         });
-        let response = match forward::answer_within(sent, SEND_TIMEOUT_MS).await {
-            Ok(response) => response,
-            Err(OriginOutcome::NotSent) => return Err("the request could not be made".into()),
-            Err(OriginOutcome::TimedOut) => return Err("no answer in time".into()),
-            Err(outcome) => return Err(format!("{outcome:?}")),
-        };
-        forward::discard_body(&response);
-        match response.status() {
-            200..=299 => Ok(()),
-            status => Err(format!("answered {status}")),
-        }
+        let answer = forward::answer_within(sent, alert::SEND_TIMEOUT_MS).await;
+        let outcome = answer.map_or_else(
+            |outcome| outcome,
+            |response| {
+                forward::discard_body(&response);
+                OriginOutcome::Answered {
+                    status: response.status(),
+                }
+            },
+        );
+        alert::send_outcome(&outcome)
     }
 
     fn usage(&self, op: &'static str, usage: Usage) {

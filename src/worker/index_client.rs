@@ -5,27 +5,20 @@ use wasm_bindgen::JsValue;
 use worker::Env;
 
 use super::rpc;
-use crate::failures::{IndexReply, IndexRequest, INDEX_NAME};
+use crate::failures::{IndexReply, IndexRequest, INDEX_NAME, REPLY_TIMEOUT_MS};
 
 /// The binding name of the failure index's namespace in `wrangler.toml`.
 pub const BINDING: &str = "FAILURE_INDEX";
 
-/// How long a caller waits for the index's reply. An event's object waits no longer than
-/// this in its alarm; a report that timed out is sent again later, and the index applies a
-/// change once however often it arrives.
-pub const TIMEOUT_MS: u64 = 5_000;
-
 /// Sends `request` to the index and returns its reply; any failure on the way, or no reply
-/// within [`TIMEOUT_MS`], comes back as `StoreFailed` (the callers treat the index as best
-/// effort: it never fails a delivery).
+/// within [`REPLY_TIMEOUT_MS`], comes back as `StoreFailed` (the callers treat the index as
+/// best effort: it never fails a delivery).
 pub async fn send(env: &Env, request: &IndexRequest) -> IndexReply {
-    let reply = super::forward::within(Box::pin(send_once(env, request)), TIMEOUT_MS).await;
-    match reply {
+    let reply = super::forward::within(Box::pin(send_once(env, request)), REPLY_TIMEOUT_MS);
+    match reply.await {
         Ok(Ok(reply)) => reply,
         Ok(Err(detail)) => IndexReply::StoreFailed { detail },
-        Err(_) => IndexReply::StoreFailed {
-            detail: format!("the failure index did not answer within {TIMEOUT_MS} ms"),
-        },
+        Err(_) => IndexReply::not_in_time(),
     }
 }
 

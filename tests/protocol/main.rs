@@ -73,6 +73,11 @@ pub enum Reached {
     ReportResent = 256,
     /// An event the origin refused (a 4xx) dead-lettered after its first attempt.
     RefusedAtOnce = 512,
+    /// A stored event attempted after a deploy sent its sender to sync mode with a lease
+    /// shorter than the attempt's wait: under the longer lease the attempt needs.
+    QueuedUnderSync = 1024,
+    /// An event stored in queue mode over a claim a forward of sync mode left.
+    StoredOverClaim = 2048,
 }
 
 /// One nondeterministic step.
@@ -403,6 +408,18 @@ impl Model for Protocol {
                 Reached::ReportResent => Property::sometimes(
                     "reaches a report sent again after a failed send",
                     |_: &Protocol, w: &World| w.ghost.reached & Reached::ReportResent as u32 != 0,
+                ),
+                Reached::QueuedUnderSync => Property::sometimes(
+                    "reaches a stored event attempted under sync mode's shorter lease",
+                    |_: &Protocol, w: &World| {
+                        w.ghost.reached & Reached::QueuedUnderSync as u32 != 0
+                    },
+                ),
+                Reached::StoredOverClaim => Property::sometimes(
+                    "reaches an event stored over a claim of sync mode",
+                    |_: &Protocol, w: &World| {
+                        w.ghost.reached & Reached::StoredOverClaim as u32 != 0
+                    },
                 ),
                 Reached::RefusedAtOnce => Property::sometimes(
                     "reaches a refused event dead-lettered after one attempt",
@@ -778,7 +795,11 @@ fn deploys_that_change_the_mode_or_the_lease() {
             index_failures: 0,
         },
         max_time: 40_000,
-        must_reach: vec![Reached::Takeover],
+        must_reach: vec![
+            Reached::Takeover,
+            Reached::QueuedUnderSync,
+            Reached::StoredOverClaim,
+        ],
         fail_status: 500,
     });
 }

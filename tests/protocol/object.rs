@@ -11,7 +11,7 @@ use webhook_dedup::authority::{
     Forward as ForwardTerms, Head, WakeBy, Won,
 };
 use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce};
-use webhook_dedup::config::Config;
+use webhook_dedup::config::{Config, DeliveryMode};
 use webhook_dedup::failures::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::providers::Provider;
@@ -141,7 +141,12 @@ impl World {
         let deliver = match door_request(&config, key.clone(), nonce, door) {
             AuthorityRequest::Deliver(deliver) => deliver,
             stored => {
+                let was_claim = self.store.peek(&key).is_some_and(|r| r.queue().is_none());
                 let reply = self.request(&key, &stored);
+                let now_queued = self.store.peek(&key).is_some_and(|r| r.queue().is_some());
+                if was_claim && now_queued {
+                    self.reach(Reached::StoredOverClaim);
+                }
                 let answer = webhook::after_delivery(&reply, EVENT_ID, self.now);
                 self.hear(sender, (200..300).contains(&answer.status));
                 return;
@@ -452,6 +457,10 @@ impl World {
             0.5,
         );
         let horizon = attempt.wait_ends_at();
+        let sync_now = config.queue.mode(Provider::Stripe) == DeliveryMode::Sync;
+        if sync_now && policy.lease_ms > config.webhook.claims.lease_ms {
+            self.reach(Reached::QueuedUnderSync);
+        }
         let run = self.start_run(&won, horizon);
         self.forwards.push(Forward {
             attempt,
