@@ -9,28 +9,14 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import { call, objectFiles, openObjectDatabase, sleep, startOrigin, startWorker, until } from './harness.mjs';
-import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
+import { deliver, eventId, eventPayload, queueModeVars } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_queue_safety_tests';
 const TOKEN = 'queue-safety-admin-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 function queueVars(origin, extra = {}) {
-  return {
-    STRIPE_WEBHOOK_SECRET: SECRET,
-    ORIGIN_URL: `${origin.url}/stripe`,
-    ADMIN_TOKEN: TOKEN,
-    ENABLE_TEST_ROUTES: 'true',
-    DELIVERY_MODE: 'queue',
-    RETRY_BASE_SECONDS: '1',
-    RETRY_MAX_DELAY_SECONDS: '2',
-    RETRY_MAX_ATTEMPTS: '3',
-    LEASE_SECONDS: '8',
-    FORWARD_TIMEOUT_MS: '1000',
-    LATE_ANSWER_WAIT_SECONDS: '0',
-    QUEUE_FORWARD_TIMEOUT_MS: '3000',
-    ...extra,
-  };
+  return queueModeVars(origin, { secret: SECRET, token: TOKEN }, { ENABLE_TEST_ROUTES: 'true', ...extra });
 }
 
 /** An origin that answers each event's requests as `behaviour` (by event id) says, else 200. */

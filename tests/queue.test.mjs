@@ -8,27 +8,14 @@ import v8 from 'node:v8';
 import { after, before, describe, test } from 'node:test';
 
 import { call, objectFiles, openObjectDatabase, sleep, startOrigin, startWorker, until } from './harness.mjs';
-import { deliver, eventId, eventPayload, stripe } from './stripe-helpers.mjs';
+import { deliver, eventId, eventPayload, queueModeVars, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_queue_tests';
 const TOKEN = 'queue-admin-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 function queueVars(origin, extra = {}) {
-  return {
-    STRIPE_WEBHOOK_SECRET: `${SECRET},whsec_queue_old`,
-    ORIGIN_URL: `${origin.url}/stripe`,
-    ADMIN_TOKEN: TOKEN,
-    DELIVERY_MODE: 'queue',
-    RETRY_BASE_SECONDS: '1',
-    RETRY_MAX_DELAY_SECONDS: '2',
-    RETRY_MAX_ATTEMPTS: '3',
-    LEASE_SECONDS: '8',
-    FORWARD_TIMEOUT_MS: '1000',
-    LATE_ANSWER_WAIT_SECONDS: '0',
-    QUEUE_FORWARD_TIMEOUT_MS: '3000',
-    ...extra,
-  };
+  return queueModeVars(origin, { secret: `${SECRET},whsec_queue_old`, token: TOKEN }, extra);
 }
 
 describe('queue mode', () => {

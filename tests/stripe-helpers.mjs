@@ -56,3 +56,25 @@ export async function record(worker, key) {
   if (answer.status !== 200) throw new Error(`inspect failed: ${answer.status} ${answer.text}`);
   return answer.json.record;
 }
+
+/**
+ * The settings of the queue-mode tests: Stripe in queue mode with `secret` to `origin`'s
+ * `/stripe`, the admin API on with `token`, retries 1 s then 2 s, 3 attempts, an 8 s lease and
+ * 3 s attempts (sync forwards 1 s, no late-answer wait); `extra` adds or replaces settings.
+ */
+export function queueModeVars(origin, { secret, token }, extra = {}) {
+  return {
+    STRIPE_WEBHOOK_SECRET: secret,
+    ORIGIN_URL: `${origin.url}/stripe`,
+    ADMIN_TOKEN: token,
+    DELIVERY_MODE: 'queue',
+    RETRY_BASE_SECONDS: '1',
+    RETRY_MAX_DELAY_SECONDS: '2',
+    RETRY_MAX_ATTEMPTS: '3',
+    LEASE_SECONDS: '8',
+    FORWARD_TIMEOUT_MS: '1000',
+    LATE_ANSWER_WAIT_SECONDS: '0',
+    QUEUE_FORWARD_TIMEOUT_MS: '3000',
+    ...extra,
+  };
+}
