@@ -23,6 +23,7 @@
 //! | [`mac`] | the HMAC-SHA256 every sender signs with, and the constant-time comparison of signatures |
 //! | [`secret`] | secret values that never show in logs |
 //! | [`log_line`] | the structured log line, its typed words |
+//! | [`routing`] | which door a request's path leads to: the one routing table |
 //! | [`runtime`] | what the front doors ask of the Workers runtime, as one trait (and a runtime in memory for their tests) |
 //! | [`test_routes`] | the test routes (off by default): which exist, who may use them, what they show |
 //!

@@ -103,11 +103,16 @@ mod tests {
         assert_eq!(Destination::of("/healthz").route(), Route::Health);
     }
 
-    /// `/healthz` answers reads only.
+    /// `/healthz` answers reads only, and its `Allow` header lists exactly the methods it
+    /// answers.
     #[test]
-    fn health_answers_reads_only() {
+    fn health_answers_reads_only_and_says_which() {
         assert!(health_allows("GET") && health_allows("HEAD"));
         assert!(!health_allows("POST") && !health_allows("get"));
-        assert_eq!(HEALTH_METHODS, "GET, HEAD");
+        let listed: Vec<&str> = HEALTH_METHODS.split(", ").collect();
+        for method in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+            assert_eq!(health_allows(method), listed.contains(&method), "{method}");
+        }
+        assert!(listed.iter().all(|method| health_allows(method)));
     }
 }

@@ -67,12 +67,13 @@ impl ClaimsOp {
     }
 }
 
-/// The body of a finalize or release route.
+/// The body of a finalize, release or forget route.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SettleBody {
     /// The fence to settle with.
     pub fence: Fence,
-    /// A release's reason, as a reason's text (`origin answered 500` when none).
+    /// A release's reason, as a reason's text (`origin answered 500` when none); ignored by
+    /// the other routes.
     #[serde(default)]
     pub reason: Option<String>,
 }

@@ -228,19 +228,38 @@ fn module_path(path: &Path) -> Vec<String> {
     parts
 }
 
-/// Every path a file names (in `use` trees and in code), made absolute from its module, tests
-/// and inline test modules left out. `crate::`, `super::` and `self::` paths only: a path
-/// that starts with another name is a crate's or an item in scope.
-#[derive(Default)]
-struct Paths {
+/// Every path a file names (in `use` trees and in code, not inside macros, which the parser
+/// does not read), made absolute from its module, tests and inline test modules left out:
+/// `crate::`, `super::` and `self::` paths, and paths that start with a module's own child
+/// (`store::IndexStore` in `failures/mod.rs`). A path that starts with another name is a
+/// crate's or an item in scope. Its `pub use` items are kept as aliases: what a module
+/// re-exports is the defining module's.
+struct Paths<'k> {
+    /// Every module of the crate (files and inline modules).
+    known: &'k BTreeSet<Vec<String>>,
     /// The module the file is, then the inline modules being read.
     here: Vec<String>,
+    /// Whether the `use` item being read is `pub`.
+    public: bool,
     /// Absolute paths named, each with the module that names it.
     found: Vec<(Vec<String>, Vec<String>)>,
+    /// Re-exports: the path a module makes public (`failures::IndexStore`), and what it names.
+    aliases: Vec<(Vec<String>, Vec<String>)>,
 }
 
-impl Paths {
-    fn resolve(&mut self, segments: &[String]) {
+impl<'k> Paths<'k> {
+    fn new(known: &'k BTreeSet<Vec<String>>, here: Vec<String>) -> Self {
+        Paths {
+            known,
+            here,
+            public: false,
+            found: Vec::new(),
+            aliases: Vec::new(),
+        }
+    }
+
+    /// `segments` made absolute, or `None` when they name no module of this crate.
+    fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
         let mut absolute = self.here.clone();
         let mut rest = segments;
         match rest.first().map(String::as_str) {
@@ -255,9 +274,33 @@ impl Paths {
                     rest = &rest[1..];
                 }
             }
-            _ => return,
+            Some(child) => {
+                let mut below = self.here.clone();
+                below.push(child.to_owned());
+                if !self.known.contains(&below) {
+                    return None;
+                }
+            }
+            None => return None,
         }
         absolute.extend(rest.iter().cloned());
+        Some(absolute)
+    }
+
+    /// Notes the path `segments` (a `use` of it as `name`, when in a `use` item).
+    fn resolve(&mut self, segments: &[String], name: Option<&str>) {
+        // A lone `self` is a method's receiver (or a local name), not a module.
+        if segments.len() < 2 {
+            return;
+        }
+        let Some(absolute) = self.absolute(segments) else {
+            return;
+        };
+        if let (true, Some(name)) = (self.public, name) {
+            let mut alias = self.here.clone();
+            alias.push(name.to_owned());
+            self.aliases.push((alias, absolute.clone()));
+        }
         self.found.push((self.here.clone(), absolute));
     }
 
@@ -269,16 +312,23 @@ impl Paths {
                 prefix.pop();
             }
             syn::UseTree::Name(name) => {
-                prefix.push(name.ident.to_string());
-                self.resolve(&prefix.clone());
+                let name = name.ident.to_string();
+                prefix.push(name.clone());
+                let named = if name == "self" {
+                    prefix.len() - 1
+                } else {
+                    prefix.len()
+                };
+                let alias = prefix[named - 1].clone();
+                self.resolve(&prefix[..named], Some(&alias));
                 prefix.pop();
             }
             syn::UseTree::Rename(rename) => {
                 prefix.push(rename.ident.to_string());
-                self.resolve(&prefix.clone());
+                self.resolve(&prefix.clone(), Some(&rename.rename.to_string()));
                 prefix.pop();
             }
-            syn::UseTree::Glob(_) => self.resolve(&prefix.clone()),
+            syn::UseTree::Glob(_) => self.resolve(&prefix.clone(), None),
             syn::UseTree::Group(group) => {
                 for item in &group.items {
                     self.use_tree(prefix, item);
@@ -288,7 +338,7 @@ impl Paths {
     }
 }
 
-impl<'ast> Visit<'ast> for Paths {
+impl<'ast> Visit<'ast> for Paths<'_> {
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
         if is_test(&item.attrs) || item.content.is_none() {
             return;
@@ -304,16 +354,42 @@ impl<'ast> Visit<'ast> for Paths {
         }
     }
 
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if !is_test(&item.attrs) {
+            visit::visit_impl_item_fn(self, item);
+        }
+    }
+
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         if !is_test(&item.attrs) {
+            self.public = matches!(item.vis, syn::Visibility::Public(_));
             self.use_tree(&mut Vec::new(), &item.tree);
+            self.public = false;
         }
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
         let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-        self.resolve(&segments);
+        self.resolve(&segments, None);
         visit::visit_path(self, path);
+    }
+}
+
+/// The inline modules (outside tests) of a file whose module is `here`.
+struct InlineModules {
+    here: Vec<String>,
+    found: Vec<Vec<String>>,
+}
+
+impl<'ast> Visit<'ast> for InlineModules {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if is_test(&item.attrs) || item.content.is_none() {
+            return;
+        }
+        self.here.push(item.ident.to_string());
+        self.found.push(self.here.clone());
+        visit::visit_item_mod(self, item);
+        self.here.pop();
     }
 }
 
@@ -323,54 +399,92 @@ fn nested(a: &[String], b: &[String]) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
+/// `path` with every re-export on its way replaced by what it names (`failures::IndexStore`
+/// becomes `failures::store::IndexStore`), so a path through a parent's `pub use` counts as
+/// a path to the module that defines the item.
+fn through_aliases(
+    mut path: Vec<String>,
+    aliases: &BTreeMap<Vec<String>, Vec<String>>,
+    known: &BTreeSet<Vec<String>>,
+) -> Vec<String> {
+    for _ in 0..8 {
+        // A module's name followed by more of the path is the module, even where a function of
+        // the same name is re-exported (`failures::entry` the module, `failures::entry` the
+        // function).
+        let hit = (1..=path.len())
+            .rev()
+            .filter(|&n| n == path.len() || !known.contains(&path[..n]))
+            .find_map(|n| aliases.get(&path[..n]).map(|target| (n, target)));
+        match hit {
+            Some((n, target)) if target != &path[..n] => {
+                let mut next = target.clone();
+                next.extend(path[n..].iter().cloned());
+                path = next;
+            }
+            _ => break,
+        }
+    }
+    path
+}
+
 #[test]
 fn no_module_imports_another_that_imports_it_back() {
-    let files = modules();
-    let mut known: BTreeSet<Vec<String>> = BTreeSet::new();
     let mut parsed = Vec::new();
-    for (_, path, file) in files {
+    let mut known: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (_, path, file) in modules() {
         let module = module_path(&path);
+        let mut inline = InlineModules {
+            here: module.clone(),
+            found: Vec::new(),
+        };
+        inline.visit_file(&file);
+        known.extend(inline.found);
         known.insert(module.clone());
         parsed.push((module, file));
     }
-    // Inline modules (outside tests) are modules too.
-    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
-    let mut named = 0;
+    parsed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut found = Vec::new();
+    let mut aliases = BTreeMap::new();
     for (module, file) in &parsed {
-        let mut paths = Paths {
-            here: module.clone(),
-            ..Paths::default()
-        };
+        let mut paths = Paths::new(&known, module.clone());
         paths.visit_file(file);
-        for (from, _) in &paths.found {
-            known.insert(from.clone());
-        }
-        for (from, to) in paths.found {
-            named += 1;
-            // The module a path reaches: its longest prefix that is a module.
-            let target = (1..=to.len())
-                .rev()
-                .map(|n| to[..n].to_vec())
-                .find(|prefix| known.contains(prefix));
-            if let Some(target) = target.filter(|target| !nested(&from, target)) {
-                edges.entry(from).or_default().insert(target);
+        found.extend(paths.found);
+        aliases.extend(paths.aliases);
+    }
+    assert!(
+        found.len() > 500,
+        "the check read the paths ({} seen)",
+        found.len()
+    );
+    assert!(
+        aliases.contains_key(&vec!["failures".to_owned(), "IndexStore".to_owned()]),
+        "the check reads re-exports"
+    );
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (from, to) in found {
+        let to = through_aliases(to, &aliases, &known);
+        // The module a path reaches: its longest prefix that is a module.
+        let target = (1..=to.len())
+            .rev()
+            .map(|n| to[..n].to_vec())
+            .find(|prefix| known.contains(prefix));
+        if let Some(target) = target.filter(|target| !nested(&from, target)) {
+            if std::env::var("SHOW").is_ok_and(|v| v == from.join("::")) {
+                eprintln!(
+                    "EDGE {} -> {} via {}",
+                    from.join("::"),
+                    target.join("::"),
+                    to.join("::")
+                );
             }
+            edges.entry(from).or_default().insert(target);
         }
     }
-    assert!(named > 500, "the check read the paths ({named} seen)");
     assert!(
         edges.contains_key(&vec!["worker".to_owned(), "keeper".to_owned()]),
         "the check sees `super::` imports between sibling modules"
     );
     let mut cycles = Vec::new();
-    for (from, targets) in &edges {
-        for to in targets {
-            if from < to && edges.get(to).is_some_and(|back| back.contains(from)) {
-                cycles.push(format!("{} <-> {}", from.join("::"), to.join("::")));
-            }
-        }
-    }
-    // Longer loops: a module that reaches itself through others.
     for start in edges.keys() {
         let mut seen = BTreeSet::new();
         let mut stack: Vec<&Vec<String>> = edges[start].iter().collect();
@@ -383,9 +497,13 @@ fn no_module_imports_another_that_imports_it_back() {
                 stack.extend(edges.get(next).into_iter().flatten());
             }
         }
+        for to in &edges[start] {
+            if start < to && edges.get(to).is_some_and(|back| back.contains(start)) {
+                cycles.push(format!("{} <-> {}", start.join("::"), to.join("::")));
+            }
+        }
     }
     cycles.sort();
-    cycles.dedup();
     assert!(
         cycles.is_empty(),
         "modules that import each other:\n{}",

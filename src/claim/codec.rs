@@ -13,9 +13,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::StoreError;
 use super::legacy::{RecordV1, RecordV4};
 use super::record::ClaimRecord;
-use super::store::StoreError;
 
 /// The schema version this build writes. Every earlier version stays readable.
 pub const SCHEMA_VERSION: u32 = 5;

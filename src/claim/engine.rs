@@ -6,12 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::StoreError;
 use super::fence::{Fence, Nonce};
 use super::record::{
     CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis, QueueStage,
     QueueStep, Source, Stage, Transition,
 };
-use super::store::{ClaimStore, StoreError};
+use super::store::ClaimStore;
 use crate::origin::Reason;
 
 /// How long claims and records last; travels with each request so each front door has its own.

@@ -10,8 +10,9 @@
 //! built-in key-value table costs exactly one row written per put or delete.
 
 use super::codec::{decode_record, encode_record};
+use super::error::StoreError;
 use super::record::ClaimRecord;
-use super::store::{ClaimStore, StoreError};
+use super::store::ClaimStore;
 
 /// A value in the table: text (a record, an index entry) or bytes (a queued event).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

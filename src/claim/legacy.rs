@@ -8,12 +8,12 @@
 
 use serde::Deserialize;
 
+use super::error::StoreError;
 use super::fence::Fence;
 use super::record::{
     Budget, CachedResponse, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,
     QueueStage, QueueStep, Source, Stage,
 };
-use super::store::StoreError;
 use crate::origin::Reason;
 use crate::providers::Provider;
 

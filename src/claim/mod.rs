@@ -6,6 +6,7 @@
 
 mod codec;
 mod engine;
+mod error;
 mod fence;
 mod kv;
 mod legacy;
@@ -19,6 +20,7 @@ pub use engine::{
     claim, expire, finalize, forget, inspect, release, stop_waiting, ClaimOutcome, ClaimPolicy,
     ClaimRequest, Expired, FinalizeOutcome, ForgetOutcome, ReleaseOutcome, Sweep,
 };
+pub use error::StoreError;
 pub use fence::{random_fraction, Fence, InvalidFence, Nonce};
 pub use kv::{get_text, KvStore, KvTable, KvValue, MemoryTable, Scan, Usage};
 pub use queue::{
@@ -30,7 +32,7 @@ pub use record::{
     PendingReport, QueueStage, QueueStep, Source, Stage, Transition,
 };
 pub use report::{holds, report_due, report_failed, report_sent};
-pub use store::{ClaimStore, MemoryClaimStore, StoreError};
+pub use store::{ClaimStore, MemoryClaimStore};
 
 #[cfg(test)]
 mod tests;

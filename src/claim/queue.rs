@@ -15,12 +15,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::engine::{load_current, ClaimPolicy};
+use super::error::StoreError;
 use super::fence::{Fence, Nonce};
 use super::record::{
     Budget, ClaimRecord, ClaimStage, ClaimState, Lease, Millis, QueueStage, QueueStep, Source,
     Stage, Transition,
 };
-use super::store::{ClaimStore, StoreError};
+use super::store::ClaimStore;
 use crate::origin::Reason;
 use crate::providers::Provider;
 

@@ -4,9 +4,10 @@
 //! lost. Reporting never blocks or changes a delivery: these rules touch only the outbox.
 
 use super::engine::load_current;
+use super::error::StoreError;
 use super::queue::RetryPolicy;
 use super::record::{Change, ClaimRecord, Millis, PendingReport, Stage};
-use super::store::{ClaimStore, StoreError};
+use super::store::ClaimStore;
 
 /// The changes of `key` due to be sent at `now`, if any.
 pub fn report_due<S: ClaimStore>(

@@ -76,7 +76,7 @@ pub enum Reached {
     /// A stored event attempted after a deploy sent its sender to sync mode with a lease
     /// shorter than the attempt's wait: under the longer lease the attempt needs.
     QueuedUnderSync = 1024,
-    /// An event stored in queue mode over a claim a forward of sync mode left.
+    /// An event stored in queue mode over a claim of sync mode whose outcome is unknown.
     StoredOverClaim = 2048,
 }
 
@@ -416,7 +416,7 @@ impl Model for Protocol {
                     },
                 ),
                 Reached::StoredOverClaim => Property::sometimes(
-                    "reaches an event stored over a claim of sync mode",
+                    "reaches an event stored over a sync claim whose outcome is unknown",
                     |_: &Protocol, w: &World| {
                         w.ghost.reached & Reached::StoredOverClaim as u32 != 0
                     },

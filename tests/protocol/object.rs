@@ -141,7 +141,11 @@ impl World {
         let deliver = match door_request(&config, key.clone(), nonce, door) {
             AuthorityRequest::Deliver(deliver) => deliver,
             stored => {
-                let was_claim = self.store.peek(&key).is_some_and(|r| r.queue().is_none());
+                // A sync claim whose outcome is unknown (still processing, its lease over).
+                let was_claim = self
+                    .store
+                    .peek(&key)
+                    .is_some_and(|r| r.queue().is_none() && r.state() == ClaimState::Processing);
                 let reply = self.request(&key, &stored);
                 let now_queued = self.store.peek(&key).is_some_and(|r| r.queue().is_some());
                 if was_claim && now_queued {
