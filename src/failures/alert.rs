@@ -14,7 +14,7 @@ use super::store::IndexStore;
 use super::IndexRequest;
 use crate::claim::{Change, Millis, RetryPolicy, Scan, StoreError, Transition};
 use crate::config::Config;
-use crate::origin::{OriginOutcome, Reason, Verdict};
+use crate::origin::{is_success, OriginOutcome, Reason, Verdict};
 use crate::providers::standard;
 use crate::providers::Provider;
 
@@ -60,7 +60,7 @@ pub const SEND_TIMEOUT_MS: u64 = 10_000;
 /// words for the log line (never the runtime's error text, which can quote the URL).
 pub fn send_outcome(outcome: &OriginOutcome) -> Result<(), String> {
     match outcome {
-        OriginOutcome::Answered { status: 200..=299 } => Ok(()),
+        OriginOutcome::Answered { status } if is_success(*status) => Ok(()),
         OriginOutcome::Answered { status } => Err(format!("answered {status}")),
         OriginOutcome::TimedOut => Err("no answer in time".into()),
         OriginOutcome::NotSent => Err("the request could not be made".into()),
