@@ -149,3 +149,47 @@ pub enum BodyError {
         ms: u64,
     },
 }
+
+/// How a request's body is read under the cap `limit` (`MAX_BODY_BYTES`), decided from its
+/// `Content-Length` before any of it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyRead {
+    /// The declared length is over the cap: refused at once, nothing read.
+    TooLarge,
+    /// A length within the cap is declared: read in one call (the runtime holds the sender to
+    /// it; what arrived is checked against the cap all the same).
+    Whole,
+    /// No length, or one that is not a number: read chunk by chunk, counting, and cut off as
+    /// soon as the count passes the cap.
+    Chunked,
+}
+
+impl BodyRead {
+    /// The way to read a body whose `Content-Length` header is `declared`, under `limit`.
+    pub fn of(declared: Option<&str>, limit: u64) -> BodyRead {
+        match declared.and_then(|value| value.trim().parse::<u64>().ok()) {
+            Some(length) if length > limit => BodyRead::TooLarge,
+            Some(_) => BodyRead::Whole,
+            None => BodyRead::Chunked,
+        }
+    }
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::BodyRead;
+
+    /// A declared length over the cap is refused before reading; one within it is read whole;
+    /// none, or one that is not a number, is counted as it comes.
+    #[test]
+    fn the_declared_length_decides_how_a_body_is_read() {
+        assert_eq!(BodyRead::of(Some("101"), 100), BodyRead::TooLarge);
+        assert_eq!(BodyRead::of(Some("100"), 100), BodyRead::Whole);
+        assert_eq!(BodyRead::of(Some(" 0 "), 100), BodyRead::Whole);
+        assert_eq!(BodyRead::of(None, 100), BodyRead::Chunked);
+        assert_eq!(BodyRead::of(Some("ten"), 100), BodyRead::Chunked);
+        assert_eq!(BodyRead::of(Some("-1"), 100), BodyRead::Chunked);
+        let huge = "99999999999999999999999";
+        assert_eq!(BodyRead::of(Some(huge), 100), BodyRead::Chunked);
+    }
+}

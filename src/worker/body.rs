@@ -5,14 +5,8 @@ use js_sys::Uint8Array;
 
 use super::forward::{self, BodyReader};
 use super::inbound::Inbound;
-use crate::answer::BodyError;
+use crate::answer::{BodyError, BodyRead};
 use crate::config::DeliveryConfig;
-
-/// The body length the request's `Content-Length` declares, when it is a number.
-fn declared_length(req: &Inbound) -> Option<u64> {
-    let value = req.headers().get("content-length").ok().flatten()?;
-    value.trim().parse().ok()
-}
 
 /// Reads the whole body into JavaScript memory (it crosses into WebAssembly only where a rule
 /// needs its bytes), refusing one larger than `MAX_BODY_BYTES` whatever its `Content-Length`
@@ -21,11 +15,11 @@ fn declared_length(req: &Inbound) -> Option<u64> {
 pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8Array, BodyError> {
     let (limit, ms) = (limits.max_body_bytes, limits.body_read_timeout_ms);
     let too_large = BodyError::TooLarge { limit };
-    match declared_length(req) {
-        Some(length) if length > limit => Err(too_large),
-        // A declared length within the cap: the runtime enforces it, so read it in one call
-        // (and check what arrived all the same: the cap must not rest on the runtime alone).
-        Some(_) => {
+    let declared = req.headers().get("content-length").ok().flatten();
+    match BodyRead::of(declared.as_deref(), limit) {
+        BodyRead::TooLarge => Err(too_large),
+        // What arrived is checked all the same: the cap must not rest on the runtime alone.
+        BodyRead::Whole => {
             let promise = req
                 .inner()
                 .array_buffer()
@@ -40,7 +34,7 @@ pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8
             }
             Ok(body)
         }
-        None => read_stream(req, limit, ms).await,
+        BodyRead::Chunked => read_stream(req, limit, ms).await,
     }
 }
 
