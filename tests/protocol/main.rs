@@ -16,8 +16,10 @@
 //! Each scenario is checked exhaustively (breadth first), prints the states it explored, and
 //! fails on the shortest path to a broken invariant, or when a scenario it must reach (a
 //! takeover, a replay, a dead letter...) is never reached, so an empty model cannot pass.
+//! `traces.rs` replays the counterexamples it found before the fixes, step by step.
 
 mod object;
+mod traces;
 mod world;
 
 use std::collections::BTreeMap;
@@ -651,9 +653,9 @@ fn queue_mode_with_failures() {
     });
 }
 
-#[test]
-fn queue_mode_and_an_operator_who_redelivers() {
-    check(Protocol {
+/// The scenario of [`queue_mode_and_an_operator_who_redelivers`].
+pub fn redelivers() -> Protocol {
+    Protocol {
         name: "queue mode and an operator who redelivers",
         configs: vec![with(&[("DELIVERY_MODE", "queue")])],
         doors: vec![Door::Webhook],
@@ -675,7 +677,12 @@ fn queue_mode_and_an_operator_who_redelivers() {
             Reached::IndexRecovered,
         ],
         fail_status: 500,
-    });
+    }
+}
+
+#[test]
+fn queue_mode_and_an_operator_who_redelivers() {
+    check(redelivers());
 }
 
 #[test]
@@ -729,9 +736,9 @@ fn the_failure_index_when_a_send_fails() {
     });
 }
 
-#[test]
-fn queue_mode_and_an_operator_who_forgets() {
-    check(Protocol {
+/// The scenario of [`queue_mode_and_an_operator_who_forgets`].
+pub fn forgets() -> Protocol {
+    Protocol {
         name: "queue mode and an operator who forgets",
         configs: vec![with(&[("DELIVERY_MODE", "queue")])],
         doors: vec![Door::Webhook],
@@ -747,12 +754,17 @@ fn queue_mode_and_an_operator_who_forgets() {
         max_time: 12_000,
         must_reach: vec![Reached::Forgotten, Reached::DeadLettered],
         fail_status: 500,
-    });
+    }
 }
 
 #[test]
-fn queue_mode_when_set_alarm_fails() {
-    check(Protocol {
+fn queue_mode_and_an_operator_who_forgets() {
+    check(forgets());
+}
+
+/// The scenario of [`queue_mode_when_set_alarm_fails`].
+pub fn set_alarm_fails() -> Protocol {
+    Protocol {
         name: "queue mode when setAlarm fails",
         configs: vec![with(&[("DELIVERY_MODE", "queue")])],
         doors: vec![Door::Webhook],
@@ -768,12 +780,17 @@ fn queue_mode_when_set_alarm_fails() {
         max_time: 40_000,
         must_reach: vec![Reached::Takeover, Reached::DeadLettered],
         fail_status: 500,
-    });
+    }
 }
 
 #[test]
-fn deploys_that_change_the_mode_or_the_lease() {
-    check(Protocol {
+fn queue_mode_when_set_alarm_fails() {
+    check(set_alarm_fails());
+}
+
+/// The scenario of [`deploys_that_change_the_mode_or_the_lease`].
+pub fn deploys() -> Protocol {
+    Protocol {
         name: "deploys that change the mode or the lease",
         configs: vec![
             with(&[]),
@@ -801,7 +818,12 @@ fn deploys_that_change_the_mode_or_the_lease() {
             Reached::StoredOverClaim,
         ],
         fail_status: 500,
-    });
+    }
+}
+
+#[test]
+fn deploys_that_change_the_mode_or_the_lease() {
+    check(deploys());
 }
 
 #[test]
