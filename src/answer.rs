@@ -175,9 +175,47 @@ impl BodyRead {
     }
 }
 
+/// A body's length, counted as it arrives under the cap `limit` (`MAX_BODY_BYTES`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyCount {
+    limit: u64,
+    total: u64,
+}
+
+impl BodyCount {
+    /// Nothing counted yet.
+    pub fn new(limit: u64) -> BodyCount {
+        BodyCount { limit, total: 0 }
+    }
+
+    /// Counts `len` more bytes and returns the total: `TooLarge` as soon as it passes the cap,
+    /// so the rest is never read.
+    pub fn add(&mut self, len: u64) -> Result<u64, BodyError> {
+        self.total = self.total.saturating_add(len);
+        if self.total > self.limit {
+            return Err(BodyError::TooLarge { limit: self.limit });
+        }
+        Ok(self.total)
+    }
+}
+
 #[cfg(test)]
 mod body_tests {
-    use super::BodyRead;
+    use super::{BodyCount, BodyError, BodyRead};
+
+    /// A body exactly at the cap is read; one byte more, in whatever chunks, is refused.
+    #[test]
+    fn a_body_is_counted_against_the_cap_as_it_arrives() {
+        let mut count = BodyCount::new(10);
+        assert_eq!(count.add(4), Ok(4));
+        assert_eq!(count.add(6), Ok(10));
+        assert_eq!(count.add(0), Ok(10));
+        let too_large = Err(BodyError::TooLarge { limit: 10 });
+        assert_eq!(count.add(1), too_large);
+        assert_eq!(BodyCount::new(10).add(11), too_large);
+        assert_eq!(BodyCount::new(10).add(u64::MAX), too_large);
+        assert_eq!(BodyCount::new(0).add(0), Ok(0));
+    }
 
     /// A declared length over the cap is refused before reading; one within it is read whole;
     /// none, or one that is not a number, is counted as it comes.

@@ -43,6 +43,7 @@ pub mod idempotency;
 pub mod keeper;
 pub mod log_line;
 pub mod mac;
+pub mod object;
 pub mod origin;
 pub mod providers;
 pub mod rate_limit;

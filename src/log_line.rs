@@ -187,7 +187,7 @@ impl Serialize for Outcome {
 }
 
 /// One log line. Fields that do not apply are left out. Never holds a payload or a secret.
-#[derive(Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct LogLine {
     /// How much it matters.
     pub level: Level,

@@ -26,9 +26,56 @@ pub fn any_matches(given: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
     bool::from(matched)
 }
 
+/// The signing keys made so far, each with the secret it was made from, so that each secret
+/// is made into a key once (the runtime's WebCrypto keys, kept per isolate: secrets cannot
+/// change within one).
+#[derive(Debug, Default)]
+pub struct KeyCache<K> {
+    keys: Vec<(Vec<u8>, K)>,
+}
+
+impl<K: Clone> KeyCache<K> {
+    /// No key yet.
+    pub const fn new() -> KeyCache<K> {
+        KeyCache { keys: Vec::new() }
+    }
+
+    /// The keys of `secrets`, in their order, when every one is held; else `None`.
+    pub fn all(&self, secrets: &[&[u8]]) -> Option<Vec<K>> {
+        let key = |secret: &&[u8]| self.keys.iter().find(|(held, _)| held == secret);
+        secrets
+            .iter()
+            .map(|secret| key(secret).map(|(_, key)| key.clone()))
+            .collect()
+    }
+
+    /// Keeps `key`, made from `secret`, unless that secret's key is already held.
+    pub fn add(&mut self, secret: &[u8], key: K) {
+        if !self.keys.iter().any(|(held, _)| held == secret) {
+            self.keys.push((secret.to_vec(), key));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys are handed out only when every secret asked for has one, in the order asked; a
+    /// secret made into a key twice is kept once.
+    #[test]
+    fn a_key_is_made_once_per_secret() {
+        let mut cache = KeyCache::new();
+        assert_eq!(cache.all(&[]), Some(vec![]));
+        cache.add(b"a", 1);
+        assert_eq!(cache.all(&[b"a"]), Some(vec![1]));
+        assert_eq!(cache.all(&[b"a", b"b"]), None);
+        cache.add(b"b", 2);
+        cache.add(b"a", 3);
+        assert_eq!(cache.all(&[b"b", b"a"]), Some(vec![2, 1]));
+        assert_eq!(cache.keys.len(), 2);
+        assert_eq!(cache.all(&[b"c"]), None);
+    }
 
     #[test]
     fn the_rfc_4231_vector_and_any_pair_matching() {

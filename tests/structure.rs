@@ -24,10 +24,12 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     // The claim authority: its messages, the attempt driver, the alarm.
     &["authority"],
+    // What the doors and objects share: answers and the log line.
+    &["answer", "log_line"],
+    // What the runtime does for every Durable Object.
+    &["object"],
     // The failure index and its notifications, fed by the claim authority's objects.
     &["failures"],
-    // What the doors share: answers and the log line.
-    &["answer", "log_line"],
     // Which door a path leads to.
     &["routing"],
     // What the doors ask of the runtime.
@@ -539,7 +541,7 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
 /// The most lines `src/worker/` may hold, comments included: what it holds today, so it can
 /// only shrink. The aim is 1,800; what stands between is written down in the reliability and
 /// developing guides. Lower it whenever a change moves work out of the adapter.
-const MAX_WORKER_LINES: usize = 2_032;
+const MAX_WORKER_LINES: usize = 1_896;
 
 #[test]
 fn the_worker_adapter_does_not_grow() {

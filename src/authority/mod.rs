@@ -238,26 +238,39 @@ impl From<StoreError> for AuthorityReply {
     }
 }
 
-/// What to do after sending a request to the claim authority failed with an exception.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StubFailure {
-    /// Send the same request once more (a claim carries its nonce, so a repeat is the same claim).
-    SendAgain,
-    /// Give up and report a retryable store failure (answered 503 + Retry-After).
-    GiveUp,
+/// An exception met while sending a request to the claim authority: its text and the runtime's
+/// flags on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StubError {
+    /// What the exception says.
+    pub text: String,
+    /// The runtime flagged it `retryable`.
+    pub retryable: bool,
+    /// The runtime flagged it `overloaded`.
+    pub overloaded: bool,
 }
 
-/// Decides after a failed send, from the error's `retryable` and `overloaded` flags and how
-/// many sends were made: a retryable error is sent again once; an overloaded object is never
-/// sent more load. Every failure given up on is reported as retryable, so the sender backs off
-/// and comes back: an exception on the way to the object says nothing against the request
-/// (an overloaded or restarting object, or, during a deploy, an object of the previous release
-/// that has no RPC method).
-pub fn after_stub_failure(retryable: bool, overloaded: bool, sends: u32) -> StubFailure {
-    if retryable && !overloaded && sends < 2 {
-        StubFailure::SendAgain
-    } else {
-        StubFailure::GiveUp
+/// Sends a request with `send` until the object answers, or gives up. A `retryable` exception
+/// is sent again once (a claim or delivery carries its nonce, so a repeat is the same request);
+/// an `overloaded` object is never sent more load. Every failure given up on is a retryable
+/// store failure, so the sender backs off and comes back: an exception on the way to the
+/// object says nothing against the request (an overloaded or restarting object, or, during a
+/// deploy, an object of the previous release that has no RPC method).
+pub async fn send_to_object<T, F>(mut send: impl FnMut() -> F) -> Result<T, StoreError>
+where
+    F: std::future::Future<Output = Result<T, StubError>>,
+{
+    let mut sends = 0;
+    loop {
+        sends += 1;
+        match send().await {
+            Ok(answer) => return Ok(answer),
+            Err(error) if error.retryable && !error.overloaded && sends < 2 => {}
+            Err(error) => {
+                let detail = format!("claim authority unreachable: {}", error.text);
+                return Err(StoreError::Retryable(detail));
+            }
+        }
     }
 }
 
@@ -644,17 +657,49 @@ mod tests {
         assert_eq!(wake_by, None, "nothing written, no alarm needed");
     }
 
+    /// The sends `send_to_object` makes when each fails with `failures` in turn, and its result.
+    fn sends_with(failures: &[(bool, bool)]) -> (usize, Result<&'static str, StoreError>) {
+        use std::future::Future as _;
+        let mut sends = 0;
+        let sent = send_to_object(|| {
+            sends += 1;
+            let result = match failures.get(sends - 1) {
+                Some(&(retryable, overloaded)) => Err(StubError {
+                    text: format!("failure {sends}"),
+                    retryable,
+                    overloaded,
+                }),
+                None => Ok("answered"),
+            };
+            std::future::ready(result)
+        });
+        let waker = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(waker);
+        let std::task::Poll::Ready(result) = std::pin::pin!(sent).poll(&mut context) else {
+            panic!("nothing waits");
+        };
+        (sends, result)
+    }
+
     #[test]
-    fn stub_failures_are_retried_once_unless_overloaded() {
-        assert_eq!(after_stub_failure(true, false, 1), StubFailure::SendAgain);
-        assert_eq!(after_stub_failure(true, false, 2), StubFailure::GiveUp);
-        assert_eq!(after_stub_failure(true, true, 1), StubFailure::GiveUp);
-        assert_eq!(after_stub_failure(false, true, 1), StubFailure::GiveUp);
+    fn stub_failures_are_sent_again_once_unless_overloaded() {
+        assert_eq!(sends_with(&[]), (1, Ok("answered")));
+        assert_eq!(sends_with(&[(true, false)]), (2, Ok("answered")));
+        let gave_up = |n: u32| {
+            Err(StoreError::Retryable(format!(
+                "claim authority unreachable: failure {n}"
+            )))
+        };
+        assert_eq!(sends_with(&[(true, false), (true, false)]), (2, gave_up(2)));
         assert_eq!(
-            after_stub_failure(false, false, 1),
-            StubFailure::GiveUp,
-            "an unflagged exception (say, an object of the previous release) is worth a retry"
+            sends_with(&[(true, true)]),
+            (1, gave_up(1)),
+            "overloaded: no more load"
         );
+        assert_eq!(sends_with(&[(false, true)]), (1, gave_up(1)));
+        // An unflagged exception (say, an object of the previous release) is given up on, and
+        // reported as retryable all the same.
+        assert_eq!(sends_with(&[(false, false)]), (1, gave_up(1)));
     }
 
     #[test]

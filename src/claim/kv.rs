@@ -23,18 +23,22 @@ pub enum KvValue {
     Bytes(Vec<u8>),
 }
 
-/// A range of keys to read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A range of keys to read. Serialised, it is the options object of the runtime's `list`
+/// (a bound left out is absent, never `null`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Scan {
     /// Only keys with this prefix.
     pub prefix: &'static str,
     /// From this key on (included).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
     /// Up to this key (excluded).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
     /// Newest (greatest) first.
     pub reverse: bool,
     /// At most this many; `None` for every key.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
 }
 
@@ -210,5 +214,33 @@ impl KvTable for MemoryTable {
         let limit = scan.limit.unwrap_or(usize::MAX);
         let pair = |key: &&String| ((*key).clone(), self.map[*key].clone());
         Ok(keys.iter().take(limit).map(pair).collect())
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::Scan;
+
+    /// A bound left out is absent from the options, not `null`, as the runtime's `list` expects.
+    #[test]
+    fn a_scan_is_the_options_of_the_runtimes_list() {
+        let open = Scan {
+            prefix: "f:",
+            start: None,
+            end: None,
+            reverse: true,
+            limit: None,
+        };
+        let json = serde_json::to_string(&open).unwrap();
+        assert_eq!(json, r#"{"prefix":"f:","reverse":true}"#);
+        let bounded = Scan {
+            start: Some("f:1".into()),
+            end: Some("f:9".into()),
+            limit: Some(50),
+            ..open
+        };
+        let json = serde_json::to_string(&bounded).unwrap();
+        let expected = r#"{"prefix":"f:","start":"f:1","end":"f:9","reverse":true,"limit":50}"#;
+        assert_eq!(json, expected);
     }
 }

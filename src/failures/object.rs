@@ -3,45 +3,25 @@
 //! [`IndexIo`], the few calls only the runtime can make (the object's table and alarm, a
 //! notification's POST, the log), which `src/worker/failure_index.rs` carries out.
 
-use std::rc::Rc;
-
 use futures_util::future::join_all;
 
 use super::alert::{self, AlertPolicy, Notification, PER_ALARM};
-use super::{expire, handle, next_wake, IndexReply, IndexRequest, IndexStore};
-use crate::claim::{KvStore, KvTable, Millis, StoreError, Usage};
+use super::{expire, handle, next_wake, IndexReply, IndexRequest, IndexStore, INDEX_NAME};
+use crate::claim::{Millis, StoreError, Usage};
 use crate::config::{AlertConfig, Config};
+use crate::log_line::{LogLine, Route};
+use crate::object::Host;
 
-/// What only the runtime can do for the failure index object.
+/// What only the runtime can do for the failure index object, beyond what it does for every
+/// object ([`Host`]).
 #[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
-pub trait IndexIo {
-    /// The object's synchronous key-value table.
-    type Table: KvTable;
-
-    /// Now, in milliseconds since the Unix epoch.
-    fn now_ms(&self) -> Millis;
-
-    /// The worker's configuration; `None` while it is invalid.
-    fn config(&self) -> Option<Rc<Config>>;
-
-    /// The object's table, rows counted from here.
-    fn open(&self) -> Result<KvStore<Self::Table>, StoreError>;
-
+pub trait IndexIo: Host {
     /// When the alarm set fires; `None` when none is set or it cannot be read.
     async fn alarm_at(&self) -> Option<Millis>;
-
-    /// Sets the alarm for `at`; a failure is logged (the next request or alarm sets it).
-    async fn set_alarm(&self, at: Millis);
 
     /// POSTs `body` with `headers` to `url`: `Ok` for a 2xx in time, else why not.
     async fn post(&self, url: &str, headers: &[(String, String)], body: &str)
         -> Result<(), String>;
-
-    /// Logs the rows the request `op` read and wrote.
-    fn usage(&self, op: &'static str, usage: Usage);
-
-    /// Logs one notification settled.
-    fn sent(&self, line: &SendLine);
 }
 
 /// Serves one request's JSON (an [`IndexRequest`]) and answers with the reply's JSON; one it
@@ -63,14 +43,32 @@ async fn served<I: IndexIo>(io: &I, request: &IndexRequest) -> IndexReply {
     let opened = store.as_mut().map_err(|error| &*error);
     let (reply, wake) = serve(opened, config.as_deref(), request, io.now_ms());
     if let (Ok(store), Some(true)) = (&store, config.map(|c| c.log_storage_usage)) {
-        io.usage(request.op(), store.usage);
+        let Usage {
+            rows_read,
+            rows_written,
+        } = store.usage;
+        let usage = LogLine::usage(INDEX_NAME, request.op(), rows_read, rows_written);
+        io.write(&LogLine {
+            route: Route::Index,
+            ..usage
+        });
     }
     if let Some(wake) = wake {
         if must_set_alarm(io.alarm_at().await, wake) {
-            io.set_alarm(wake).await;
+            set_alarm(io, wake).await;
         }
     }
     reply
+}
+
+/// Sets the alarm for `at`; a failure is logged (the next request or alarm sets it).
+async fn set_alarm<I: IndexIo>(io: &I, at: Millis) {
+    if let Err(error) = io.set_alarm(at).await {
+        io.write(&LogLine {
+            route: Route::Index,
+            ..LogLine::alarm_not_set(&error)
+        });
+    }
 }
 
 /// Runs the alarm: expires entries and sends the due notifications side by side (so a slow
@@ -89,10 +87,10 @@ pub async fn run_alarm<I: IndexIo>(io: &I, jitter: impl FnMut() -> f64) {
     };
     let (sent, at) = alarm_end(&mut store, &run, answers, io.now_ms(), jitter);
     for line in &sent {
-        io.sent(line);
+        io.write(line);
     }
     if let Some(at) = at {
-        io.set_alarm(at).await;
+        set_alarm(io, at).await;
     }
 }
 
@@ -183,38 +181,26 @@ pub fn alarm_start<'a, S: IndexStore>(
     }
 }
 
-/// What one notification's log line says: its id and kind, and, when it was not accepted, why
-/// and whether it was given up.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SendLine {
-    /// The notification's id (its `webhook-id`).
-    pub id: String,
-    /// Its kind's name.
-    pub kind: &'static str,
-    /// Why it was not accepted, and whether it was given up.
-    pub failed: Option<(String, bool)>,
-}
-
 /// Ends the alarm `run` at `now`: each due notification settled by its send's answer (`answers`,
-/// in the order of `run.due`; `jitter` gives each back-off its fraction in `[0, 1)`). Returns a
-/// line for each one settled, and when the alarm runs next (see [`alert::next_alarm`]).
+/// in the order of `run.due`; `jitter` gives each back-off its fraction in `[0, 1)`). Returns the
+/// log line of each one settled, and when the alarm runs next (see [`alert::next_alarm`]).
 pub fn alarm_end<S: IndexStore>(
     store: &mut S,
     run: &AlarmRun<'_>,
     answers: Vec<Result<(), String>>,
     now: Millis,
     mut jitter: impl FnMut() -> f64,
-) -> (Vec<SendLine>, Option<Millis>) {
+) -> (Vec<LogLine>, Option<Millis>) {
     let mut lines = Vec::new();
     if let Some((_, policy)) = &run.alerts {
         for (notification, accepted) in run.due.iter().zip(answers) {
             let backoff = (policy, jitter());
             if let Ok(failed) = alert::settle(store, notification, accepted, now, backoff) {
-                lines.push(SendLine {
-                    id: notification.id.clone(),
-                    kind: notification.kind.name(),
-                    failed,
-                });
+                let failed = failed
+                    .as_ref()
+                    .map(|(why, gave_up)| (why.as_str(), *gave_up));
+                let kind = notification.kind.name();
+                lines.push(LogLine::notification(&notification.id, kind, failed));
             }
         }
     }

@@ -1,6 +1,7 @@
 use super::alert::{self, Kind, SendFailed, ORIGIN_WINDOW_MS};
 use super::*;
 use crate::claim::{Change, KvValue, RetryPolicy, Transition};
+use crate::log_line::{Level, Outcome, Route};
 use crate::providers::Provider;
 
 const ALERTS: AlertPolicy = AlertPolicy {
@@ -807,11 +808,15 @@ fn an_alarm_settles_each_notification_by_its_answer_and_comes_back_for_the_retry
     let answers = vec![Ok(()), Err("answered 500".to_owned())];
     let (lines, at) = alarm_end(&mut store, &run, answers, 25, || 0.5);
     assert_eq!(lines.len(), 2);
-    assert_eq!(lines[0].failed, None);
-    let first = (lines[0].id.as_str(), lines[0].kind);
-    assert_eq!(first, (run.due[0].id.as_str(), "delivery.dead_lettered"));
-    assert_eq!(lines[1].failed, Some(("answered 500".to_owned(), false)));
-    assert_eq!(lines[1].id, run.due[1].id);
+    assert_eq!(lines[0].outcome, Outcome::Code("notification_sent"));
+    let first = (lines[0].key.as_deref(), lines[0].event_type.as_deref());
+    assert_eq!(
+        first,
+        (Some(run.due[0].id.as_str()), Some("delivery.dead_lettered"))
+    );
+    assert_eq!(lines[1].outcome, Outcome::Code("notification_retry"));
+    assert_eq!(lines[1].detail.as_deref(), Some("answered 500"));
+    assert_eq!(lines[1].key.as_ref(), Some(&run.due[1].id));
     let retry_at = at.expect("the alarm comes back for the retry");
     assert!(retry_at > 25, "{retry_at}");
     assert!(alert::due(&mut store, retry_at - 1, 10).unwrap().is_empty());
@@ -836,10 +841,11 @@ struct MemoryIndex {
     alarms_set: std::cell::Cell<u32>,
     answers: std::cell::RefCell<Vec<Result<(), String>>>,
     posts: std::cell::RefCell<Vec<Post>>,
-    lines: std::cell::RefCell<Vec<object::SendLine>>,
+    alarm_fails: std::cell::Cell<bool>,
+    lines: std::cell::RefCell<Vec<crate::log_line::LogLine>>,
 }
 
-impl object::IndexIo for MemoryIndex {
+impl crate::object::Host for MemoryIndex {
     type Table = crate::keeper::memory::SharedTable;
 
     fn now_ms(&self) -> Millis {
@@ -855,13 +861,23 @@ impl object::IndexIo for MemoryIndex {
         Ok(crate::claim::KvStore::new(table))
     }
 
-    async fn alarm_at(&self) -> Option<Millis> {
-        self.alarm.get()
-    }
-
-    async fn set_alarm(&self, at: Millis) {
+    async fn set_alarm(&self, at: Millis) -> Result<(), String> {
+        if self.alarm_fails.get() {
+            return Err("the alarm could not be set".into());
+        }
         self.alarms_set.set(self.alarms_set.get() + 1);
         self.alarm.set(Some(at));
+        Ok(())
+    }
+
+    fn write(&self, line: &crate::log_line::LogLine) {
+        self.lines.borrow_mut().push(line.clone());
+    }
+}
+
+impl object::IndexIo for MemoryIndex {
+    async fn alarm_at(&self) -> Option<Millis> {
+        self.alarm.get()
     }
 
     async fn post(
@@ -875,12 +891,6 @@ impl object::IndexIo for MemoryIndex {
             .push((url.to_owned(), headers.to_vec()));
         self.answers.borrow_mut().remove(0)
     }
-
-    fn usage(&self, _op: &'static str, _usage: crate::claim::Usage) {}
-
-    fn sent(&self, line: &object::SendLine) {
-        self.lines.borrow_mut().push(line.clone());
-    }
 }
 
 fn memory_index(now: Millis, alerts: bool) -> MemoryIndex {
@@ -892,6 +902,7 @@ fn memory_index(now: Millis, alerts: bool) -> MemoryIndex {
         alarms_set: Default::default(),
         answers: Default::default(),
         posts: Default::default(),
+        alarm_fails: Default::default(),
         lines: Default::default(),
     }
 }
@@ -918,6 +929,44 @@ fn the_index_object_answers_its_calls_and_sets_the_alarm_only_when_needed() {
         index.alarms_set.get(),
         1,
         "the alarm set already fires by then"
+    );
+}
+
+/// A `setAlarm` that fails is logged at `error` on the index's route, and the next request
+/// sets the alarm; with `LOG_STORAGE_USAGE=true` each request's rows are logged.
+#[test]
+fn the_index_object_logs_an_alarm_it_could_not_set_and_its_rows() {
+    use crate::runtime::memory::run;
+    let mut index = memory_index(10, true);
+    index.alarm_fails.set(true);
+    let report =
+        |key| serde_json::to_string(&IndexRequest::Report(dead(key, Provider::Github, 10)));
+    run(object::call(&index, &report("a").unwrap()));
+    let logged: Vec<_> = index
+        .lines
+        .take()
+        .into_iter()
+        .map(|l| (l.route, l.level, l.outcome))
+        .collect();
+    assert_eq!(logged, [(Route::Index, Level::Error, Outcome::AlarmNotSet)]);
+    assert_eq!(index.alarm.get(), None);
+
+    index.alarm_fails.set(false);
+    let mut usage = config(true);
+    usage.log_storage_usage = true;
+    index.config = Some(std::rc::Rc::new(usage));
+    run(object::call(&index, &report("b").unwrap()));
+    assert_eq!(index.alarm.get(), Some(10), "set by the next request");
+    let lines = index.lines.take();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        (lines[0].route, lines[0].outcome),
+        (Route::Index, Outcome::Operation("report"))
+    );
+    assert!(
+        lines[0].rows_written.is_some_and(|rows| rows > 0),
+        "{:?}",
+        lines[0]
     );
 }
 
@@ -949,8 +998,13 @@ fn the_index_alarm_posts_signed_notifications_and_comes_back_for_a_refused_one()
         }
     }
     let lines = index.lines.borrow();
-    let failed: Vec<_> = lines.iter().map(|line| line.failed.clone()).collect();
-    assert_eq!(failed, [None, Some(("answered 500".to_owned(), false))]);
+    let settled: Vec<_> = lines
+        .iter()
+        .map(|line| (line.outcome, line.detail.as_deref()))
+        .collect();
+    let sent = Outcome::Code("notification_sent");
+    let retry = Outcome::Code("notification_retry");
+    assert_eq!(settled, [(sent, None), (retry, Some("answered 500"))]);
     assert!(
         index.alarm.get().is_some_and(|at| at > 20),
         "back for the retry"

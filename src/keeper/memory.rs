@@ -14,6 +14,7 @@ use crate::claim::{KvStore, KvTable, KvValue, MemoryTable, Millis, Scan, StoreEr
 use crate::config::Config;
 use crate::failures::{IndexReply, IndexRequest};
 use crate::log_line::LogLine;
+use crate::object::Host;
 
 /// A table shared by every store opened over it.
 #[derive(Clone, Default)]
@@ -94,7 +95,7 @@ impl MemoryObject {
     }
 }
 
-impl ObjectIo for MemoryObject {
+impl Host for MemoryObject {
     type Table = SharedTable;
 
     fn now_ms(&self) -> Millis {
@@ -124,6 +125,12 @@ impl ObjectIo for MemoryObject {
         Ok(())
     }
 
+    fn write(&self, line: &LogLine) {
+        self.lines.borrow_mut().push((line.to_json(), false));
+    }
+}
+
+impl ObjectIo for MemoryObject {
     async fn delete_all(&self) -> Result<(), String> {
         if self.failing_delete_all {
             return Err("deleteAll failed".into());
@@ -131,10 +138,6 @@ impl ObjectIo for MemoryObject {
         self.table.0.borrow_mut().map.clear();
         self.alarm.set(None);
         Ok(())
-    }
-
-    fn write(&self, line: &LogLine) {
-        self.lines.borrow_mut().push((line.to_json(), false));
     }
 
     fn record(&self, line: &LogLine) {

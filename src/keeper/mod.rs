@@ -18,38 +18,20 @@ mod tests;
 pub use drive::Forwarding;
 
 use std::cell::Cell;
-use std::rc::Rc;
 
 use crate::authority::alarm::{AlarmStep, KnownAlarm};
 use crate::authority::{Attempt, Wake, WakeBy};
-use crate::claim::{KvStore, KvTable, Millis, StoreError};
-use crate::config::Config;
+use crate::claim::{KvStore, Millis, StoreError};
 use crate::failures::{IndexReply, IndexRequest};
 use crate::log_line::LogLine;
+use crate::object::Host;
 
-/// What only the runtime can do for a claim authority object.
+/// What only the runtime can do for a claim authority object, beyond what it does for every
+/// object ([`Host`]).
 #[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
-pub trait ObjectIo: Sized {
-    /// The object's synchronous key-value table.
-    type Table: KvTable;
-
-    /// Now, in milliseconds since the Unix epoch, by the object's clock.
-    fn now_ms(&self) -> Millis;
-
-    /// The worker's configuration; `None` while it is invalid.
-    fn config(&self) -> Option<Rc<Config>>;
-
-    /// The object's table, rows counted from here.
-    fn open(&self) -> Result<KvStore<Self::Table>, StoreError>;
-
-    /// Sets the object's alarm for the absolute time `at`.
-    async fn set_alarm(&self, at: Millis) -> Result<(), String>;
-
+pub trait ObjectIo: Host + Sized {
     /// Deletes the object's whole storage, its alarm included.
     async fn delete_all(&self) -> Result<(), String>;
-
-    /// Writes `line` to the log.
-    fn write(&self, line: &LogLine);
 
     /// Writes `line` to the log and counts it in the metrics.
     fn record(&self, line: &LogLine);

@@ -1,25 +1,22 @@
 //! The worker's typed client of the claim authority (one Durable Object per key).
 
 use js_sys::Uint8Array;
+use wasm_bindgen::JsValue;
 use worker::web_sys::ReadableStream;
 use worker::{Env, ObjectNamespace};
 
 use super::authority_wire;
 use super::kv_store::{js_flag, js_text};
 use super::rpc;
-use crate::authority::{after_stub_failure, AuthorityReply, AuthorityRequest, StubFailure};
+use crate::authority::{send_to_object, AuthorityReply, AuthorityRequest, StubError};
 use crate::claim::StoreError;
 
 /// The binding name of the claim authority's namespace in `wrangler.toml`.
 pub const BINDING: &str = "CLAIM_AUTHORITY";
 
 /// Sends [`AuthorityRequest`]s to the object named by their key and reads the replies.
-///
-/// Failures never escape as errors: they come back as `AuthorityReply::StoreFailed`. A stub
-/// error flagged `retryable` is sent once more (a claim or delivery carries its nonce, so a
-/// repeat is recognised as the same request); one flagged `overloaded` is not. Either way, and
-/// for any other exception on the way to the object, the failure is reported as retryable so
-/// the sender backs off and comes back.
+/// Failures never escape as errors: they come back as `AuthorityReply::StoreFailed` (when a
+/// request is sent again is [`send_to_object`]'s).
 pub struct AuthorityClient {
     namespace: ObjectNamespace,
 }
@@ -44,30 +41,25 @@ impl AuthorityClient {
         request: &AuthorityRequest,
         body: Option<&Uint8Array>,
     ) -> (AuthorityReply, Option<ReadableStream>) {
-        let frame = authority_wire::encode_request(request, body);
-        let mut sends = 0;
-        loop {
-            sends += 1;
-            match rpc::call(&self.namespace, request.key(), &frame).await {
-                Ok(answer) => match authority_wire::read_reply(answer) {
-                    Ok(read) => return read,
-                    Err(detail) => return (StoreError::Fatal(detail).into(), None),
-                },
-                Err(error) => {
-                    match after_stub_failure(
-                        js_flag(&error, "retryable"),
-                        js_flag(&error, "overloaded"),
-                        sends,
-                    ) {
-                        StubFailure::SendAgain => continue,
-                        StubFailure::GiveUp => {
-                            let detail =
-                                format!("claim authority unreachable: {}", js_text(&error));
-                            return (StoreError::Retryable(detail).into(), None);
-                        }
-                    }
-                }
-            }
+        let (namespace, key) = (&self.namespace, request.key());
+        let frame = &authority_wire::encode_request(request, body);
+        let sent =
+            send_to_object(
+                || async move { rpc::call(namespace, key, frame).await.map_err(stub_error) },
+            );
+        match sent.await.map(authority_wire::read_reply) {
+            Ok(Ok(read)) => read,
+            Ok(Err(detail)) => (StoreError::Fatal(detail).into(), None),
+            Err(failed) => (failed.into(), None),
         }
+    }
+}
+
+/// An exception on the way to the object, with the runtime's flags.
+fn stub_error(error: JsValue) -> StubError {
+    StubError {
+        text: js_text(&error),
+        retryable: js_flag(&error, "retryable"),
+        overloaded: js_flag(&error, "overloaded"),
     }
 }

@@ -87,21 +87,16 @@ fn carrying(json: &str, status: u16, body: Option<&ReadableStream>) -> Result<Js
 pub fn read_reply(
     answer: JsValue,
 ) -> std::result::Result<(AuthorityReply, Option<ReadableStream>), String> {
-    if let Some(json) = answer.as_string() {
-        return serde_json::from_str(&json)
-            .map(|reply| (reply, None))
-            .map_err(|error| format!("claim authority reply unreadable: {error}"));
-    }
-    let response: web_sys::Response = answer
-        .dyn_into()
-        .map_err(|_| "claim authority reply unreadable".to_owned())?;
-    let json = response
-        .headers()
-        .get(REPLY_HEADER)
-        .ok()
-        .flatten()
-        .ok_or_else(|| "claim authority reply unreadable".to_owned())?;
-    let reply = serde_json::from_str(&json)
-        .map_err(|error| format!("claim authority reply unreadable: {error}"))?;
-    Ok((reply, response.body()))
+    let (json, body) = match answer.dyn_into::<web_sys::Response>() {
+        Ok(response) => (
+            response.headers().get(REPLY_HEADER).ok().flatten(),
+            response.body(),
+        ),
+        Err(answer) => (answer.as_string(), None),
+    };
+    let unreadable =
+        |why: &dyn std::fmt::Display| format!("claim authority reply unreadable: {why}");
+    let json = json.ok_or_else(|| unreadable(&"neither JSON text nor a response carrying it"))?;
+    let reply = serde_json::from_str(&json).map_err(|error| unreadable(&error))?;
+    Ok((reply, body))
 }

@@ -5,7 +5,7 @@ use js_sys::Uint8Array;
 
 use super::forward::{self, BodyReader};
 use super::inbound::Inbound;
-use crate::answer::{BodyError, BodyRead};
+use crate::answer::{BodyCount, BodyError, BodyRead};
 use crate::config::DeliveryConfig;
 
 /// Reads the whole body into JavaScript memory (it crosses into WebAssembly only where a rule
@@ -14,10 +14,9 @@ use crate::config::DeliveryConfig;
 /// `BODY_READ_TIMEOUT_MS` (a sender trickling its body holds no request open past it).
 pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8Array, BodyError> {
     let (limit, ms) = (limits.max_body_bytes, limits.body_read_timeout_ms);
-    let too_large = BodyError::TooLarge { limit };
     let declared = req.headers().get("content-length").ok().flatten();
     match BodyRead::of(declared.as_deref(), limit) {
-        BodyRead::TooLarge => Err(too_large),
+        BodyRead::TooLarge => Err(BodyError::TooLarge { limit }),
         // What arrived is checked all the same: the cap must not rest on the runtime alone.
         BodyRead::Whole => {
             let promise = req
@@ -29,9 +28,7 @@ pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8
                 .map_err(|_| BodyError::TimedOut { ms })?
                 .map_err(|_| BodyError::Unreadable)?;
             let body = Uint8Array::new(&buffer);
-            if u64::from(body.length()) > limit {
-                return Err(too_large);
-            }
+            BodyCount::new(limit).add(u64::from(body.length()))?;
             Ok(body)
         }
         BodyRead::Chunked => read_stream(req, limit, ms).await,
@@ -68,13 +65,9 @@ async fn read_chunks(
     reader: &mut BodyReader,
     limit: u64,
 ) -> Result<(Vec<Uint8Array>, u64), BodyError> {
-    let mut chunks = Vec::new();
-    let mut total: u64 = 0;
+    let (mut chunks, mut count, mut total) = (Vec::new(), BodyCount::new(limit), 0);
     while let Some(chunk) = reader.next().await.map_err(|()| BodyError::Unreadable)? {
-        total += u64::from(chunk.length());
-        if total > limit {
-            return Err(BodyError::TooLarge { limit });
-        }
+        total = count.add(u64::from(chunk.length()))?;
         chunks.push(chunk);
     }
     Ok((chunks, total))

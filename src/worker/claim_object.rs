@@ -8,7 +8,8 @@ use worker::{Env, Result, State};
 
 use super::authority_wire;
 use super::delivery;
-use super::keeper::{Keeper, ObjectRuntime};
+use super::keeper::Keeper;
+use super::object::ObjectRuntime;
 use crate::authority::AuthorityRequest;
 
 /// The Rust core of the Durable Object that holds one key's claim record. The object itself is

@@ -5,7 +5,9 @@
 use futures_channel::oneshot;
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
-use worker::web_sys::{self, ReadableStream, TransformStream, WritableStreamDefaultWriter};
+use worker::web_sys::{
+    self, AbortController, ReadableStream, TransformStream, WritableStreamDefaultWriter,
+};
 
 use super::clock;
 use super::forward::{self, BodyReader, Exchange};
@@ -32,13 +34,8 @@ pub async fn run<O: ObjectIo>(
     early: Option<oneshot::Sender<Early>>,
 ) {
     let mut io = Io {
-        aborter: None,
-        exchange: None,
-        response: None,
-        reader: None,
-        chunk: None,
-        sink: None,
         early,
+        ..Io::default()
     };
     let sent = sent.map(|exchange| {
         io.aborter = Some(exchange.aborter());
@@ -48,15 +45,17 @@ pub async fn run<O: ObjectIo>(
 }
 
 /// The forward's I/O: the request, its answer and body, and the caller's stream.
+#[derive(Default)]
 struct Io {
     /// Aborts the request and any body still being read.
-    aborter: Option<forward::Aborter>,
+    aborter: Option<AbortController>,
     exchange: Option<Exchange>,
     response: Option<web_sys::Response>,
     reader: Option<BodyReader>,
     /// The chunk read last.
     chunk: Option<Uint8Array>,
-    sink: Option<Sink>,
+    /// Where the origin's answer streams to the caller.
+    sink: Option<WritableStreamDefaultWriter>,
     early: Option<oneshot::Sender<Early>>,
 }
 
@@ -94,11 +93,14 @@ impl Forwarding for Io {
     }
 
     fn stream(&mut self, report: Report) -> bool {
-        let Ok((sink, stream)) = Sink::new() else {
+        let Ok(pipe) = TransformStream::new() else {
+            return false;
+        };
+        let Ok(sink) = pipe.writable().get_writer() else {
             return false;
         };
         self.sink = Some(sink);
-        self.answer(Early::Stream(forwarded(report), stream));
+        self.answer(Early::Stream(forwarded(report), pipe.readable()));
         true
     }
 
@@ -120,8 +122,7 @@ impl Forwarding for Io {
     fn chunk(&self) -> Vec<u8> {
         self.chunk
             .as_ref()
-            .map(Uint8Array::to_vec)
-            .unwrap_or_default()
+            .map_or_else(Vec::new, Uint8Array::to_vec)
     }
 
     async fn pass(&mut self, deadline: Option<Millis>) -> bool {
@@ -130,18 +131,18 @@ impl Forwarding for Io {
         };
         let remaining = deadline.map_or(0, |at| at.saturating_sub(clock::now_ms()));
         // A write still pending at the deadline is dropped with the stream.
-        let written = forward::within(Box::pin(sink.write(chunk)), remaining).await;
-        if matches!(written, Ok(true)) {
+        let write = JsFuture::from(sink.write_with_chunk(chunk));
+        if matches!(forward::within(write, remaining).await, Ok(Ok(_))) {
             return true;
         }
-        drop(written);
         self.end_stream(false);
         false
     }
 
+    /// Ends the caller's stream: closed when the body ended, else broken.
     fn end_stream(&mut self, closed: bool) {
         if let Some(sink) = self.sink.take() {
-            sink.end(closed);
+            let _ = if closed { sink.close() } else { sink.abort() };
         }
     }
 }
@@ -155,12 +156,10 @@ impl Io {
         };
         match forward::within(exchange, remaining).await {
             Ok(Ok(response)) => {
-                let headers = if door.passes_answer() {
-                    forward::answer_headers(&response)
-                } else {
-                    Vec::new()
-                };
-                let status = response.status();
+                let passed = door
+                    .passes_answer()
+                    .then(|| forward::answer_headers(&response));
+                let (status, headers) = (response.status(), passed.unwrap_or_default());
                 self.reader = Some(BodyReader::new(&response));
                 self.response = Some(response);
                 Event::Head(Head { status, headers })
@@ -182,32 +181,4 @@ impl Io {
 
 fn forwarded(report: Report) -> AuthorityReply {
     AuthorityReply::Delivery(Delivery::Forwarded(report))
-}
-
-/// Where the origin's answer streams to the caller.
-struct Sink {
-    writer: WritableStreamDefaultWriter,
-}
-
-impl Sink {
-    fn new() -> Result<(Sink, ReadableStream), wasm_bindgen::JsValue> {
-        let pipe = TransformStream::new()?;
-        let writer = pipe.writable().get_writer()?;
-        Ok((Sink { writer }, pipe.readable()))
-    }
-
-    async fn write(&self, chunk: &Uint8Array) -> bool {
-        JsFuture::from(self.writer.write_with_chunk(chunk))
-            .await
-            .is_ok()
-    }
-
-    /// Ends the caller's stream: closed when the body ended, else broken.
-    fn end(self, closed: bool) {
-        let _ = if closed {
-            self.writer.close()
-        } else {
-            self.writer.abort()
-        };
-    }
 }

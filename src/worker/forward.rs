@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use futures_util::future::{select, Either};
 use js_sys::futures::JsFuture;
-use js_sys::{Reflect, Uint8Array};
+use js_sys::Uint8Array;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::web_sys::{
-    self, AbortController, ReadableStreamDefaultReader, RequestInit, RequestRedirect,
-    WorkerGlobalScope,
+    self, AbortController, ReadableStreamDefaultReader, ReadableStreamReadResult, RequestInit,
+    RequestRedirect, WorkerGlobalScope,
 };
 use worker::Delay;
 
@@ -69,18 +69,8 @@ impl Exchange {
     }
 
     /// What stops the exchange (and any body still being read), kept after its answer came.
-    pub fn aborter(&self) -> Aborter {
-        Aborter(self.controller.clone())
-    }
-}
-
-/// Stops an exchange, and any body of its answer still being read.
-pub struct Aborter(AbortController);
-
-impl Aborter {
-    /// Stops it.
-    pub fn abort(&self) {
-        self.0.abort();
+    pub fn aborter(&self) -> AbortController {
+        self.controller.clone()
     }
 }
 
@@ -131,19 +121,10 @@ pub async fn sleep(ms: u64) {
 
 /// The headers of an answer, lower-case, hop-by-hop ones left out, in order.
 pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Ok(Some(entries)) = js_sys::try_iter(&response.headers()) else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let pair: js_sys::Array = entry.unchecked_into();
-        if let (Some(name), Some(value)) = (pair.get(0).as_string(), pair.get(1).as_string()) {
-            if !origin::is_hop_by_hop(&name) {
-                out.push((name, value));
-            }
-        }
-    }
-    out
+    let headers = worker::Headers(response.headers()).entries();
+    headers
+        .filter(|(name, _)| !origin::is_hop_by_hop(name))
+        .collect()
 }
 
 /// Reads an answer's body chunk by chunk, each chunk left in JavaScript memory.
@@ -171,19 +152,12 @@ impl BodyReader {
         let Some(reader) = &self.reader else {
             return Ok(None);
         };
-        let result = JsFuture::from(reader.read()).await.map_err(|_| ())?;
-        let done = Reflect::get(&result, &JsValue::from_str("done"))
-            .map_err(|_| ())?
-            .as_bool()
-            .unwrap_or(true);
-        if done {
+        let read = JsFuture::from(reader.read()).await.map_err(|_| ())?;
+        let read: ReadableStreamReadResult = read.unchecked_into();
+        if read.get_done().unwrap_or(true) {
             return Ok(None);
         }
-        Reflect::get(&result, &JsValue::from_str("value"))
-            .map_err(|_| ())?
-            .dyn_into::<Uint8Array>()
-            .map(Some)
-            .map_err(|_| ())
+        read.get_value().dyn_into().map(Some).map_err(|_| ())
     }
 
     /// Stops reading: the rest of the body is discarded.

@@ -2,7 +2,7 @@
 //! objects only) as a [`KvTable`], and its alarm. The stores over the table are in
 //! [`crate::claim`] and [`crate::failures`].
 
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::{ScheduledTime, Storage};
@@ -105,19 +105,8 @@ impl KvTable for SyncKv {
     }
 
     fn list(&mut self, scan: &Scan) -> Result<Vec<(String, KvValue)>, StoreError> {
-        let options = Object::new();
-        let set = |name: &str, value: JsValue| Reflect::set(&options, &name.into(), &value);
-        set("prefix", scan.prefix.into()).map_err(js_error)?;
-        set("reverse", scan.reverse.into()).map_err(js_error)?;
-        let bounds = [("start", &scan.start), ("end", &scan.end)];
-        for (name, bound) in bounds {
-            if let Some(bound) = bound {
-                set(name, bound.into()).map_err(js_error)?;
-            }
-        }
-        if let Some(limit) = scan.limit {
-            set("limit", (limit as f64).into()).map_err(js_error)?;
-        }
+        let options = serde_wasm_bindgen::to_value(scan)
+            .map_err(|error| StoreError::Fatal(format!("a scan's options: {error}")))?;
         let mut found = Vec::new();
         for pair in SyncKv::list(self, &options).map_err(js_error)? {
             let pair: Array = pair.map_err(js_error)?.unchecked_into();

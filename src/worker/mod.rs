@@ -21,6 +21,7 @@ mod kv_store;
 mod log;
 mod metrics;
 mod native;
+mod object;
 mod rate_limit;
 mod rpc;
 mod runtime;

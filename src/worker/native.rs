@@ -11,6 +11,7 @@ use js_sys::{Array, ArrayBuffer, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::mac::KeyCache;
 use crate::providers::stripe::envelope::{EnvelopeError, FieldValue, Fields};
 
 #[wasm_bindgen]
@@ -40,24 +41,12 @@ extern "C" {
 }
 
 thread_local! {
-    /// The HMAC keys imported in this isolate, each with the key bytes it was made from (the
-    /// signing secrets cannot change within an isolate, so each is imported once).
-    static KEYS: RefCell<Vec<(Vec<u8>, JsValue)>> = const { RefCell::new(Vec::new()) };
+    /// The HMAC keys made in this isolate.
+    static KEYS: RefCell<KeyCache<JsValue>> = const { RefCell::new(KeyCache::new()) };
 }
 
 async fn hmac_keys(raw_keys: &[&[u8]]) -> Result<Vec<JsValue>, JsValue> {
-    let cached: Option<Vec<JsValue>> = KEYS.with(|keys| {
-        let keys = keys.borrow();
-        raw_keys
-            .iter()
-            .map(|raw| {
-                keys.iter()
-                    .find(|(known, _)| known.as_slice() == *raw)
-                    .map(|(_, key)| key.clone())
-            })
-            .collect()
-    });
-    if let Some(keys) = cached {
+    if let Some(keys) = KEYS.with(|cached| cached.borrow().all(raw_keys)) {
         return Ok(keys);
     }
     let algorithm = Object::new();
@@ -68,7 +57,7 @@ async fn hmac_keys(raw_keys: &[&[u8]]) -> Result<Vec<JsValue>, JsValue> {
     for raw in raw_keys {
         let bytes = Uint8Array::from(*raw);
         let key = JsFuture::from(import_key("raw", &bytes, &algorithm, false, &usages)?).await?;
-        KEYS.with(|cached| cached.borrow_mut().push((raw.to_vec(), key.clone())));
+        KEYS.with(|cached| cached.borrow_mut().add(raw, key.clone()));
         keys.push(key);
     }
     Ok(keys)
