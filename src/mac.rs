@@ -26,9 +26,9 @@ pub fn any_matches(given: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
     bool::from(matched)
 }
 
-/// The signing keys made so far, each with the secret it was made from, so that each secret
-/// is made into a key once (the runtime's WebCrypto keys, kept per isolate: secrets cannot
-/// change within one).
+/// The signing keys made so far, each with the secret it was made from, so that a request
+/// whose secrets all have a key makes none (the runtime's WebCrypto keys, kept per isolate:
+/// secrets cannot change within one). Each secret's key is kept once.
 #[derive(Debug, Default)]
 pub struct KeyCache<K> {
     keys: Vec<(Vec<u8>, K)>,
@@ -62,9 +62,9 @@ mod tests {
     use super::*;
 
     /// Keys are handed out only when every secret asked for has one, in the order asked; a
-    /// secret made into a key twice is kept once.
+    /// secret whose key is added twice is kept once.
     #[test]
-    fn a_key_is_made_once_per_secret() {
+    fn each_secrets_key_is_kept_once() {
         let mut cache = KeyCache::new();
         assert_eq!(cache.all(&[]), Some(vec![]));
         cache.add(b"a", 1);

@@ -221,9 +221,11 @@ impl KvTable for MemoryTable {
 mod scan_tests {
     use super::Scan;
 
-    /// A bound left out is absent from the options, not `null`, as the runtime's `list` expects.
+    /// A bound left out is absent, not `null`, and the fields have the names of the runtime's
+    /// `list` options. (The worker turns the same serialisation into a plain object with
+    /// `serde-wasm-bindgen`'s default serializer.)
     #[test]
-    fn a_scan_is_the_options_of_the_runtimes_list() {
+    fn a_scan_serialises_without_its_absent_bounds() {
         let open = Scan {
             prefix: "f:",
             start: None,

@@ -14,9 +14,9 @@ use crate::claim::StoreError;
 /// The binding name of the claim authority's namespace in `wrangler.toml`.
 pub const BINDING: &str = "CLAIM_AUTHORITY";
 
-/// Sends [`AuthorityRequest`]s to the object named by their key and reads the replies.
-/// Failures never escape as errors: they come back as `AuthorityReply::StoreFailed` (when a
-/// request is sent again is [`send_to_object`]'s).
+/// Sends [`AuthorityRequest`]s to the object named by their key and reads the replies. A
+/// failure comes back as `AuthorityReply::StoreFailed`, never as an error; [`send_to_object`]
+/// says when a request is sent again.
 pub struct AuthorityClient {
     namespace: ObjectNamespace,
 }
