@@ -26,9 +26,9 @@ pub fn any_matches(given: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {
     bool::from(matched)
 }
 
-/// The signing keys made so far, each with the secret it was made from, so that a request
-/// whose secrets all have a key makes none (the runtime's WebCrypto keys, kept per isolate:
-/// secrets cannot change within one). Each secret's key is kept once.
+/// The signing keys made so far, each with the secret it was made from, so that each secret's
+/// key is made once (the runtime's WebCrypto keys, kept per isolate: secrets cannot change
+/// within one). Each secret's key is kept once.
 #[derive(Debug, Default)]
 pub struct KeyCache<K> {
     keys: Vec<(Vec<u8>, K)>,
@@ -40,13 +40,10 @@ impl<K: Clone> KeyCache<K> {
         KeyCache { keys: Vec::new() }
     }
 
-    /// The keys of `secrets`, in their order, when every one is held; else `None`.
-    pub fn all(&self, secrets: &[&[u8]]) -> Option<Vec<K>> {
-        let key = |secret: &&[u8]| self.keys.iter().find(|(held, _)| held == secret);
-        secrets
-            .iter()
-            .map(|secret| key(secret).map(|(_, key)| key.clone()))
-            .collect()
+    /// The key made from `secret`, when it is held.
+    pub fn get(&self, secret: &[u8]) -> Option<K> {
+        let held = self.keys.iter().find(|(held, _)| held == secret);
+        held.map(|(_, key)| key.clone())
     }
 
     /// Keeps `key`, made from `secret`, unless that secret's key is already held.
@@ -61,20 +58,20 @@ impl<K: Clone> KeyCache<K> {
 mod tests {
     use super::*;
 
-    /// Keys are handed out only when every secret asked for has one, in the order asked; a
-    /// secret whose key is added twice is kept once.
+    /// A key is handed out only for the secret it was made from; a secret whose key is added
+    /// twice keeps the first.
     #[test]
     fn each_secrets_key_is_kept_once() {
         let mut cache = KeyCache::new();
-        assert_eq!(cache.all(&[]), Some(vec![]));
+        assert_eq!(cache.get(b"a"), None);
         cache.add(b"a", 1);
-        assert_eq!(cache.all(&[b"a"]), Some(vec![1]));
-        assert_eq!(cache.all(&[b"a", b"b"]), None);
+        assert_eq!(cache.get(b"a"), Some(1));
+        assert_eq!(cache.get(b"b"), None);
         cache.add(b"b", 2);
         cache.add(b"a", 3);
-        assert_eq!(cache.all(&[b"b", b"a"]), Some(vec![2, 1]));
+        assert_eq!((cache.get(b"b"), cache.get(b"a")), (Some(2), Some(1)));
         assert_eq!(cache.keys.len(), 2);
-        assert_eq!(cache.all(&[b"c"]), None);
+        assert_eq!(cache.get(b"ab"), None);
     }
 
     #[test]

@@ -538,10 +538,9 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
     );
 }
 
-/// The most lines `src/worker/` may hold, comments included: what it holds today, so it can
-/// only shrink. The aim is 1,800; what stands between is written down in the reliability and
-/// developing guides. Lower it whenever a change moves work out of the adapter.
-const MAX_WORKER_LINES: usize = 1_896;
+/// The most lines `src/worker/` may hold, comments included (1,797 today; see the developing
+/// guide). Lower it whenever a change moves work out of the adapter.
+const MAX_WORKER_LINES: usize = 1_800;
 
 #[test]
 fn the_worker_adapter_does_not_grow() {

@@ -223,6 +223,13 @@ pub enum AuthorityReply {
     },
 }
 
+/// A forward's report is the reply to its delivery.
+impl From<Report> for AuthorityReply {
+    fn from(report: Report) -> Self {
+        AuthorityReply::Delivery(Delivery::Forwarded(report))
+    }
+}
+
 impl From<StoreError> for AuthorityReply {
     fn from(error: StoreError) -> Self {
         match error {

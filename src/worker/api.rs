@@ -1,13 +1,13 @@
 //! `/api/...`: the Idempotency-Key front door in front of `API_ORIGIN_URL` (its rules are in
 //! [`crate::idempotency`]).
 
-use worker::web_sys::{self, ReadableStream};
+use worker::web_sys::ReadableStream;
 use worker::{Context, Env, Response, Result};
 
 use super::clock;
 use super::door::Visit;
 use super::env_config;
-use super::forward::{self, Exchange, Outgoing};
+use super::forward::{self, Exchange};
 use super::inbound::Inbound;
 use super::runtime::Doorway;
 use crate::authority::Head;
@@ -50,7 +50,7 @@ async fn answer(
     let path = (url.path(), url.query());
     match door::serve(&doorway, loaded, method.as_ref(), path, line).await? {
         Step::Live(head, stream) => live(&head, stream.as_ref(), line),
-        Step::Replay(answer) => rendered(answer),
+        Step::Replay(answer) => super::door::render(answer).map_err(internal),
         Step::PassThrough {
             target,
             headers,
@@ -69,12 +69,7 @@ async fn pass_through(
 ) -> std::result::Result<Response, Problem> {
     let body = req.inner().body().map(Into::into);
     let started = clock::now_ms();
-    let sent = Exchange::start(&Outgoing {
-        url: target,
-        method: req.inner().method().as_str(),
-        headers,
-        body: body.as_ref(),
-    });
+    let sent = Exchange::start(&req.inner().method(), target, headers, body.as_ref());
     let result = forward::answer_within(sent, timeout_ms).await;
     line.origin_ms = Some(clock::now_ms().saturating_sub(started));
     let response = result.map_err(|outcome| idem::origin_problem(&outcome))?;
@@ -94,10 +89,6 @@ fn live(
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
     let live = idem::live_head(head)?;
-    let headers = web_sys::Headers::new().map_err(js_internal)?;
-    for (name, value) in &live.headers {
-        headers.append(name, value).map_err(js_internal)?;
-    }
     let body = match body {
         Some(stream) if live.drop_body => {
             let _ = stream.cancel();
@@ -105,27 +96,13 @@ fn live(
         }
         other => other,
     };
-    let init = web_sys::ResponseInit::new();
-    init.set_status(live.status);
-    init.set_headers(&headers);
-    let response = web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)
-        .map(Response::from)
-        .map_err(js_internal)?;
+    let response = forward::response(live.status, &live.headers, body)
+        .map_err(|error| Problem::internal(format!("the answer could not be built: {error:?}")))?;
     line.status_from_origin = true;
-    Ok(response)
-}
-
-/// A rendered answer, or the runtime's error as a problem.
-fn rendered(answer: crate::answer::HttpAnswer) -> std::result::Result<Response, Problem> {
-    super::door::render(answer).map_err(internal)
+    Ok(response.into())
 }
 
 /// A runtime error as a problem: its text goes to the log line only.
 fn internal(error: worker::Error) -> Problem {
     Problem::internal(error.to_string())
-}
-
-/// A JavaScript error while building the answer, as a problem (see [`internal`]).
-fn js_internal(error: wasm_bindgen::JsValue) -> Problem {
-    Problem::internal(format!("the answer could not be built: {error:?}"))
 }

@@ -11,17 +11,13 @@ use crate::authority::{
 };
 use crate::claim::StoreError;
 
+use super::body;
+use super::forward;
+
 /// The frame for `request`, with `body` (bytes in JavaScript memory) after its JSON.
 pub fn encode_request(request: &AuthorityRequest, body: Option<&Uint8Array>) -> Uint8Array {
     let json = serde_json::to_vec(request).expect("an authority request always serialises");
-    let prefix = frame_prefix(&json);
-    let body_len = body.map_or(0, Uint8Array::length);
-    let frame = Uint8Array::new_with_length(prefix.len() as u32 + body_len);
-    frame.subarray(0, prefix.len() as u32).copy_from(&prefix);
-    if let Some(body) = body {
-        frame.set(body, prefix.len() as u32);
-    }
-    frame
+    body::join(&frame_prefix(&json), body.cloned().as_slice())
 }
 
 /// Reads a request frame (in the object): the request, and a view of the body after it.
@@ -73,13 +69,8 @@ pub fn reply_with_stream(reply: &AuthorityReply, stream: &ReadableStream) -> Res
 
 /// A response with `status` and `body`, `json` in [`REPLY_HEADER`].
 fn carrying(json: &str, status: u16, body: Option<&ReadableStream>) -> Result<JsValue> {
-    let headers = web_sys::Headers::new()?;
-    headers.set(REPLY_HEADER, json)?;
-    let init = web_sys::ResponseInit::new();
-    init.set_status(status);
-    init.set_headers(&headers);
-    let response = web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)?;
-    Ok(response.into())
+    let headers = [(REPLY_HEADER.to_owned(), json.to_owned())];
+    Ok(forward::response(status, &headers, body)?.into())
 }
 
 /// Reads a reply (in the worker): the reply, and the body stream when the origin's answer came

@@ -1,4 +1,5 @@
-//! Reading a request body with a size cap and a read deadline; shared by both front doors.
+//! Bodies in JavaScript memory: a request's, read with a size cap and a read deadline (shared by
+//! both front doors), and bytes joined.
 
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
@@ -36,39 +37,39 @@ pub async fn read_capped(req: &Inbound, limits: &DeliveryConfig) -> Result<Uint8
 }
 
 /// A body without a declared length: read chunk by chunk, counting, then joined; the reader is
-/// cancelled when the deadline passes.
+/// cancelled (dropped) when the deadline passes or the cap is reached.
 async fn read_stream(req: &Inbound, limit: u64, ms: u64) -> Result<Uint8Array, BodyError> {
     let Some(stream) = req.inner().body() else {
         return Ok(Uint8Array::new_with_length(0));
     };
-    let mut reader = BodyReader::of(&stream).ok_or(BodyError::Unreadable)?;
-    let result = match forward::within(Box::pin(read_chunks(&mut reader, limit)), ms).await {
-        Ok(result) => result,
-        Err(_) => Err(BodyError::TimedOut { ms }),
-    };
-    if result.is_err() {
-        reader.cancel();
-    }
-    let (chunks, total) = result?;
-    let body = Uint8Array::new_with_length(total as u32);
-    let mut at = 0;
-    for chunk in chunks {
-        body.set(&chunk, at);
-        at += chunk.length();
-    }
-    Ok(body)
+    let mut reader = forward::body_reader(stream).ok_or(BodyError::Unreadable)?;
+    let read = forward::within(Box::pin(read_chunks(&mut reader, limit)), ms).await;
+    let chunks = read.map_err(|_| BodyError::TimedOut { ms })??;
+    Ok(join(&[], &chunks))
 }
 
-/// Every chunk `reader` gives until the end, and their total length; `TooLarge` as soon as it
-/// passes `limit`.
-async fn read_chunks(
-    reader: &mut BodyReader,
-    limit: u64,
-) -> Result<(Vec<Uint8Array>, u64), BodyError> {
-    let (mut chunks, mut count, mut total) = (Vec::new(), BodyCount::new(limit), 0);
-    while let Some(chunk) = reader.next().await.map_err(|()| BodyError::Unreadable)? {
-        total = count.add(u64::from(chunk.length()))?;
+/// `prefix` then each of `parts`, joined in JavaScript memory.
+pub fn join(prefix: &[u8], parts: &[Uint8Array]) -> Uint8Array {
+    let mut at = prefix.len() as u32;
+    let joined =
+        Uint8Array::new_with_length(at + parts.iter().map(Uint8Array::length).sum::<u32>());
+    joined.subarray(0, at).copy_from(prefix);
+    for part in parts {
+        joined.set(part, at);
+        at += part.length();
+    }
+    joined
+}
+
+/// Every chunk `reader` gives until the end; `TooLarge` as soon as their total passes `limit`.
+async fn read_chunks(reader: &mut BodyReader, limit: u64) -> Result<Vec<Uint8Array>, BodyError> {
+    let (mut chunks, mut count) = (Vec::new(), BodyCount::new(limit));
+    while let Some(chunk) = forward::next_chunk(reader)
+        .await
+        .map_err(|()| BodyError::Unreadable)?
+    {
+        count.add(u64::from(chunk.length()))?;
         chunks.push(chunk);
     }
-    Ok((chunks, total))
+    Ok(chunks)
 }

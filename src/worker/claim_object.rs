@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
-use worker::{Env, Result, State};
+use worker::{Env, State};
 
 use super::authority_wire;
 use super::delivery;
@@ -42,7 +42,24 @@ impl ClaimAuthority {
     /// read is answered with a retryable store failure; the Rust code rejects only when the
     /// response carrying an origin's answer cannot be made (the glue itself throws after a trap).
     pub async fn call(&self, frame: Uint8Array) -> std::result::Result<JsValue, JsValue> {
-        self.serve(frame).await.map_err(JsValue::from)
+        let (request, body) = match authority_wire::read_request(&frame) {
+            Ok(read) => read,
+            Err(error) => return Ok(authority_wire::unreadable(&error)),
+        };
+        match request {
+            AuthorityRequest::Deliver(deliver) => {
+                let answer = delivery::run(&self.state, &self.keeper, deliver, body).await;
+                answer.map_err(JsValue::from)
+            }
+            AuthorityRequest::Trap { panic: true, .. } => {
+                panic!("a panic asked for by the test routes")
+            }
+            AuthorityRequest::Trap { panic: false, .. } => core::arch::wasm32::unreachable(),
+            request => {
+                let reply = self.keeper.serve(&request, &body.to_vec()).await;
+                Ok(authority_wire::reply(&reply))
+            }
+        }
     }
 
     /// The answer to a `fetch`, which is how workers of the release before RPC reached the
@@ -60,27 +77,5 @@ impl ClaimAuthority {
         let ran = self.keeper.alarm().await;
         ran.map(|()| JsValue::UNDEFINED)
             .map_err(|error| js_sys::Error::new(&error).into())
-    }
-}
-
-impl ClaimAuthority {
-    async fn serve(&self, frame: Uint8Array) -> Result<JsValue> {
-        let (request, body) = match authority_wire::read_request(&frame) {
-            Ok(read) => read,
-            Err(error) => return Ok(authority_wire::unreadable(&error)),
-        };
-        match request {
-            AuthorityRequest::Deliver(deliver) => {
-                delivery::run(&self.state, &self.keeper, deliver, body).await
-            }
-            AuthorityRequest::Trap { panic: true, .. } => {
-                panic!("a panic asked for by the test routes")
-            }
-            AuthorityRequest::Trap { panic: false, .. } => core::arch::wasm32::unreachable(),
-            request => {
-                let reply = self.keeper.serve(&request, &body.to_vec()).await;
-                Ok(authority_wire::reply(&reply))
-            }
-        }
     }
 }

@@ -15,7 +15,7 @@ use worker::{Result, State};
 
 use super::authority_wire;
 use super::drive::{self, Early};
-use super::forward::{Exchange, Outgoing};
+use super::forward::Exchange;
 use super::keeper::Keeper;
 use crate::authority::{Attempt, Deliver};
 use crate::claim::StoreError;
@@ -33,12 +33,9 @@ pub async fn run(
         Err(reply) => return Ok(authority_wire::reply(&reply)),
     };
     let body = JsValue::from(body);
-    let sent = Exchange::start(&Outgoing {
-        url: &deliver.forward.url,
-        method: &deliver.forward.method,
-        headers: &deliver.outgoing_headers(&won),
-        body: deliver.sends_body().then_some(&body),
-    });
+    let (forward, headers) = (&deliver.forward, deliver.outgoing_headers(&won));
+    let body = deliver.sends_body().then_some(&body);
+    let sent = Exchange::start(&forward.method, &forward.url, &headers, body);
     let attempt = Attempt::sync(&deliver, won, now);
     let (early, answered) = oneshot::channel();
     let keeper = keeper.clone();

@@ -12,7 +12,7 @@ use worker::web_sys::{
 use super::clock;
 use super::forward::{self, BodyReader, Exchange};
 use crate::authority::attempt::{Event, Wants};
-use crate::authority::{Attempt, AuthorityReply, Delivery, Door, Head, Report};
+use crate::authority::{Attempt, AuthorityReply, Door, Head, Report};
 use crate::claim::Millis;
 use crate::keeper::{Forwarding, Keeper, ObjectIo};
 use crate::origin::OriginOutcome;
@@ -70,7 +70,7 @@ impl Forwarding for Io {
                 };
                 // A read still pending at the deadline is dropped; the abort that follows
                 // cancels the body.
-                match forward::within(Box::pin(reader.next()), remaining).await {
+                match forward::within(Box::pin(forward::next_chunk(reader)), remaining).await {
                     Ok(Ok(Some(chunk))) => {
                         let len = u64::from(chunk.length());
                         self.chunk = Some(chunk);
@@ -89,7 +89,7 @@ impl Forwarding for Io {
     }
 
     fn reply(&mut self, report: Report) {
-        self.answer(Early::Reply(forwarded(report)));
+        self.answer(Early::Reply(report.into()));
     }
 
     fn stream(&mut self, report: Report) -> bool {
@@ -100,7 +100,7 @@ impl Forwarding for Io {
             return false;
         };
         self.sink = Some(sink);
-        self.answer(Early::Stream(forwarded(report), pipe.readable()));
+        self.answer(Early::Stream(report.into(), pipe.readable()));
         true
     }
 
@@ -108,9 +108,7 @@ impl Forwarding for Io {
         if let Some(aborter) = &self.aborter {
             aborter.abort();
         }
-        if let Some(reader) = self.reader.as_mut() {
-            reader.cancel();
-        }
+        self.reader = None;
     }
 
     fn discard_body(&mut self) {
@@ -160,7 +158,7 @@ impl Io {
                     .passes_answer()
                     .then(|| forward::answer_headers(&response));
                 let (status, headers) = (response.status(), passed.unwrap_or_default());
-                self.reader = Some(BodyReader::new(&response));
+                self.reader = response.body().and_then(forward::body_reader);
                 self.response = Some(response);
                 Event::Head(Head { status, headers })
             }
@@ -177,8 +175,4 @@ impl Io {
             let _ = sender.send(early);
         }
     }
-}
-
-fn forwarded(report: Report) -> AuthorityReply {
-    AuthorityReply::Delivery(Delivery::Forwarded(report))
 }

@@ -4,7 +4,7 @@
 use wasm_bindgen::prelude::*;
 use worker::{Env, State};
 
-use super::forward::{self, Exchange, Outgoing};
+use super::forward::{self, Exchange};
 use super::object::ObjectRuntime;
 use crate::claim::{random_fraction, Millis};
 use crate::failures::alert;
@@ -54,12 +54,7 @@ impl IndexIo for ObjectRuntime {
         body: &str,
     ) -> Result<(), String> {
         let body = JsValue::from_str(body);
-        let sent = Exchange::start(&Outgoing {
-            url,
-            method: "POST",
-            headers,
-            body: Some(&body),
-        });
+        let sent = Exchange::start("POST", url, headers, Some(&body));
         let outcome = match forward::answer_within(sent, alert::SEND_TIMEOUT_MS).await {
             Ok(response) => {
                 forward::discard_body(&response);

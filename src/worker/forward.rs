@@ -11,29 +11,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
+use futures_util::StreamExt;
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use wasm_bindgen::{JsCast, JsValue};
-use worker::web_sys::{
-    self, AbortController, ReadableStreamDefaultReader, ReadableStreamReadResult, RequestInit,
-    RequestRedirect, WorkerGlobalScope,
-};
+use wasm_streams::readable::{IntoStream, ReadableStream};
+use worker::web_sys::{self, AbortController, RequestInit, RequestRedirect, WorkerGlobalScope};
 use worker::Delay;
 
 use super::kv_store::js_text;
 use crate::origin::{self, NetworkError, OriginOutcome};
-
-/// One request to an origin.
-pub struct Outgoing<'a> {
-    /// Absolute URL.
-    pub url: &'a str,
-    /// HTTP method.
-    pub method: &'a str,
-    /// Headers to send, in order.
-    pub headers: &'a [(String, String)],
-    /// The body (bytes or a stream, as a JS value), if any.
-    pub body: Option<&'a JsValue>,
-}
 
 /// A request on its way to an origin: a future of the answer's head, which can be aborted.
 pub struct Exchange {
@@ -42,25 +29,27 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    /// Sends `outgoing`. `Err(OriginOutcome::NotSent)` when the request cannot even be built
-    /// (a header or URL the runtime refuses): nothing was sent.
-    pub fn start(outgoing: &Outgoing<'_>) -> Result<Exchange, OriginOutcome> {
+    /// Sends a `method` request to `url` with `headers` (in order) and `body` (bytes or a
+    /// stream). `Err(OriginOutcome::NotSent)` when the request cannot even be built (a header or
+    /// URL the runtime refuses): nothing was sent.
+    pub fn start(
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<&JsValue>,
+    ) -> Result<Exchange, OriginOutcome> {
         let not_sent = |_| OriginOutcome::NotSent;
         let controller = AbortController::new().map_err(not_sent)?;
-        let headers = web_sys::Headers::new().map_err(not_sent)?;
-        for (name, value) in outgoing.headers {
-            headers.append(name, value).map_err(not_sent)?;
-        }
+        let headers = headers_of(headers).map_err(not_sent)?;
         let init = RequestInit::new();
-        init.set_method(outgoing.method);
+        init.set_method(method);
         init.set_headers(&headers);
         init.set_redirect(RequestRedirect::Manual);
         init.set_signal(Some(&controller.signal()));
-        if let Some(body) = outgoing.body {
+        if let Some(body) = body {
             init.set_body(body);
         }
-        let request =
-            web_sys::Request::new_with_str_and_init(outgoing.url, &init).map_err(not_sent)?;
+        let request = web_sys::Request::new_with_str_and_init(url, &init).map_err(not_sent)?;
         let global: WorkerGlobalScope = js_sys::global().unchecked_into();
         Ok(Exchange {
             controller,
@@ -86,6 +75,27 @@ impl Future for Exchange {
                 })
         })
     }
+}
+
+/// `pairs` as the runtime's headers, in order.
+fn headers_of(pairs: &[(String, String)]) -> Result<web_sys::Headers, JsValue> {
+    let headers = web_sys::Headers::new()?;
+    for (name, value) in pairs {
+        headers.append(name, value)?;
+    }
+    Ok(headers)
+}
+
+/// The runtime's response with `status`, `headers` (in order) and `body`, a stream.
+pub fn response(
+    status: u16,
+    headers: &[(String, String)],
+    body: Option<&web_sys::ReadableStream>,
+) -> Result<web_sys::Response, JsValue> {
+    let init = web_sys::ResponseInit::new();
+    init.set_status(status);
+    init.set_headers(&headers_of(headers)?.into());
+    web_sys::Response::new_with_opt_readable_stream_and_init(body, &init)
 }
 
 /// Waits for `future` at most `ms` milliseconds: `Ok` with its output, or `Err` with the future
@@ -127,44 +137,20 @@ pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Reads an answer's body chunk by chunk, each chunk left in JavaScript memory.
-pub struct BodyReader {
-    reader: Option<ReadableStreamDefaultReader>,
+/// A body read chunk by chunk, each chunk left in JavaScript memory; dropping it cancels the
+/// rest of the body.
+pub type BodyReader = IntoStream<'static>;
+
+/// The reader of `stream`; `None` when none can be made (the stream is locked).
+pub fn body_reader(stream: web_sys::ReadableStream) -> Option<BodyReader> {
+    ReadableStream::from_raw(stream).try_into_stream().ok()
 }
 
-impl BodyReader {
-    /// The reader of `response`'s body (an answer without a body reads as empty).
-    pub fn new(response: &web_sys::Response) -> BodyReader {
-        let reader = response.body().and_then(|body| BodyReader::of(&body));
-        reader.unwrap_or(BodyReader { reader: None })
-    }
-
-    /// The reader of `stream`; `None` when none can be made.
-    pub fn of(stream: &web_sys::ReadableStream) -> Option<BodyReader> {
-        let reader = stream.get_reader().dyn_into().ok()?;
-        Some(BodyReader {
-            reader: Some(reader),
-        })
-    }
-
-    /// The next chunk; `Ok(None)` at the end; `Err` when the body broke off.
-    pub async fn next(&mut self) -> Result<Option<Uint8Array>, ()> {
-        let Some(reader) = &self.reader else {
-            return Ok(None);
-        };
-        let read = JsFuture::from(reader.read()).await.map_err(|_| ())?;
-        let read: ReadableStreamReadResult = read.unchecked_into();
-        if read.get_done().unwrap_or(true) {
-            return Ok(None);
-        }
-        read.get_value().dyn_into().map(Some).map_err(|_| ())
-    }
-
-    /// Stops reading: the rest of the body is discarded.
-    pub fn cancel(&mut self) {
-        if let Some(reader) = self.reader.take() {
-            let _ = reader.cancel();
-        }
+/// The next chunk of `reader`; `Ok(None)` at the end; `Err` when the body broke off.
+pub async fn next_chunk(reader: &mut BodyReader) -> Result<Option<Uint8Array>, ()> {
+    match reader.next().await {
+        Some(chunk) => chunk.and_then(JsCast::dyn_into).map(Some).map_err(|_| ()),
+        None => Ok(None),
     }
 }
 

@@ -4,7 +4,7 @@
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
 
-use super::forward::{Exchange, Outgoing};
+use super::forward::Exchange;
 use super::object::ObjectRuntime;
 use super::{drive, index_client, log};
 use crate::authority::Attempt;
@@ -34,12 +34,7 @@ impl ObjectIo for ObjectRuntime {
         let sent = match &request {
             Some(request) => {
                 let body = JsValue::from(Uint8Array::from(request.body.as_slice()));
-                Exchange::start(&Outgoing {
-                    url: &request.url,
-                    method: "POST",
-                    headers: &request.headers,
-                    body: Some(&body),
-                })
+                Exchange::start("POST", &request.url, &request.headers, Some(&body))
             }
             None => Err(OriginOutcome::NotSent),
         };

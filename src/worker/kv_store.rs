@@ -1,13 +1,11 @@
-//! An object's storage: its synchronous key-value table (`ctx.storage.kv`, SQLite-backed
-//! objects only) as a [`KvTable`], and its alarm. The stores over the table are in
-//! [`crate::claim`] and [`crate::failures`].
+//! An object's synchronous key-value table (`ctx.storage.kv`, SQLite-backed objects only) as a
+//! [`KvTable`]. The stores over the table are in [`crate::claim`] and [`crate::failures`].
 
 use js_sys::{Array, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::{ScheduledTime, Storage};
 
-use crate::claim::{KvStore, KvTable, KvValue, Millis, Scan, StoreError};
+use crate::claim::{KvTable, KvValue, Scan, StoreError};
 
 #[wasm_bindgen]
 extern "C" {
@@ -27,31 +25,8 @@ extern "C" {
     fn list(this: &SyncKv, options: &JsValue) -> Result<js_sys::Iterator, JsValue>;
 }
 
-/// An object's store: its own table, rows counted.
-pub type ObjectStore = KvStore<SyncKv>;
-
-/// The store over the table of the object whose storage is `storage`.
-pub fn open(storage: &Storage) -> Result<ObjectStore, StoreError> {
-    let kv = Reflect::get(storage.as_raw(), &JsValue::from_str("kv")).map_err(js_error)?;
-    if kv.is_undefined() {
-        return Err(StoreError::Fatal(
-            "ctx.storage.kv is missing: the class must be SQLite-backed (new_sqlite_classes)"
-                .into(),
-        ));
-    }
-    Ok(KvStore::new(kv.unchecked_into()))
-}
-
-/// Sets the alarm of the object whose storage is `storage` for `at`, an absolute time (an
-/// `i64` would be read as an offset).
-pub async fn set_alarm(storage: &Storage, at: Millis) -> Result<(), String> {
-    let date = js_sys::Date::new(&JsValue::from_f64(at as f64));
-    let set = storage.set_alarm(ScheduledTime::new(date)).await;
-    set.map_err(|error| error.to_string())
-}
-
 /// A storage exception as a store error (see [`StoreError::of_exception`]).
-fn js_error(error: JsValue) -> StoreError {
+pub fn js_error(error: JsValue) -> StoreError {
     let flag = |name| js_flag(&error, name);
     StoreError::of_exception(js_text(&error), flag("retryable"), flag("overloaded"))
 }

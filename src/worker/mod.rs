@@ -19,7 +19,6 @@ mod index_client;
 mod keeper;
 mod kv_store;
 mod log;
-mod metrics;
 mod native;
 mod object;
 mod rate_limit;

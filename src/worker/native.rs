@@ -45,19 +45,20 @@ thread_local! {
     static KEYS: RefCell<KeyCache<JsValue>> = const { RefCell::new(KeyCache::new()) };
 }
 
-async fn hmac_keys(raw_keys: &[&[u8]]) -> Result<Vec<JsValue>, JsValue> {
-    if let Some(keys) = KEYS.with(|cached| cached.borrow().all(raw_keys)) {
-        return Ok(keys);
-    }
-    let algorithm = Object::new();
-    Reflect::set(&algorithm, &"name".into(), &"HMAC".into())?;
-    Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
-    let usages = Array::of1(&"sign".into());
-    let mut keys = Vec::with_capacity(raw_keys.len());
-    for raw in raw_keys {
-        let bytes = Uint8Array::from(*raw);
+/// The WebCrypto HMAC-SHA256 key of each of `secrets`, each made once in the isolate.
+async fn hmac_keys(secrets: &[&[u8]]) -> Result<Vec<JsValue>, JsValue> {
+    let mut keys = Vec::with_capacity(secrets.len());
+    for secret in secrets {
+        if let Some(key) = KEYS.with(|held| held.borrow().get(secret)) {
+            keys.push(key);
+            continue;
+        }
+        let algorithm = Object::new();
+        Reflect::set(&algorithm, &"name".into(), &"HMAC".into())?;
+        Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
+        let (bytes, usages) = (Uint8Array::from(*secret), Array::of1(&"sign".into()));
         let key = JsFuture::from(import_key("raw", &bytes, &algorithm, false, &usages)?).await?;
-        KEYS.with(|cached| cached.borrow_mut().add(raw, key.clone()));
+        KEYS.with(|held| held.borrow_mut().add(secret, key.clone()));
         keys.push(key);
     }
     Ok(keys)
@@ -74,10 +75,7 @@ pub async fn macs(
     let signed = if prefix.is_empty() {
         body.clone()
     } else {
-        let signed = Uint8Array::new_with_length(prefix.len() as u32 + body.length());
-        signed.subarray(0, prefix.len() as u32).copy_from(prefix);
-        signed.set(body, prefix.len() as u32);
-        signed
+        super::body::join(prefix, std::slice::from_ref(body))
     };
     let mut macs = Vec::with_capacity(keys.len());
     for key in hmac_keys(keys).await? {

@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
-use worker::{Env, Storage};
+use js_sys::Reflect;
+use wasm_bindgen::{JsCast, JsValue};
+use worker::{Env, ScheduledTime, Storage};
 
 use super::kv_store::{self, SyncKv};
 use super::{clock, env_config, log};
@@ -32,11 +34,20 @@ impl Host for ObjectRuntime {
     }
 
     fn open(&self) -> Result<KvStore<SyncKv>, StoreError> {
-        kv_store::open(&self.storage)
+        let kv = Reflect::get(self.storage.as_raw(), &"kv".into()).map_err(kv_store::js_error)?;
+        if kv.is_undefined() {
+            let why =
+                "ctx.storage.kv is missing: the class must be SQLite-backed (new_sqlite_classes)";
+            return Err(StoreError::Fatal(why.into()));
+        }
+        Ok(KvStore::new(kv.unchecked_into()))
     }
 
+    /// At `at`, an absolute time (an `i64` would be read as an offset).
     async fn set_alarm(&self, at: Millis) -> Result<(), String> {
-        kv_store::set_alarm(&self.storage, at).await
+        let date = js_sys::Date::new(&JsValue::from_f64(at as f64));
+        let set = self.storage.set_alarm(ScheduledTime::new(date)).await;
+        set.map_err(|error| error.to_string())
     }
 
     fn write(&self, line: &LogLine) {
