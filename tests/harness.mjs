@@ -42,6 +42,15 @@ export async function freePort() {
   });
 }
 
+/** True when a server could listen on `port` of 127.0.0.1 right now. */
+function portFree(port) {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -169,6 +178,9 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
     },
     async restart() {
       await this.stop();
+      // The runtime's own process can outlive wrangler's by a moment and still hold the port:
+      // starting then fails with "Address already in use".
+      await until(() => portFree(this.port), 10_000, `port ${this.port} to be free`);
       await this.start();
     },
     /** Stops the runtime and deletes its storage folder (unless the caller supplied it). */

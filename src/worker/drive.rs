@@ -6,7 +6,7 @@ use futures_channel::oneshot;
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use worker::web_sys::{
-    self, AbortController, ReadableStream, TransformStream, WritableStreamDefaultWriter,
+    AbortController, ReadableStream, TransformStream, WritableStreamDefaultWriter,
 };
 
 use super::clock;
@@ -50,7 +50,7 @@ struct Io {
     /// Aborts the request and any body still being read.
     aborter: Option<AbortController>,
     exchange: Option<Exchange>,
-    response: Option<web_sys::Response>,
+    /// The answer's body; dropping it cancels the body.
     reader: Option<BodyReader>,
     /// The chunk read last.
     chunk: Option<Uint8Array>,
@@ -111,10 +111,9 @@ impl Forwarding for Io {
         self.reader = None;
     }
 
+    /// Dropping the reader cancels the body.
     fn discard_body(&mut self) {
-        if let Some(response) = &self.response {
-            forward::discard_body(response);
-        }
+        self.reader = None;
     }
 
     fn chunk(&self) -> Vec<u8> {
@@ -159,7 +158,6 @@ impl Io {
                     .then(|| forward::answer_headers(&response));
                 let (status, headers) = (response.status(), passed.unwrap_or_default());
                 self.reader = response.body().and_then(forward::body_reader);
-                self.response = Some(response);
                 Event::Head(Head { status, headers })
             }
             Ok(Err(outcome)) => Event::NoHead(outcome),
