@@ -14,7 +14,7 @@ use crate::answer::{
 use crate::authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
 use crate::config::{self, ApiConfig, ConfigProblem};
-use crate::log_line::Outcome;
+use crate::log_line::{LogLine, Outcome};
 use crate::origin::OriginOutcome;
 
 pub mod door;
@@ -437,9 +437,13 @@ impl Problem {
         )
     }
 
-    /// The log's outcome for this problem: its slug.
-    pub fn outcome(&self) -> Outcome {
-        Outcome::Code(self.slug)
+    /// Writes this problem on `line`: its slug as the outcome, and its note, if any, as the
+    /// detail.
+    pub fn log_on(&self, line: &mut LogLine) {
+        line.outcome = Outcome::Code(self.slug);
+        if self.note.is_some() {
+            line.detail.clone_from(&self.note);
+        }
     }
 
     /// The problem for a missing key where one is required.

@@ -538,7 +538,7 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
     );
 }
 
-/// The most lines `src/worker/` may hold, comments included (1,797 today; see the developing
+/// The most lines `src/worker/` may hold, comments included (1,799 today; see the developing
 /// guide). Lower it whenever a change moves work out of the adapter.
 const MAX_WORKER_LINES: usize = 1_800;
 

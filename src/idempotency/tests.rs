@@ -4,7 +4,7 @@ use super::*;
 use crate::authority::{to_cache, BodyKept, Report, SettleStep};
 use crate::claim::FinalizeOutcome;
 use crate::config::ConfigProblem;
-use crate::log_line::Outcome;
+use crate::log_line::{LogLine, Outcome, Route};
 use crate::origin::Verdict;
 
 #[test]
@@ -301,7 +301,14 @@ fn handling_is_decided_before_any_io() {
         Some("API_ORIGIN_URL: x"),
         "the log line says why"
     );
-    assert_eq!(problem.outcome(), Outcome::Code("misconfigured"));
+    let mut line = LogLine::new(Route::Idempotency);
+    line.detail = Some("kept without a note".into());
+    problem.log_on(&mut line);
+    assert_eq!(line.outcome, Outcome::Code("misconfigured"));
+    assert_eq!(line.detail.as_deref(), Some("API_ORIGIN_URL: x"));
+    Problem::missing_key().log_on(&mut line);
+    assert_eq!(line.outcome, Outcome::Code("idempotency-key-missing"));
+    assert_eq!(line.detail.as_deref(), Some("API_ORIGIN_URL: x"));
 }
 
 /// A keyed method with a valid key is delivered under it, to the origin with the path and

@@ -21,10 +21,7 @@ pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     match answer(req, env, ctx, &mut visit.line).await {
         Ok(response) => Ok(visit.finish(env, response)),
         Err(problem) => {
-            visit.line.outcome = problem.outcome();
-            if problem.note.is_some() {
-                visit.line.detail.clone_from(&problem.note);
-            }
+            problem.log_on(&mut visit.line);
             visit.answer(env, problem.http())
         }
     }

@@ -42,7 +42,7 @@ async fn read_stream(req: &Inbound, limit: u64, ms: u64) -> Result<Uint8Array, B
     let Some(stream) = req.inner().body() else {
         return Ok(Uint8Array::new_with_length(0));
     };
-    let mut reader = forward::body_reader(stream).ok_or(BodyError::Unreadable)?;
+    let mut reader = BodyReader::of(stream).ok_or(BodyError::Unreadable)?;
     let read = forward::within(Box::pin(read_chunks(&mut reader, limit)), ms).await;
     let chunks = read.map_err(|_| BodyError::TimedOut { ms })??;
     Ok(join(&[], &chunks))
@@ -64,10 +64,7 @@ pub fn join(prefix: &[u8], parts: &[Uint8Array]) -> Uint8Array {
 /// Every chunk `reader` gives until the end; `TooLarge` as soon as their total passes `limit`.
 async fn read_chunks(reader: &mut BodyReader, limit: u64) -> Result<Vec<Uint8Array>, BodyError> {
     let (mut chunks, mut count) = (Vec::new(), BodyCount::new(limit));
-    while let Some(chunk) = forward::next_chunk(reader)
-        .await
-        .map_err(|()| BodyError::Unreadable)?
-    {
+    while let Some(chunk) = reader.next().await.map_err(|()| BodyError::Unreadable)? {
         count.add(u64::from(chunk.length()))?;
         chunks.push(chunk);
     }

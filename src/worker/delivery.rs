@@ -14,7 +14,7 @@ use wasm_bindgen::JsValue;
 use worker::{Result, State};
 
 use super::authority_wire;
-use super::drive::{self, Early};
+use super::drive;
 use super::forward::Exchange;
 use super::keeper::Keeper;
 use crate::authority::{Attempt, Deliver};
@@ -41,8 +41,8 @@ pub async fn run(
     let keeper = keeper.clone();
     state.wait_until(async move { drive::run(&keeper, attempt, sent, Some(early)).await });
     match answered.await {
-        Ok(Early::Reply(reply)) => Ok(authority_wire::reply(&reply)),
-        Ok(Early::Stream(reply, stream)) => authority_wire::reply_with_stream(&reply, &stream),
+        Ok((reply, None)) => Ok(authority_wire::reply(&reply)),
+        Ok((reply, Some(stream))) => authority_wire::reply_with_stream(&reply, &stream),
         Err(_) => {
             let ended = StoreError::Retryable("the delivery ended without an answer".into());
             Ok(authority_wire::reply(&ended.into()))

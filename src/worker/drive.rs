@@ -17,13 +17,9 @@ use crate::claim::Millis;
 use crate::keeper::{Forwarding, Keeper, ObjectIo};
 use crate::origin::OriginOutcome;
 
-/// What the caller of a delivery is told by the forward time-out.
-pub enum Early {
-    /// A reply in JSON.
-    Reply(AuthorityReply),
-    /// A reply whose body is the origin's answer, streaming.
-    Stream(AuthorityReply, ReadableStream),
-}
+/// What the caller of a delivery is told by the forward time-out: a reply, and the origin's
+/// answer streaming with it when the door passes the answer on.
+pub type Early = (AuthorityReply, Option<ReadableStream>);
 
 /// Runs `attempt` over the forward `sent` (or the reason nothing was sent) to its end. Its
 /// caller, if any, is answered through `early`.
@@ -70,7 +66,7 @@ impl Forwarding for Io {
                 };
                 // A read still pending at the deadline is dropped; the abort that follows
                 // cancels the body.
-                match forward::within(Box::pin(forward::next_chunk(reader)), remaining).await {
+                match forward::within(Box::pin(reader.next()), remaining).await {
                     Ok(Ok(Some(chunk))) => {
                         let len = u64::from(chunk.length());
                         self.chunk = Some(chunk);
@@ -89,7 +85,7 @@ impl Forwarding for Io {
     }
 
     fn reply(&mut self, report: Report) {
-        self.answer(Early::Reply(report.into()));
+        self.answer((report.into(), None));
     }
 
     fn stream(&mut self, report: Report) -> bool {
@@ -100,7 +96,7 @@ impl Forwarding for Io {
             return false;
         };
         self.sink = Some(sink);
-        self.answer(Early::Stream(report.into(), pipe.readable()));
+        self.answer((report.into(), Some(pipe.readable())));
         true
     }
 
@@ -157,7 +153,7 @@ impl Io {
                     .passes_answer()
                     .then(|| forward::answer_headers(&response));
                 let (status, headers) = (response.status(), passed.unwrap_or_default());
-                self.reader = response.body().and_then(forward::body_reader);
+                self.reader = response.body().and_then(BodyReader::of);
                 Event::Head(Head { status, headers })
             }
             Ok(Err(outcome)) => Event::NoHead(outcome),

@@ -57,7 +57,10 @@ impl IndexIo for ObjectRuntime {
         let sent = Exchange::start("POST", url, headers, Some(&body));
         let outcome = match forward::answer_within(sent, alert::SEND_TIMEOUT_MS).await {
             Ok(response) => {
-                forward::discard_body(&response);
+                // Its status is all a notification needs.
+                if let Some(body) = response.body() {
+                    let _ = body.cancel();
+                }
                 let status = response.status();
                 OriginOutcome::Answered { status }
             }

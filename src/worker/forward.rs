@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use futures_util::StreamExt;
-use js_sys::futures::JsFuture;
+use futures_util::stream::{FusedStream, StreamExt};
+use js_sys::futures::{spawn_local, JsFuture};
 use js_sys::Uint8Array;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_streams::readable::{IntoStream, ReadableStream};
@@ -137,26 +137,36 @@ pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A body read chunk by chunk, each chunk left in JavaScript memory; dropping it cancels the
-/// rest of the body.
-pub type BodyReader = IntoStream<'static>;
+/// A body read chunk by chunk by `wasm-streams`, each chunk left in JavaScript memory. Dropping
+/// it cancels the rest of the body by the stream's `cancel`, run to its end: the stream's own
+/// drop would leave a callback behind for each body it cancels.
+pub struct BodyReader(Option<IntoStream<'static>>);
 
-/// The reader of `stream`; `None` when none can be made (the stream is locked).
-pub fn body_reader(stream: web_sys::ReadableStream) -> Option<BodyReader> {
-    ReadableStream::from_raw(stream).try_into_stream().ok()
-}
+impl BodyReader {
+    /// The reader of `stream`; `None` when none can be made (the stream is locked).
+    pub fn of(stream: web_sys::ReadableStream) -> Option<BodyReader> {
+        let stream = ReadableStream::from_raw(stream).try_into_stream().ok();
+        stream.map(|stream| BodyReader(Some(stream)))
+    }
 
-/// The next chunk of `reader`; `Ok(None)` at the end; `Err` when the body broke off.
-pub async fn next_chunk(reader: &mut BodyReader) -> Result<Option<Uint8Array>, ()> {
-    match reader.next().await {
-        Some(chunk) => chunk.and_then(JsCast::dyn_into).map(Some).map_err(|_| ()),
-        None => Ok(None),
+    /// The next chunk; `Ok(None)` at the end; `Err` when the body broke off.
+    pub async fn next(&mut self) -> Result<Option<Uint8Array>, ()> {
+        let Some(stream) = self.0.as_mut() else {
+            return Ok(None);
+        };
+        match stream.next().await {
+            Some(chunk) => chunk.and_then(JsCast::dyn_into).map(Some).map_err(|_| ()),
+            None => Ok(None),
+        }
     }
 }
 
-/// Discards an answer's body (its status and headers are all a webhook forward needs).
-pub fn discard_body(response: &web_sys::Response) {
-    if let Some(body) = response.body() {
-        let _ = body.cancel();
+impl Drop for BodyReader {
+    fn drop(&mut self) {
+        if let Some(stream) = self.0.take().filter(|stream| !stream.is_terminated()) {
+            spawn_local(async move {
+                let _ = stream.cancel().await;
+            });
+        }
     }
 }
