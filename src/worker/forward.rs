@@ -139,7 +139,7 @@ pub fn answer_headers(response: &web_sys::Response) -> Vec<(String, String)> {
 
 /// A body read chunk by chunk by `wasm-streams`, each chunk left in JavaScript memory. Dropping
 /// it cancels the rest of the body by the stream's `cancel`, run to its end: the stream's own
-/// drop would leave a callback behind for each body it cancels.
+/// drop would leave a callback for the garbage collector behind for each body it cancels.
 pub struct BodyReader(Option<IntoStream<'static>>);
 
 impl BodyReader {
