@@ -19,6 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { ROOT, startDirect, startWorker } from '../tests/harness.mjs';
 import { signedHeaders, standardSecret } from '../tests/provider-helpers.mjs';
 import { anatomy } from './anatomy/measure.mjs';
+import { prices as costPrices, write as writeCostBlocks } from './cost.mjs';
 import { eventPayload, floorRequest, stripeDelivery } from './deliveries.mjs';
 import { startOrigin } from './origin-process.mjs';
 import { drive, summary } from './load.mjs';
@@ -263,6 +264,7 @@ async function billableUnits(origin) {
     const queued = await queuedUnits(origin);
     return {
       ...queued,
+      life: await lifeUnits(origin),
       peer: await baselineUnits('peer', origin),
       floor: await baselineUnits('floor', origin),
       syncIndexRequests: runtime.worker.logLines().filter((l) => l.route === 'index').length / unique.length,
@@ -344,6 +346,54 @@ async function queuedUnits(origin) {
   }
 }
 
+/**
+ * What one healthy event uses over its whole life, in sync and in queue mode: every request
+ * to its object (the delivery, or the acceptance and the attempt, and each alarm run,
+ * `LOG_STORAGE_USAGE=true` logging one line per operation) and the rows they read and wrote,
+ * from its first delivery until its alarm deleted it. A short lease and retention make the
+ * life last seconds; the work done is the same as with the defaults.
+ */
+async function lifeUnits(origin) {
+  const short = {
+    LOG_STORAGE_USAGE: 'true',
+    LEASE_SECONDS: '3',
+    FORWARD_TIMEOUT_MS: '1000',
+    LATE_ANSWER_WAIT_SECONDS: '0',
+    QUEUE_FORWARD_TIMEOUT_MS: '1000',
+    SIGNATURE_TOLERANCE_SECONDS: '10',
+    RETENTION_HOURS: '0.006',
+    ALLOW_SHORT_RETENTION: 'true',
+  };
+  const life = {};
+  for (const mode of ['sync', 'queue']) {
+    const runtime = await wranglerRuntime(mode === 'sync' ? 'worker' : 'queue', { ...varsOf(mode === 'sync' ? 'worker' : 'queue', origin), ...short });
+    try {
+      const unique = ids(`life${mode}${Date.now().toString(36)}`, 20);
+      const keys = new Set(unique.map((id) => (PROVIDER === 'stripe' ? id : `${PROVIDER}:${id}`)));
+      const result = await drive(runtime.url, await deliveries(unique, 1), 10);
+      if (Object.keys(result.statuses).some((status) => status !== '200')) throw new Error(`${mode} deliveries answered ${JSON.stringify(result.statuses)}`);
+      const expired = () => runtime.worker.logLines().filter((l) => l.outcome === 'expired' && keys.has(l.key)).length;
+      const deadline = Date.now() + 90_000;
+      while (expired() < unique.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+      if (expired() < unique.length) throw new Error(`${mode}: ${expired()} of ${unique.length} events expired within 90 s`);
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last alarm's usage line
+      const mine = runtime.worker.logLines().filter((l) => l.route === 'authority' && keys.has(l.key));
+      const sum = (f) => mine.reduce((a, l) => a + l[f], 0);
+      // One object request per delivery (or acceptance) that wrote, and one per alarm run.
+      const entry = mode === 'sync' ? 'deliver' : 'enqueue';
+      const requests = mine.filter((l) => (l.outcome === entry && l.rows_written > 0) || l.outcome === 'alarm').length;
+      life[mode] = {
+        requests: requests / unique.length,
+        rowsWritten: sum('rows_written') / unique.length,
+        rowsRead: sum('rows_read') / unique.length,
+      };
+    } finally {
+      await runtime.stop();
+    }
+  }
+  return life;
+}
+
 // ---- host micro-benchmarks ------------------------------------------------------------------
 
 function hostBenchmarks() {
@@ -366,23 +416,18 @@ const COST_ORIGIN_MS = 100;
 
 /**
  * The prices of docs/capacity.md's table, in dollars per million of each unit beyond the
- * included amounts: read from the document, so the benchmark and the docs cannot disagree.
+ * included amounts: read from the document by bench/cost.mjs, so the benchmark, the cost
+ * figures and the docs cannot disagree.
  */
 function prices() {
-  const text = readFileSync(path.join(ROOT, 'docs', 'capacity.md'), 'utf8');
-  const price = (unit) => {
-    const row = text.split('\n').find((line) => line.startsWith(`| ${unit}`));
-    const found = row?.match(/\$([0-9.]+) per million/);
-    if (!found) throw new Error(`docs/capacity.md has no price for "${unit}"`);
-    return Number(found[1]);
-  };
+  const p = costPrices();
   return {
-    workerRequest: price('Worker requests'),
-    cpuMs: price('Worker CPU time'),
-    objectRequest: price('Durable Object requests'),
-    gbSecond: price('Durable Object duration'),
-    rowRead: price('SQLite rows read'),
-    rowWritten: price('SQLite rows written'),
+    workerRequest: p.workerRequests.price,
+    cpuMs: p.cpuMs.price,
+    objectRequest: p.objectRequests.price,
+    gbSecond: p.gbSeconds.price,
+    rowRead: p.rowsRead.price,
+    rowWritten: p.rowsWritten.price,
   };
 }
 
@@ -575,6 +620,8 @@ function report(results, units, host, cold, parts) {
   lines.push(`| duplicate of a finished event | ${units.duplicateRequests.toFixed(2)} | ${units.duplicateRowsWritten.toFixed(2)} | ${units.duplicateRowsRead.toFixed(2)} |`);
   lines.push(`| first Idempotency-Key request (claim, alarm, finalize with the cached answer) | ${units.keyedRequests.toFixed(2)} | ${units.keyedRowsWritten.toFixed(2)} | — |`);
   lines.push(`| queue mode: one healthy event, stored then delivered by its alarm (its rows from store to delivery) | ${units.queuedRequests.toFixed(2)} | ${units.queuedRowsWritten.toFixed(2)} | ${units.queuedRowsRead.toFixed(2)} |`);
+  lines.push(`| sync mode: one healthy event over its whole life (the delivery, then its alarms until its expiry deletes it) | ${units.life.sync.requests.toFixed(2)} | ${units.life.sync.rowsWritten.toFixed(2)} | ${units.life.sync.rowsRead.toFixed(2)} |`);
+  lines.push(`| queue mode: one healthy event over its whole life (stored, delivered by its alarm, then expired) | ${units.life.queue.requests.toFixed(2)} | ${units.life.queue.rowsWritten.toFixed(2)} | ${units.life.queue.rowsRead.toFixed(2)} |`);
   lines.push(`| failure index, per healthy event (sync; queue mode with \`ALERT_URL\` set) | ${units.syncIndexRequests.toFixed(2)}; ${units.queuedIndexRequests.toFixed(2)} | — | — |`);
   const counted = (label, u) => lines.push(`| ${label} | ${u.requests.toFixed(2)} | ${u.rowsWritten.toFixed(2)} | ${u.rowsRead.toFixed(2)} |`);
   counted('peer, unique delivery (counted: claim and settle requests)', units.peer.unique);
@@ -653,6 +700,24 @@ const WHY = {
   cost_duplicate: `the same units; only the Worker's CPU differs ([why](${NOTES}#cost-per-million-events))`,
 };
 
+/**
+ * What bench/cost.mjs computes every cost figure from (bench/units.json): per healthy event
+ * over its whole life in each mode, and per duplicate, the object requests and rows counted
+ * here, with the runtime CPU measured straight to workerd (1 KiB; queue mode: until the
+ * sender's answer, its alarm's work not included), and the object's own active time.
+ */
+function costInputs(results, units) {
+  const runs = (kind, name) => results[`direct/${kind}/${name}`];
+  const cpu = (kind, name) => runs(kind, name) && Number(summary(runs(kind, name).map((r) => r.cpu)).median.toFixed(3));
+  return {
+    date: new Date().toISOString().slice(0, 10),
+    objectOwnMs: Math.max(0, units.uniqueMs - units.uniqueOriginMs),
+    sync: { ...units.life.sync, cpuMs: cpu('worker', 'unique-1') },
+    queue: { ...units.life.queue, cpuMs: cpu('queue', 'queued-1') ?? cpu('worker', 'unique-1') },
+    duplicate: { requests: units.duplicateRequests, rowsWritten: units.duplicateRowsWritten, rowsRead: units.duplicateRowsRead, cpuMs: cpu('worker', 'duplicate-1') },
+  };
+}
+
 // ---- main -----------------------------------------------------------------------------------
 
 // The host micro-benchmarks are compiled first, so a run does not spend its load phase only to
@@ -694,6 +759,9 @@ try {
     const pointer = '## Notes\n\nWhat was tried, and why each target stands where it does, with the figures of the runs it names: [bench/notes.md](bench/notes.md). Every figure above is from this run.\n';
     writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), `${text}\n${pointer}`);
     log('wrote BENCHMARKS.md');
+    writeFileSync(path.join(ROOT, 'bench', 'units.json'), `${JSON.stringify(costInputs(results, units), null, 2)}\n`);
+    writeCostBlocks();
+    log('wrote bench/units.json and the cost figures of the documents (bench/cost.mjs)');
   } else {
     writeFileSync(path.join(ROOT, 'bench', `results-${PROVIDER}.md`), `${text}\n`);
     log(`wrote bench/results-${PROVIDER}.md`);

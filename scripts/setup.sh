@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Installs everything the project needs, pinned, into the project itself. Idempotent: when all
-# is in place it only checks versions (well under 2 s).
+# Installs what the project needs, pinned, into the project itself. Idempotent: when all is in
+# place it only checks versions (well under 2 s).
+#   scripts/setup.sh          what building, running and deploying need: the wasm32 target, the
+#                             wasm-bindgen CLI, a Node.js new enough for wrangler, npm packages
+#   scripts/setup.sh --tests  also what only the tests need: rustfmt, clippy and a Chromium
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 
 say() { printf 'setup: %s\n' "$*" >&2; }
+
+for_tests=false
+case "${1:-}" in
+  "") ;;
+  --tests) for_tests=true ;;
+  *) echo "setup: unknown option $1 (the one option is --tests)" >&2; exit 2 ;;
+esac
 
 # 0. Tools the scripts themselves use (every Debian and macOS system has them).
 for tool in perl tar; do
@@ -20,12 +30,14 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   say "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
 fi
-for component in rustfmt clippy; do
-  if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
-    say "adding rustup component $component"
-    rustup component add "$component"
-  fi
-done
+if [ "$for_tests" = true ]; then
+  for component in rustfmt clippy; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+      say "adding rustup component $component (for the tests)"
+      rustup component add "$component"
+    fi
+  done
+fi
 
 # 2. The wasm-bindgen CLI must be the library's version in Cargo.lock.
 locked=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
@@ -101,10 +113,13 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   node --version > "$stamp"
 fi
 
-# 6. A Chromium for the operator page's browser test (tests/operator-page.test.mjs), driven by
-# playwright-core (an npm package above, which brings no browser of its own). CHROMIUM_PATH
-# names one (Chrome works too); else `chromium` on PATH; else Debian's package is installed.
-if [ -n "${CHROMIUM_PATH:-}" ]; then
+# 6. Only for the tests (--tests): a Chromium for the operator page's browser test
+# (tests/operator-page.test.mjs), driven by playwright-core (an npm package above, which brings
+# no browser of its own). CHROMIUM_PATH names one (Chrome works too); else `chromium` on PATH;
+# else Debian's package is installed. Building, running and deploying never need it.
+if [ "$for_tests" != true ]; then
+  :
+elif [ -n "${CHROMIUM_PATH:-}" ]; then
   if [ ! -x "$CHROMIUM_PATH" ]; then
     echo "setup: CHROMIUM_PATH is $CHROMIUM_PATH, which is not an executable file" >&2
     exit 1

@@ -4,7 +4,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 step() { printf '\n== %s\n' "$*" >&2; }
 step "cargo fmt --check"
 cargo fmt --check

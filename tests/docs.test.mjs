@@ -8,12 +8,13 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { stale as staleCostFigures } from '../bench/cost.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The documents checked, relative to the repository's root. */
 export function documents(root = ROOT) {
-  const top = ['README.md', 'SECURITY.md', 'RELIABILITY.md', 'BENCHMARKS.md'];
+  const top = ['README.md', 'SECURITY.md', 'RELIABILITY.md', 'BENCHMARKS.md', 'CHANGELOG.md'];
   const docs = readdirSync(path.join(root, 'docs'))
     .filter((name) => name.endsWith('.md'))
     .sort()
@@ -206,5 +207,55 @@ test('README.md stays short and leads to the deploy steps, the headers and the s
   const firstScreen = lines.slice(0, 15).join('\n');
   for (const target of ['#deploy-it', '#what-your-handler-receives', 'docs/configuration.md']) {
     assert.ok(firstScreen.includes(`(${target})`), `README.md's first screen links ${target}`);
+  }
+});
+
+test('no document tells a user to run npx wrangler, which runs on the machine\'s Node.js', () => {
+  const found = documents().flatMap((file) => readFileSync(path.join(ROOT, file), 'utf8').split('\n')
+    .map((text, index) => (/\bnpx wrangler [a-z]/.test(text) ? `${file}:${index + 1}` : null)).filter(Boolean));
+  assert.deepEqual(found, [], 'use npm run deploy or npm run wrangler -- … instead');
+});
+
+/** The first cell and the default cell of each row of a markdown table whose rows start with a key. */
+function defaultsOf(markdown, column) {
+  return new Map(markdown.split('\n').filter((line) => /^\| `[A-Z_]+` \|/.test(line)).map((line) => {
+    const cells = line.slice(1, -1).split(' | ').map((cell) => cell.trim());
+    return [cells[0], cells[column]];
+  }));
+}
+
+test('the README\'s settings table gives the defaults of the configuration reference', () => {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('## The ten settings most users touch')[1].split('\n## ')[0];
+  const reference = defaultsOf(readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8'), 1);
+  const rows = defaultsOf(readme, 1);
+  assert.equal(rows.size, 10, 'ten settings');
+  const first = (cell) => cell.split(/[\s:(]/)[0];
+  for (const [key, cell] of rows) {
+    assert.ok(reference.has(key), `README lists ${key}, which docs/configuration.md does not`);
+    assert.equal(first(cell), first(reference.get(key)), `${key}: README says "${cell}", docs/configuration.md "${reference.get(key)}"`);
+  }
+});
+
+test('every cost figure is the one bench/cost.mjs computes from the last benchmark and the price table', () => {
+  assert.deepEqual(staleCostFigures(), [], 'run node bench/cost.mjs --write (npm run bench does it)');
+});
+
+test('one version everywhere: Cargo.toml, package.json, the changelog\'s latest and the README', () => {
+  const cargo = readFileSync(path.join(ROOT, 'Cargo.toml'), 'utf8').match(/^version = "([^"]+)"/m)[1];
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
+  const changelog = readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8');
+  const released = [...changelog.matchAll(/^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$/gm)].map((m) => m[1]);
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8').match(/describes version (\d+\.\d+\.\d+)/);
+  assert.equal(pkg, cargo, 'package.json and Cargo.toml');
+  assert.equal(released[0], cargo, 'the changelog\'s latest version and Cargo.toml');
+  assert.ok(readme, 'the README says which version it describes');
+  assert.equal(readme[1], cargo, 'the README\'s version and Cargo.toml');
+  // Newest first, each version once, each heading in Keep a Changelog's form.
+  const ordered = [...released].sort((a, b) => b.localeCompare(a, 'en', { numeric: true }));
+  assert.deepEqual(released, ordered, 'the changelog lists versions newest first');
+  assert.equal(new Set(released).size, released.length, 'each version once');
+  assert.match(changelog, /^## \[Unreleased\]$/m, 'an Unreleased section for changes not yet released');
+  for (const heading of changelog.matchAll(/^### (.*)$/gm)) {
+    assert.ok(['Added', 'Changed', 'Deprecated', 'Removed', 'Fixed', 'Security'].includes(heading[1]), `changelog section "${heading[1]}"`);
   }
 });

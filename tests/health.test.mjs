@@ -5,20 +5,23 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { ROOT, call, startWorker } from './harness.mjs';
+import { ROOT, TEST_ADMIN_TOKEN, call, startWorker } from './harness.mjs';
 
 const SECRET = 'whsec_health_test_secret_value';
 
-test('healthz answers 200 with the name and version when configured', async (t) => {
+test('healthz answers 200 with the name and the released version when configured', async (t) => {
   const worker = await startWorker({
-    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/origin' },
+    vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/origin', ADMIN_TOKEN: TEST_ADMIN_TOKEN },
   });
   t.after(() => worker.dispose());
+  const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
   const health = await call(`${worker.url}/healthz`);
   assert.equal(health.status, 200);
   assert.equal(health.json.name, 'webhook-dedup');
-  assert.match(health.json.version, /^\d+\.\d+\.\d+$/);
+  assert.equal(health.json.version, version, 'the version of package.json, Cargo.toml and the changelog');
   assert.equal(health.json.status, 'ok');
+  const operator = await call(`${worker.url}/healthz`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+  assert.equal(operator.json.version, version, 'the operator sees the version too');
 
   const wrongMethod = await call(`${worker.url}/healthz`, { method: 'POST' });
   assert.equal(wrongMethod.status, 405);

@@ -22,7 +22,7 @@ pub struct AlertConfig {
 
 impl AlertConfig {
     /// Reads the alert keys: `ALERT_URL` turns notifications on and needs `ALERT_SECRET`, a
-    /// Standard Webhooks secret (`whsec_` and base64); the secret without the URL is a problem
+    /// Standard Webhooks secret (base64, with or without `whsec_`); the secret without the URL is a problem
     /// too, since it would sign nothing.
     pub fn load<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> Option<AlertConfig> {
         let min_interval_seconds = r.integer(
@@ -53,7 +53,7 @@ impl AlertConfig {
             (true, Some(None)) => {
                 r.problem(
                     ALERT_SECRET,
-                    "not a Standard Webhooks secret: whsec_ followed by base64",
+                    "not a Standard Webhooks secret: base64, with or without the whsec_ prefix",
                 );
                 None
             }

@@ -76,8 +76,8 @@ pub mod keys {
     pub const GITHUB_DELIVERY_MODE: &str = "GITHUB_DELIVERY_MODE";
     /// Shopify's delivery mode, over `DELIVERY_MODE` (default `queue`).
     pub const SHOPIFY_DELIVERY_MODE: &str = "SHOPIFY_DELIVERY_MODE";
-    /// The Standard Webhooks endpoint's secrets (`whsec_` + base64), comma-separated; the
-    /// route is off without it.
+    /// The Standard Webhooks endpoint's secrets (base64, with or without `whsec_`),
+    /// comma-separated; the route is off without it.
     pub const STANDARD_WEBHOOK_SECRET: &str = "STANDARD_WEBHOOK_SECRET";
     /// The GitHub webhook's secrets, comma-separated; the route is off without it.
     pub const GITHUB_WEBHOOK_SECRET: &str = "GITHUB_WEBHOOK_SECRET";
@@ -284,5 +284,7 @@ fn hours_to_ms(hours: f64) -> u64 {
     (hours * 3_600_000.0).round() as u64
 }
 
+#[cfg(test)]
+mod reference;
 #[cfg(test)]
 mod tests;

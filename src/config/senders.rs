@@ -77,7 +77,7 @@ impl SenderConfig {
         let Some(keys) = keys else {
             r.problem(
                 secret_key,
-                "not a Standard Webhooks secret: whsec_ followed by base64",
+                "not a Standard Webhooks secret: base64, with or without the whsec_ prefix",
             );
             return None;
         };

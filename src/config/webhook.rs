@@ -57,7 +57,8 @@ impl WebhookConfig {
             None => {
                 r.problem(
                     STRIPE_WEBHOOK_SECRET,
-                    "missing: set the endpoint's signing secret (whsec_...) with `wrangler secret put`",
+                    "missing: set the endpoint's signing secret (whsec_...) with \
+                     `npm run wrangler -- secret put STRIPE_WEBHOOK_SECRET`",
                 );
                 None
             }

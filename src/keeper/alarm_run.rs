@@ -3,8 +3,23 @@
 
 use super::{Keeper, ObjectIo};
 use crate::authority::alarm::{self, Rearm};
-use crate::claim::{self, ClaimStore, Millis, StoreError};
+use crate::claim::{self, ClaimStore, Millis, StoreError, Usage};
 use crate::log_line::LogLine;
+
+/// What one alarm run read and wrote, and the record it ran for (the first record it met: an
+/// object holds one record in practice), for `LOG_STORAGE_USAGE=true`.
+#[derive(Default)]
+struct Spent {
+    key: Option<String>,
+    usage: Usage,
+}
+
+impl Spent {
+    fn add(&mut self, usage: Usage) {
+        self.usage.rows_read += usage.rows_read;
+        self.usage.rows_written += usage.rows_written;
+    }
+}
 
 impl<I: ObjectIo> Keeper<I> {
     /// Runs the alarm (see [`Keeper::sweep_and_run`]) and sets the next one. When that fails
@@ -16,11 +31,18 @@ impl<I: ObjectIo> Keeper<I> {
     /// `Err` returned, for the runtime's own retries.
     pub async fn alarm(&self) -> Result<(), String> {
         let ran_at = self.io.now_ms();
-        let (wanted, error) = match self.sweep_and_run(ran_at).await {
+        let mut spent = Spent::default();
+        let (wanted, error) = match self.sweep_and_run(ran_at, &mut spent).await {
             // Nothing left: the whole storage goes, metadata and alarm too.
-            Ok(Rearm::DeleteAll) => return self.delete_all().await,
+            Ok(Rearm::DeleteAll) => {
+                self.log_alarm_usage(&spent, 0);
+                return self.delete_all().await;
+            }
             Ok(Rearm::At(at)) => match self.set_alarm_at(at).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.log_alarm_usage(&spent, 1);
+                    return Ok(());
+                }
                 Err(error) => (Some(at), error),
             },
             Err(error) => (None, error.to_string()),
@@ -44,11 +66,17 @@ impl<I: ObjectIo> Keeper<I> {
 
     /// Deletes what expired, runs the due attempts, sends the due reports, and says how to
     /// re-arm.
-    async fn sweep_and_run(&self, ran_at: Millis) -> Result<Rearm, StoreError> {
+    async fn sweep_and_run(&self, ran_at: Millis, spent: &mut Spent) -> Result<Rearm, StoreError> {
         let (sweep, keys) = self.io.open().and_then(|mut store| {
             let sweep = claim::expire(&mut store, ran_at)?;
-            Ok((sweep, store.keys()?))
+            let keys = store.keys()?;
+            spent.add(store.usage);
+            Ok((sweep, keys))
         })?;
+        spent.key = (sweep.expired.iter().map(|expired| &expired.key))
+            .chain(&keys)
+            .next()
+            .cloned();
         for expired in &sweep.expired {
             self.io
                 .write(&LogLine::expired(&expired.key, expired.state));
@@ -58,7 +86,9 @@ impl<I: ObjectIo> Keeper<I> {
             self.run_due(key).await;
         }
         let now = self.io.now_ms();
-        let (rearm, reports) = alarm::rearm_and_reports(&mut self.io.open()?, ran_at, now)?;
+        let mut store = self.io.open()?;
+        let (rearm, reports) = alarm::rearm_and_reports(&mut store, ran_at, now)?;
+        spent.add(store.usage);
         if reports.is_empty() {
             return Ok(rearm);
         }
@@ -68,5 +98,22 @@ impl<I: ObjectIo> Keeper<I> {
             self.send_due(key).await;
         }
         alarm::rearm(&mut self.io.open()?, ran_at, self.io.now_ms())
+    }
+
+    /// With `LOG_STORAGE_USAGE=true`, logs what an alarm run read and wrote as the operation
+    /// `alarm` (one object request each: the runtime bills an alarm's run as one), with
+    /// `alarms_set` alarms set, each a row written. The queued attempts and reports it ran log
+    /// their own rows.
+    fn log_alarm_usage(&self, spent: &Spent, alarms_set: u64) {
+        if self.log_usage {
+            let key = spent.key.as_deref().unwrap_or_default();
+            let written = spent.usage.rows_written + alarms_set;
+            self.io.write(&LogLine::usage(
+                key,
+                "alarm",
+                spent.usage.rows_read,
+                written,
+            ));
+        }
     }
 }

@@ -217,6 +217,39 @@ fn past_retention_the_alarm_deletes_the_whole_storage() {
     assert!(expired[0].contains("\"key\":\"evt_1\""), "{expired:?}");
 }
 
+/// With `LOG_STORAGE_USAGE=true` each alarm run logs what it read and wrote as the operation
+/// `alarm`: the benchmark counts an event's whole life from these lines. One that re-arms
+/// counts its `setAlarm` as a row written; the last one counts the record it deleted.
+#[test]
+fn each_alarm_run_logs_its_rows_when_usage_is_logged() {
+    let keeper = Keeper::new(MemoryObject::new(
+        T0,
+        config_with(&[("LOG_STORAGE_USAGE", "true")]),
+    ));
+    run(keeper.serve(&stripe_claim(), b""));
+    let expires_at = expiry(&keeper, "evt_1");
+    keeper.io().now.set(expires_at - 1);
+    run(keeper.alarm()).unwrap();
+    keeper.io().now.set(expires_at);
+    run(keeper.alarm()).unwrap();
+    let alarms = keeper.io().lines_with("\"outcome\":\"alarm\"");
+    assert_eq!(alarms.len(), 2, "{alarms:?}");
+    for line in &alarms {
+        assert!(line.contains("\"key\":\"evt_1\""), "{line}");
+    }
+    assert!(
+        alarms[0].contains("\"rows_written\":1"),
+        "the re-arm: {}",
+        alarms[0]
+    );
+    assert!(
+        alarms[1].contains("\"rows_written\":1"),
+        "the delete: {}",
+        alarms[1]
+    );
+    assert!(keeper.io().table.0.borrow().map.is_empty());
+}
+
 /// When the alarm cannot be re-armed, it is set again for within a minute and the log says
 /// why; when even that fails, the alarm fails for the runtime's own retries.
 #[test]
