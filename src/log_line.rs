@@ -13,7 +13,7 @@ use crate::providers::Provider;
 use crate::rate_limit::Fault;
 
 /// How much a line matters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// The normal course of things.
@@ -37,7 +37,7 @@ impl Level {
 }
 
 /// Which front door or job wrote the line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
     /// `POST /webhooks/{provider}`, and queued attempts.
@@ -87,7 +87,7 @@ impl Route {
 }
 
 /// What happened: a typed value written as one stable word.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// Not known (a line written before the outcome was decided).
     #[default]
@@ -187,7 +187,7 @@ impl Serialize for Outcome {
 }
 
 /// One log line. Fields that do not apply are left out. Never holds a payload or a secret.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct LogLine {
     /// How much it matters.
     pub level: Level,

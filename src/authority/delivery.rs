@@ -134,7 +134,7 @@ pub struct Won {
 }
 
 /// What to do first with a delivery.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Begin {
     /// The claim is won: forward, then settle.
     Forward(Won),

@@ -61,10 +61,11 @@ pub fn outgoing<'a>(
 }
 
 /// What the alarm finds for a stored event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Due {
-    /// An attempt started: forward the stored event from `provider` under this claim.
-    Attempt(Won, Provider),
+    /// An attempt started: forward the stored event from `provider` (its stored headers and
+    /// body, when any are stored) under this claim.
+    Attempt(Won, Provider, Option<Vec<u8>>),
     /// No attempt was left when one came due: dead-lettered for this reason, nothing forwarded.
     Dead(Reason, Provider),
     /// Nothing to do now.
@@ -90,6 +91,7 @@ pub fn start<S: ClaimStore>(
             takeover,
             lease_expires_at,
             provider,
+            payload,
         } => {
             let won = Won {
                 fence,
@@ -97,7 +99,7 @@ pub fn start<S: ClaimStore>(
                 takeover,
                 lease_expires_at,
             };
-            Due::Attempt(won, provider)
+            Due::Attempt(won, provider, payload)
         }
         AttemptOutcome::Dead { reason, provider } => Due::Dead(reason, provider),
         AttemptOutcome::NotDue { .. } | AttemptOutcome::Idle => Due::Nothing,
@@ -265,7 +267,7 @@ mod tests {
         )
         .unwrap();
         let (started, wake) = start(&mut store, "evt_q", 5, POLICY, RETRY, Nonce([1; 16]));
-        let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
+        let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
             panic!("{started:?}")
         };
         assert_eq!(
@@ -297,7 +299,7 @@ mod tests {
             "a time-out is a failed attempt in queue mode"
         );
         let (started, _) = start(&mut store, "evt_q", 10_005, POLICY, RETRY, Nonce([2; 16]));
-        let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
+        let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
             panic!("{started:?}")
         };
         let (end, wake) = settle_attempt(
@@ -374,7 +376,7 @@ mod tests {
             )
             .unwrap();
             let (started, _) = start(&mut store, "evt_q", 0, POLICY, RETRY, Nonce([1; 16]));
-            let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
+            let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
                 panic!("{started:?}")
             };
             let (end, _) = settle_attempt(
@@ -397,7 +399,7 @@ mod tests {
                 let (key, nonce) = ("evt_q", Nonce([9; 16]));
                 enqueue(&mut store, key, Provider::Github, 0, POLICY, nonce, b"x").unwrap();
                 let (started, _) = start(&mut store, key, 0, POLICY, retry, Nonce([1; 16]));
-                let Ok(Due::Attempt(Won { fence, .. }, _)) = started else {
+                let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
                     panic!("{started:?}")
                 };
                 let verdict = Verdict::Failed(Reason::Answered(status));

@@ -174,6 +174,10 @@ pub enum AttemptOutcome {
         lease_expires_at: Millis,
         /// The event's sender.
         provider: Provider,
+        /// The stored event (its headers and body), read before the attempt was written: a
+        /// store that cannot read it fails the start, so no attempt is spent on it. `None`
+        /// when none is stored.
+        payload: Option<Vec<u8>>,
     },
     /// Nothing to deliver now; come back at `at` (the next attempt, or a live lease's end).
     NotDue {
@@ -227,6 +231,9 @@ pub fn start_attempt<S: ClaimStore>(
         store.save(&record)?;
         return Ok(AttemptOutcome::Dead { reason, provider });
     }
+    // Read before anything is written: a read that fails spends no attempt (the alarm tries
+    // again a minute later, the event still queued).
+    let payload = store.load_payload(key)?;
     let attempt = record.attempts.saturating_add(1);
     record.stage = Stage::Queue(QueueStage {
         step: QueueStep::Attempting,
@@ -251,6 +258,7 @@ pub fn start_attempt<S: ClaimStore>(
         takeover,
         lease_expires_at: record.lease.until,
         provider,
+        payload,
     })
 }
 

@@ -29,14 +29,18 @@ pub trait ClaimStore {
 
 /// A [`ClaimStore`] held in memory: for tests and for checking the rules on the host.
 ///
-/// It forgets everything when dropped. `fail_next` makes the next call fail, to test how
-/// callers handle store errors.
+/// It forgets everything when dropped. Failures can be made to happen, to test how callers
+/// handle store errors: on the next call of any kind ([`MemoryClaimStore::fail_next`]), on the
+/// next write only ([`MemoryClaimStore::fail_next_write`]), or on every call until healed
+/// ([`MemoryClaimStore::fail_every`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MemoryClaimStore {
     records: BTreeMap<String, ClaimRecord>,
     payloads: BTreeMap<String, Vec<u8>>,
     fail_next: Option<StoreError>,
     calls_before_failure: usize,
+    fail_next_write: Option<StoreError>,
+    failing: Option<StoreError>,
 }
 
 impl MemoryClaimStore {
@@ -56,18 +60,55 @@ impl MemoryClaimStore {
         self.calls_before_failure = calls;
     }
 
+    /// Makes the next write (a save or a delete, of a record or a payload) fail with `error`;
+    /// reads before it succeed.
+    pub fn fail_next_write(&mut self, error: StoreError) {
+        self.fail_next_write = Some(error);
+    }
+
+    /// Makes every call fail with `error` until [`MemoryClaimStore::heal`].
+    pub fn fail_every(&mut self, error: StoreError) {
+        self.failing = Some(error);
+    }
+
+    /// Ends [`MemoryClaimStore::fail_every`].
+    pub fn heal(&mut self) {
+        self.failing = None;
+    }
+
+    /// True while a failure is waiting to happen, or every call fails.
+    pub fn faulty(&self) -> bool {
+        self.fail_next.is_some() || self.fail_next_write.is_some() || self.failing.is_some()
+    }
+
     /// The record of `key` as stored, read without counting as a call (a failure made to
     /// happen stays for the next call): for tests that look at the store from outside.
     pub fn peek(&self, key: &str) -> Option<&ClaimRecord> {
         self.records.get(key)
     }
 
+    /// The payload of `key` as stored, read without counting as a call.
+    pub fn peek_payload(&self, key: &str) -> Option<&[u8]> {
+        self.payloads.get(key).map(Vec::as_slice)
+    }
+
     fn check(&mut self) -> Result<(), StoreError> {
+        if let Some(error) = &self.failing {
+            return Err(error.clone());
+        }
         if self.fail_next.is_some() && self.calls_before_failure > 0 {
             self.calls_before_failure -= 1;
             return Ok(());
         }
         match self.fail_next.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn check_write(&mut self) -> Result<(), StoreError> {
+        self.check()?;
+        match self.fail_next_write.take() {
             Some(error) => Err(error),
             None => Ok(()),
         }
@@ -81,13 +122,13 @@ impl ClaimStore for MemoryClaimStore {
     }
 
     fn save(&mut self, record: &ClaimRecord) -> Result<(), StoreError> {
-        self.check()?;
+        self.check_write()?;
         self.records.insert(record.key.clone(), record.clone());
         Ok(())
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
-        self.check()?;
+        self.check_write()?;
         self.records.remove(key);
         Ok(())
     }
@@ -98,7 +139,7 @@ impl ClaimStore for MemoryClaimStore {
     }
 
     fn save_payload(&mut self, key: &str, payload: &[u8]) -> Result<(), StoreError> {
-        self.check()?;
+        self.check_write()?;
         self.payloads.insert(key.to_owned(), payload.to_vec());
         Ok(())
     }
@@ -109,7 +150,7 @@ impl ClaimStore for MemoryClaimStore {
     }
 
     fn delete_payload(&mut self, key: &str) -> Result<(), StoreError> {
-        self.check()?;
+        self.check_write()?;
         self.payloads.remove(key);
         Ok(())
     }

@@ -63,7 +63,7 @@ impl EntryState {
 
 /// What an event's object tells the index: the event as it stands, and the changes not yet
 /// acknowledged, oldest first.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Report {
     /// The event's record key (its object's name).
     pub key: String,

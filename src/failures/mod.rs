@@ -40,7 +40,7 @@ pub const INDEX_NAME: &str = "failures";
 pub const REPLY_TIMEOUT_MS: u64 = 5_000;
 
 /// One request to the failure index.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IndexRequest {
     /// An event's changes (see [`apply`]).
@@ -119,13 +119,31 @@ pub fn after_report<S: ClaimStore>(
     changes: &[Change],
     reply: Option<IndexReply>,
     now: Millis,
+    backoff: (Option<RetryPolicy>, f64),
+) -> Result<(), String> {
+    let refused = reply.and_then(|reply| refusal(&reply));
+    after_refusal(store, key, changes, refused, now, backoff)
+}
+
+/// Why the index did not take a report, from its `reply`; `None` when it applied it.
+pub fn refusal(reply: &IndexReply) -> Option<String> {
+    match reply {
+        IndexReply::Applied(_) => None,
+        IndexReply::StoreFailed { detail } => Some(detail.clone()),
+        other => Some(format!("an answer out of turn: {other:?}")),
+    }
+}
+
+/// [`after_report`] once the reply is read: `refused` says why the index did not take the
+/// changes (`None`: taken, or nothing was sent).
+pub fn after_refusal<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    changes: &[Change],
+    refused: Option<String>,
+    now: Millis,
     (retry, jitter): (Option<RetryPolicy>, f64),
 ) -> Result<(), String> {
-    let refused = match reply {
-        None | Some(IndexReply::Applied(_)) => None,
-        Some(IndexReply::StoreFailed { detail }) => Some(detail),
-        Some(other) => Some(format!("an answer out of turn: {other:?}")),
-    };
     let settled = match (&refused, retry) {
         (None, _) => claim::report_sent(store, key, changes, now).map(|_| ()),
         (Some(_), Some(retry)) => claim::report_failed(store, key, now, retry, jitter).map(|_| ()),

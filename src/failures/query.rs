@@ -15,7 +15,7 @@ pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 500;
 
 /// Which entries to list, newest dead letter first.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ListQuery {
     /// Only this sender's.
     pub provider: Option<Provider>,
@@ -48,7 +48,7 @@ impl ListQuery {
 }
 
 /// A position in the index: the last entry a page showed (the next page starts after it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cursor {
     /// That entry's time of death.
     pub dead_at: Millis,

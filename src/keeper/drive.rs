@@ -1,15 +1,10 @@
-//! A forward's life carried out: the attempt driver's commands (see
-//! [`crate::authority::attempt`]) done in the order it hands them out, and what each leads to
-//! handed back, over the forward's own I/O ([`Forwarding`]). The one forward loop of the
-//! product: deliveries forwarded while their sender waits, queued attempts and
-//! Idempotency-Key requests all run here.
+//! A forward's own I/O (the request to the origin, its answer and body, the caller), and how
+//! [`crate::keeper::Keeper::run`] carries out each [`ForwardIo`] call over it.
 
-use super::{Keeper, ObjectIo};
-use crate::authority::attempt::{Command, Event, Wants};
-use crate::authority::{Attempt, Door, Report};
+use super::task::{Done, ForwardIo};
+use crate::authority::attempt::{Event, Wants};
+use crate::authority::{Door, Report};
 use crate::claim::Millis;
-use crate::log_line::LogLine;
-use crate::origin::OriginOutcome;
 
 /// A forward's I/O: the request to the origin, its answer and body, and the caller.
 #[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
@@ -42,75 +37,47 @@ pub trait Forwarding {
     fn end_stream(&mut self, closed: bool);
 }
 
-impl<I: ObjectIo> Keeper<I> {
-    /// Runs `attempt` to its end over `forward`; `sent` is `Err` with the reason when nothing
-    /// was sent.
-    pub async fn drive<F: Forwarding>(
-        &self,
-        mut attempt: Attempt,
-        sent: Result<(), OriginOutcome>,
-        forward: &mut F,
-    ) {
-        if let Err(outcome) = sent {
-            attempt.handle(Event::NoHead(outcome), self.io.now_ms());
-        }
-        loop {
-            // Each command is carried out in order; what it leads to is handed back at once.
-            while let Some(command) = attempt.poll() {
-                if let Some(event) = self.carry_out(command, &mut attempt, forward).await {
-                    attempt.handle(event, self.io.now_ms());
-                }
-            }
-            if attempt.is_finished() {
-                return;
-            }
-            let deadline = attempt.poll_timeout().unwrap_or_else(|| self.io.now_ms());
-            let event = forward
-                .next(attempt.wants(), attempt.door(), deadline)
-                .await;
-            attempt.handle(event, self.io.now_ms());
-        }
+/// Carries out `io` over `forward`; what it led to, if the task must hear of it.
+pub async fn carry_out<F: Forwarding>(forward: &mut F, io: ForwardIo) -> Option<Done> {
+    let caller_gone = |kept: bool| (!kept).then_some(Done::Event(Event::CallerGone));
+    match io {
+        ForwardIo::Reply(report) => forward.reply(report),
+        ForwardIo::Stream(report) => return caller_gone(forward.stream(report)),
+        ForwardIo::Abort => forward.abort(),
+        ForwardIo::DiscardBody => forward.discard_body(),
+        ForwardIo::KeepChunk => return Some(Done::Chunk(forward.chunk())),
+        ForwardIo::Pass { deadline } => return caller_gone(forward.pass(deadline).await),
+        ForwardIo::EndStream { closed } => forward.end_stream(closed),
+    }
+    None
+}
+
+/// No forward: the I/O of a task that never forwards (a request served, a delivery begun, the
+/// alarm, whose attempts run over their own). Waiting on it only ever times out.
+pub struct NoForward;
+
+impl Forwarding for NoForward {
+    async fn next(&mut self, _wants: Wants, _door: Door, _deadline: Millis) -> Event {
+        Event::Timeout
     }
 
-    /// Carries out `command`; returns the event it leads to, if any.
-    async fn carry_out<F: Forwarding>(
-        &self,
-        command: Command,
-        attempt: &mut Attempt,
-        forward: &mut F,
-    ) -> Option<Event> {
-        let caller_gone = |kept: bool| (!kept).then_some(Event::CallerGone);
-        match command {
-            Command::Reply(report) => {
-                let verdict = report.verdict;
-                forward.reply(report);
-                // A failure the caller was told of in time counts against the origin too.
-                self.origin_failed(attempt.key(), attempt.provider(), verdict)
-                    .await;
-            }
-            Command::ReplyStreaming(report) => return caller_gone(forward.stream(report)),
-            Command::Abort => forward.abort(),
-            Command::DiscardBody => forward.discard_body(),
-            Command::Keep => attempt.keep(&forward.chunk()),
-            Command::Pass => return caller_gone(forward.pass(attempt.poll_timeout()).await),
-            Command::CloseStream => forward.end_stream(true),
-            Command::AbortStream => forward.end_stream(false),
-            Command::Settle(op) => {
-                let now = self.io.now_ms();
-                let settled = self
-                    .with_store(attempt.key(), "settle", |store| {
-                        attempt.settle_with(&op, store, now)
-                    })
-                    .await
-                    .and_then(|settled| settled);
-                return Some(Event::Settled(settled));
-            }
-            Command::Report(summary) => {
-                self.io.record(&LogLine::ended(&summary, self.io.now_ms()));
-                self.origin_failed(&summary.key, summary.provider, summary.verdict)
-                    .await;
-            }
-        }
-        None
+    fn reply(&mut self, _report: Report) {}
+
+    fn stream(&mut self, _report: Report) -> bool {
+        false
     }
+
+    fn abort(&mut self) {}
+
+    fn discard_body(&mut self) {}
+
+    fn chunk(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    async fn pass(&mut self, _deadline: Option<Millis>) -> bool {
+        false
+    }
+
+    fn end_stream(&mut self, _closed: bool) {}
 }

@@ -1,30 +1,32 @@
-//! The claim authority object without its I/O: its store and what it knows of its alarm
-//! ([`Keeper`]), and its sequences, each written once over [`ObjectIo`] (the few things only
-//! the runtime can do) and tested on the host over an object in memory: a request served
-//! ([`Keeper::serve`], [`Keeper::begin`]), the alarm ([`Keeper::alarm`]), a queued attempt
-//! ([`Keeper::run_due`]) and the reports to the failure index ([`Keeper::send_due`],
-//! [`Keeper::origin_failed`]). The worker's object carries out each [`ObjectIo`] call.
+//! The claim authority object: its sequences as state machines with no I/O ([`task`]), and
+//! [`Keeper`], the one executor that makes the calls they ask for over [`ObjectIo`] (the few
+//! things only the runtime can do) and a forward's own I/O ([`Forwarding`]). The model check
+//! (`tests/protocol/`) drives the same tasks over its own world; the host tests run the
+//! executor over an object in memory ([`memory`]). The worker's object carries out each
+//! [`ObjectIo`] call.
 
-mod alarm_run;
 mod drive;
 #[cfg(test)]
 pub mod memory;
-mod queue_run;
-mod report;
-mod serve;
+pub mod task;
 #[cfg(test)]
 mod tests;
 
 pub use drive::Forwarding;
 
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 
-use crate::authority::alarm::{AlarmStep, KnownAlarm};
-use crate::authority::{Attempt, Wake, WakeBy};
-use crate::claim::{KvStore, Millis, StoreError};
+use crate::authority::alarm::KnownAlarm;
+use crate::authority::attempt::Event;
+use crate::authority::{Attempt, AuthorityReply, AuthorityRequest, Deliver, Won};
+use crate::claim::{random_fraction, Millis, Nonce, Usage};
 use crate::failures::{IndexReply, IndexRequest};
 use crate::log_line::LogLine;
 use crate::object::Host;
+use crate::origin::OriginOutcome;
+use task::{AlarmRun, BeginTask, Call, Done, Ended, ForwardTask, ServeTask, Task};
 
 /// What only the runtime can do for a claim authority object, beyond what it does for every
 /// object ([`Host`]).
@@ -40,12 +42,12 @@ pub trait ObjectIo: Host + Sized {
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply;
 
     /// Sends a queued attempt's forward (`None`: there is nothing that can be sent) and
-    /// drives `attempt` over it to its end (see [`crate::authority::attempt`]).
+    /// carries `attempt` out over it to its end (see [`Keeper::drive`]).
     async fn forward(keeper: &Keeper<Self>, attempt: Attempt, request: Option<Outgoing>);
 }
 
 /// A queued attempt's request to its origin.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Outgoing {
     /// The sender's origin URL.
     pub url: String,
@@ -62,9 +64,12 @@ pub struct Keeper<I> {
     log_usage: bool,
 }
 
+/// The rows of the store step made last, and what the usage line names it by.
+type Spent = (String, &'static str, Usage);
+
 impl<I: ObjectIo> Keeper<I> {
-    /// The keeper over `io`; `LOG_STORAGE_USAGE=true` logs the rows each operation read and
-    /// wrote.
+    /// The keeper over `io`; `LOG_STORAGE_USAGE=true` logs the rows each store step read and
+    /// wrote, with the alarm it set.
     pub fn new(io: I) -> Keeper<I> {
         let log_usage = io.config().is_some_and(|config| config.log_storage_usage);
         Keeper {
@@ -79,80 +84,142 @@ impl<I: ObjectIo> Keeper<I> {
         &self.io
     }
 
-    /// Runs `rule` over the object's store, then makes sure of the alarm its write needs.
-    /// With `LOG_STORAGE_USAGE=true`, logs the rows it read and wrote for `key` and `op` (each
-    /// alarm set counted as a row written).
-    pub async fn with_store<T>(
+    /// Serves `request` (any but a delivery; see [`Keeper::begin`]) with the raw `body` beside
+    /// it (see [`ServeTask`]).
+    pub async fn serve(&self, request: &AuthorityRequest, body: &[u8]) -> AuthorityReply {
+        let mut task = Task::Serve(ServeTask::new(request.clone(), body.to_vec()));
+        match self.run(&mut task, &mut drive::NoForward).await {
+            Some(Call::Reply(reply)) => reply,
+            _ => AuthorityReply::from(crate::claim::StoreError::Fatal(
+                "the request ended without a reply".into(),
+            )),
+        }
+    }
+
+    /// Begins `deliver` (see [`BeginTask`]): the claim it won, to forward under, and when; or
+    /// the reply when it is not forwarded.
+    pub async fn begin(&self, deliver: &Deliver) -> Result<(Won, Millis), AuthorityReply> {
+        let mut task = Task::Begin(BeginTask::new(deliver.clone()));
+        match self.run(&mut task, &mut drive::NoForward).await {
+            Some(Call::Begun { won, at }) => Ok((won, at)),
+            Some(Call::Reply(reply)) => Err(reply),
+            _ => Err(AuthorityReply::from(crate::claim::StoreError::Fatal(
+                "the delivery ended without a reply".into(),
+            ))),
+        }
+    }
+
+    /// Runs the alarm (see [`AlarmRun`]); `Err` only when even the alarm that should run it
+    /// again could not be set, for the runtime's own retries.
+    pub async fn alarm(&self) -> Result<(), String> {
+        let mut task = Task::Alarm(AlarmRun::new(self.io.now_ms()));
+        self.run(&mut task, &mut drive::NoForward).await;
+        match task.ended() {
+            Ended::Alarm(result) => result,
+            other => Err(format!("the alarm ended as {other:?}")),
+        }
+    }
+
+    /// Carries `attempt` out over `forward` to its end (see [`ForwardTask`]); `sent` is `Err`
+    /// with the reason when nothing was sent.
+    pub async fn drive<F: Forwarding>(
         &self,
-        key: &str,
-        op: &'static str,
-        rule: impl FnOnce(&mut KvStore<I::Table>) -> (T, WakeBy),
-    ) -> Result<T, StoreError> {
-        self.with_store_step(key, op, rule)
-            .await
-            .map(|(result, _)| result)
-    }
-
-    /// Like [`Keeper::with_store`], and says what making sure of the alarm did.
-    pub async fn with_store_step<T>(
-        &self,
-        key: &str,
-        op: &'static str,
-        rule: impl FnOnce(&mut KvStore<I::Table>) -> (T, WakeBy),
-    ) -> Result<(T, AlarmStep), StoreError> {
-        let mut store = self.io.open()?;
-        let (result, wake_by) = rule(&mut store);
-        let usage = store.usage;
-        let step = match wake_by {
-            Some(wake) => self.ensure_alarm(wake).await,
-            None => AlarmStep::Kept,
-        };
-        if self.log_usage {
-            let written = usage.rows_written + u64::from(step == AlarmStep::Set);
-            self.io
-                .write(&LogLine::usage(key, op, usage.rows_read, written));
+        attempt: Attempt,
+        sent: Result<(), OriginOutcome>,
+        forward: &mut F,
+    ) {
+        let mut task = Task::Forward(ForwardTask::new(attempt));
+        if let Err(outcome) = sent {
+            self.hand(&mut task, Done::Event(Event::NoHead(outcome)));
         }
-        Ok((result, step))
+        self.run(&mut task, forward).await;
     }
 
-    /// Makes sure the alarm serves `wake` (see [`KnownAlarm::to_serve`]). A failure is logged:
-    /// the write stands, and the next request to the object sets it.
-    async fn ensure_alarm(&self, wake: Wake) -> AlarmStep {
-        let Some(at) = self.alarm.get().to_serve(wake, self.io.now_ms()) else {
-            return AlarmStep::Kept;
-        };
-        let set = self.set_alarm_at(at).await;
-        if let Err(error) = &set {
-            self.io.write(&LogLine::alarm_not_set(error));
+    /// Runs `task` to its end, making each call it asks for, `forward` carrying out a
+    /// forward's own I/O; returns the call that answered the object's caller, if any.
+    pub async fn run<F: Forwarding>(&self, task: &mut Task, forward: &mut F) -> Option<Call> {
+        let config = self.io.config();
+        let mut spent: Option<Spent> = None;
+        let mut answer = None;
+        loop {
+            let mut known = self.alarm.get();
+            let call = task.poll(&mut known, config.as_deref(), self.io.now_ms());
+            self.alarm.set(known);
+            let Some(call) = call else {
+                break;
+            };
+            let done = match call {
+                Call::Nonce => Some(Done::Nonce(Nonce::random())),
+                Call::Jitter => Some(Done::Jitter(random_fraction())),
+                Call::Store { op } => {
+                    self.log_usage(spent.take());
+                    let now = self.io.now_ms();
+                    match self.io.open() {
+                        Ok(mut store) => {
+                            task.store(&mut store, config.as_deref(), now);
+                            spent = Some((task.key().to_owned(), op, store.usage));
+                            None
+                        }
+                        Err(error) => Some(Done::Unopened(error)),
+                    }
+                }
+                Call::SetAlarm(at) => {
+                    let set = self.io.set_alarm(at).await;
+                    if let (Ok(()), Some((_, _, usage))) = (&set, &mut spent) {
+                        usage.rows_written += 1;
+                    }
+                    Some(Done::AlarmSet(set))
+                }
+                Call::DeleteAll => Some(Done::Deleted(self.io.delete_all().await)),
+                Call::AskIndex(request) => Some(Done::Index(self.io.ask_index(&request).await)),
+                Call::Log { line, metric } => {
+                    if metric {
+                        self.io.record(&line);
+                    } else {
+                        self.io.write(&line);
+                    }
+                    None
+                }
+                Call::Reply(_) | Call::Begun { .. } => {
+                    answer = Some(call);
+                    None
+                }
+                Call::Attempt { attempt, request } => {
+                    // The attempt runs tasks of its own through this executor: boxed, so that
+                    // the future does not contain itself.
+                    let forwarded: Pin<Box<dyn Future<Output = ()> + '_>> =
+                        Box::pin(I::forward(self, *attempt, request));
+                    forwarded.await;
+                    Some(Done::Forwarded)
+                }
+                Call::Forward(io) => drive::carry_out(forward, io).await,
+                Call::Wait {
+                    wants,
+                    door,
+                    deadline,
+                } => Some(Done::Event(forward.next(wants, door, deadline).await)),
+            };
+            if let Some(done) = done {
+                self.hand(task, done);
+            }
         }
-        AlarmStep::of(wake, Some(set.is_ok()))
+        self.log_usage(spent);
+        answer
     }
 
-    /// Makes sure the alarm fires by `at` (see [`KnownAlarm::to_fire_by`]). Returns when it
-    /// fires.
-    pub async fn set_alarm_by(&self, at: Millis) -> Result<Millis, String> {
-        match self.alarm.get().to_fire_by(at, self.io.now_ms()) {
-            None => match self.alarm.get() {
-                KnownAlarm::At(known) => Ok(known),
-                _ => Ok(at),
-            },
-            Some(at) => self.set_alarm_at(at).await.map(|()| at),
+    /// Hands `done` to `task`.
+    fn hand(&self, task: &mut Task, done: Done) {
+        let mut known = self.alarm.get();
+        task.handle(done, &mut known, self.io.now_ms());
+        self.alarm.set(known);
+    }
+
+    /// With `LOG_STORAGE_USAGE=true`, logs the rows a store step read and wrote (each alarm it
+    /// set counted as a row written).
+    fn log_usage(&self, spent: Option<Spent>) {
+        if let (true, Some((key, op, usage))) = (self.log_usage, spent) {
+            let line = LogLine::usage(&key, op, usage.rows_read, usage.rows_written);
+            self.io.write(&line);
         }
-    }
-
-    /// Sets the alarm for `at`. Known as set from the call on (so a concurrent write does not
-    /// set it again); unknown again if it failed, so that the next write sets it.
-    pub async fn set_alarm_at(&self, at: Millis) -> Result<(), String> {
-        self.alarm.set(KnownAlarm::At(at));
-        let set = self.io.set_alarm(at).await;
-        self.alarm.set(KnownAlarm::after_set(at, set.is_ok()));
-        set
-    }
-
-    /// Deletes the object's whole storage: an expired key then costs no storage at all.
-    async fn delete_all(&self) -> Result<(), String> {
-        self.io.delete_all().await?;
-        self.alarm.set(KnownAlarm::None);
-        Ok(())
     }
 }

@@ -1,24 +1,34 @@
-//! The claim authority object as the model runs it: the same sequence as `Keeper` in
-//! `src/keeper/` (a rule over the store, then the alarm its write needs; a delivery's claim,
-//! then its attempt driver; the alarm's sweep, due attempts and re-arm), calling the product's
-//! own rules for every decision.
+//! The claim authority object in the model: the product's own tasks (`webhook_dedup::keeper::
+//! task`: a request served, a delivery begun, the alarm, a forward) run over the model's world.
+//! Nothing here decides the order of the object's calls: each task hands out its calls, and
+//! this file only carries each one out over the world (the store with its faults, the alarm,
+//! the failure index, the handler runs, the senders) and notes what the invariants are judged
+//! on. A request runs to its end in one step, as the object's input gate keeps other events
+//! out while its storage calls run; a forward waits for the origin, and the alarm and a
+//! forward wait for the failure index, as separate steps.
 
 use webhook_dedup::admin::{self, dead_letters, Action as AdminAction, Family};
-use webhook_dedup::authority::alarm::{self, AlarmStep, KnownAlarm, Rearm};
-use webhook_dedup::authority::attempt::{Command, Event, SettleOp};
+use webhook_dedup::authority::alarm::KnownAlarm;
+use webhook_dedup::authority::attempt::Event;
 use webhook_dedup::authority::{
-    self, queue, Attempt, AuthorityReply, AuthorityRequest, Begin, Deliver,
-    Forward as ForwardTerms, Head, WakeBy, Won,
+    Attempt, AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward as ForwardTerms, Head,
+    SettleStep, Won,
 };
-use webhook_dedup::claim::{self, ClaimRecord, ClaimState, ClaimStore, Nonce};
+use webhook_dedup::claim::{self, ClaimRecord, ClaimState, Nonce};
 use webhook_dedup::config::{Config, DeliveryMode};
 use webhook_dedup::failures::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
+use webhook_dedup::keeper::task::{
+    AlarmRun, BeginTask, Call, Done, Ended, ForwardIo, ForwardTask, ServeTask, Task,
+};
+use webhook_dedup::keeper::Outgoing;
+use webhook_dedup::log_line::{LogLine, Outcome};
+use webhook_dedup::origin::OriginOutcome;
 use webhook_dedup::providers::Provider;
 use webhook_dedup::webhook;
 
-use super::world::{Door, Forward, Heard, Run, RunEnd, Sender, World};
-use super::{Protocol, Reached, Violation};
+use super::world::{Alarm, Door, Forward, Heard, Run, RunEnd, Sender, World};
+use super::{IndexAnswer, Protocol, Reached, Violation};
 
 /// The webhook door's event id (a Stripe event, so its key is the id itself).
 pub const EVENT_ID: &str = "evt_model";
@@ -38,6 +48,31 @@ impl Protocol {
     }
 }
 
+/// Who runs a task: the object's caller waits for a request; a forward and the alarm run in
+/// the background.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Who {
+    Request,
+    Forward(usize),
+    Alarm,
+}
+
+/// Why a task stopped.
+enum Stop {
+    /// It answered the object's caller.
+    Answered(Call),
+    /// It waits for the origin.
+    Waiting,
+    /// It waits for the failure index's answer to this.
+    Index(IndexRequest),
+    /// The alarm starts this forward and waits for it.
+    Attempt(Box<Attempt>, Option<Outgoing>),
+    /// It is over, or waits for nothing the world gives (a forward's end).
+    Idle,
+    /// The instance died under it.
+    Crashed,
+}
+
 impl World {
     fn record(&self, key: &str) -> Option<ClaimRecord> {
         self.store.peek(key).cloned()
@@ -52,9 +87,11 @@ impl World {
             .is_some_and(|record| record.is_expired(self.now))
         {
             // Past its retention the record counts as absent: the dedup window is over, and
-            // with it what the record knew (an earlier run's unknown outcome included).
-            self.ghost.expired = true;
+            // with it what the record knew (an earlier run's unknown outcome included), and
+            // what its sender was told.
+            self.ghost.expired_at = Some(self.now);
             self.ghost.unknown_pending = false;
+            self.ghost.acked = false;
             self.reach(Reached::Expired);
         }
         let result = change(self);
@@ -78,6 +115,14 @@ impl World {
             }
             _ => {}
         }
+        if let (Some(after), false) = (
+            &after,
+            before.as_ref().map(ClaimRecord::state) == Some(ClaimState::Dead),
+        ) {
+            if after.state() == ClaimState::Dead {
+                self.reach(Reached::DeadLettered);
+            }
+        }
         result
     }
 
@@ -89,51 +134,179 @@ impl World {
         self.ghost.reached |= reached as u32;
     }
 
-    /// Makes sure of the alarm a write needs, as the object's keeper does.
-    fn ensure_alarm(&mut self, wake: WakeBy) -> AlarmStep {
-        let Some(wake) = wake else {
-            return AlarmStep::Kept;
-        };
-        let Some(at) = self.known.to_serve(wake, self.now) else {
-            return AlarmStep::Kept;
-        };
-        let set = self.set_alarm(at);
-        AlarmStep::of(wake, Some(set))
-    }
-
     /// `setAlarm(at)`: fails once when the model said so.
-    fn set_alarm(&mut self, at: claim::Millis) -> bool {
-        let set = !std::mem::take(&mut self.alarm_fails);
-        if set {
-            self.alarm = Some(at);
+    fn set_alarm(&mut self, at: claim::Millis) -> Result<(), String> {
+        if std::mem::take(&mut self.alarm_fails) {
+            return Err("setAlarm failed".into());
         }
-        self.known = KnownAlarm::after_set(at, set);
-        set
+        self.alarm = Some(at);
+        Ok(())
     }
 
-    /// One request (not a delivery) to the object: the rule, then the alarm its write needs.
-    pub fn request(&mut self, key: &str, request: &AuthorityRequest) -> AuthorityReply {
-        self.ghost.alarm_excused = false;
-        let now = self.now;
-        let salt = self.fresh_nonce();
-        let (reply, step) = self.observe(key, |world| {
-            let (reply, wake) = authority::handle(&mut world.store, request, b"body", now, salt);
-            (reply, world.ensure_alarm(wake))
+    /// Carries out the calls of `task` (run by `who`) until it stops.
+    fn exec(&mut self, model: &Protocol, task: &mut Task, who: Who) -> Stop {
+        let config = &model.configs[self.deploy];
+        let key = model.key();
+        loop {
+            let Some(call) = task.poll(&mut self.known, Some(config), self.now) else {
+                return Stop::Idle;
+            };
+            let done = match call {
+                Call::Nonce => Some(Done::Nonce(Ok(self.fresh_nonce()))),
+                // The back-off's jitter: the middle of its range.
+                Call::Jitter => Some(Done::Jitter(0.5)),
+                Call::Store { op } => {
+                    self.store_step(model, task, who, op, &key);
+                    if std::mem::take(&mut self.crash_after_store) {
+                        // What the step recorded stands: the forward's settle is known.
+                        if let (Who::Forward(index), Task::Forward(forward)) = (who, &*task) {
+                            self.forwards[index].task = forward.clone();
+                        }
+                        self.crash();
+                        if who == Who::Alarm {
+                            // The runtime runs an alarm handler cut off again.
+                            self.alarm = Some(self.alarm.map_or(self.now, |at| at.min(self.now)));
+                        }
+                        return Stop::Crashed;
+                    }
+                    None
+                }
+                Call::SetAlarm(at) => Some(Done::AlarmSet(self.set_alarm(at))),
+                Call::DeleteAll => {
+                    self.store = Default::default();
+                    self.alarm = None;
+                    Some(Done::Deleted(Ok(())))
+                }
+                Call::AskIndex(request) => return Stop::Index(request),
+                Call::Log { line, .. } => {
+                    self.heard_log(&line);
+                    None
+                }
+                Call::Reply(_) | Call::Begun { .. } => return Stop::Answered(call),
+                Call::Attempt { attempt, request } => return Stop::Attempt(attempt, request),
+                Call::Forward(io) => self.forward_io(who, io),
+                Call::Wait { .. } => return Stop::Waiting,
+            };
+            if let Some(done) = done {
+                task.handle(done, &mut self.known, self.now);
+            }
+        }
+    }
+
+    /// A store step of `task`, with what the invariants need to know of it.
+    fn store_step(&mut self, model: &Protocol, task: &mut Task, who: Who, op: &str, key: &str) {
+        let config = &model.configs[self.deploy];
+        let before = self.record(key);
+        self.observe(key, |world| {
+            task.store(&mut world.store, Some(config), world.now);
         });
-        let reply = alarm::reply_after(reply, step);
+        let Who::Forward(index) = who else {
+            return;
+        };
+        if op != "settle" {
+            return;
+        }
+        let after = self.record(key);
+        let forward = &mut self.forwards[index];
+        forward.settles += 1;
+        let (generation, fingerprint, tries) =
+            (forward.generation, forward.fingerprint, forward.settles);
+        if tries > 1 {
+            self.reach(Reached::SettleRetried);
+        }
+        if before != after && generation != self.ghost.generation {
+            self.violate(Violation::StaleSettle);
+        }
+        if let Some(record) = &after {
+            if record.state() == ClaimState::Done
+                && before.as_ref().map(ClaimRecord::state) != Some(ClaimState::Done)
+                && record.response().is_some()
+            {
+                self.ghost.cached_fingerprint = fingerprint;
+            }
+        }
+    }
+
+    /// What a log line of the object tells the reachability checks.
+    fn heard_log(&mut self, line: &LogLine) {
+        match line.outcome {
+            Outcome::LateAnswer
+                if line
+                    .settle
+                    .is_some_and(|step| step == SettleStep::Finalized) =>
+            {
+                self.reach(Reached::LateAnswerLearned)
+            }
+            Outcome::AnswerLost => self.reach(Reached::AnswerGivenUp),
+            Outcome::FenceConflict => self.reach(Reached::FenceConflict),
+            Outcome::AlarmNotSet => self.reach(Reached::AlarmNotSet),
+            // The alarm could not re-arm for its work: it is set again within a minute, and the
+            // work waits for it.
+            Outcome::AlarmFailed => self.ghost.alarm_blocked_until = self.alarm,
+            _ if line.settle == Some(SettleStep::FenceConflict) => {
+                self.reach(Reached::FenceConflict)
+            }
+            _ => {}
+        }
+    }
+
+    /// Carries out a forward's own I/O call.
+    fn forward_io(&mut self, who: Who, io: ForwardIo) -> Option<Done> {
+        let Who::Forward(index) = who else {
+            return None;
+        };
+        match io {
+            ForwardIo::Reply(report) | ForwardIo::Stream(report) => {
+                if let Some(sender) = self.forwards[index].sender {
+                    let reply = AuthorityReply::Delivery(Delivery::Forwarded(report));
+                    // A run an operator released (or forgot) under way answers for a record
+                    // whose fate the operator took over: its 2xx promises nothing.
+                    let started = self.runs[self.forwards[index].run].started_at;
+                    let overruled = self.ghost.operator_at.is_some_and(|at| at >= started);
+                    self.answer_sender(sender, &reply);
+                    if overruled {
+                        self.ghost.acked = false;
+                    }
+                }
+                None
+            }
+            ForwardIo::Abort => {
+                let forward = &self.forwards[index];
+                if forward.listens && self.runs[forward.run].end == RunEnd::Running {
+                    // Nothing more will be learned of this run.
+                    self.outcome_lost(forward.run);
+                }
+                self.forwards[index].listens = false;
+                None
+            }
+            ForwardIo::KeepChunk => Some(Done::Chunk(Vec::new())),
+            ForwardIo::DiscardBody | ForwardIo::Pass { .. } | ForwardIo::EndStream { .. } => None,
+        }
+    }
+
+    /// One request to the object (not a delivery forwarded): the product's task, to its end.
+    pub fn request(&mut self, model: &Protocol, request: &AuthorityRequest) -> AuthorityReply {
+        self.ghost.alarm_excused = None;
+        let mut task = Task::Serve(ServeTask::new(request.clone(), b"body".to_vec()));
+        let reply = match self.exec(model, &mut task, Who::Request) {
+            Stop::Answered(Call::Reply(reply)) => reply,
+            _ => died(),
+        };
         // Its sender is told to retry: its retry (or the next request) sets the alarm.
-        self.ghost.alarm_excused = matches!(
+        if matches!(
             reply,
             AuthorityReply::StoreFailed {
                 retryable: true,
                 ..
             }
-        );
+        ) {
+            self.ghost.alarm_excused = Some(self.ghost.record);
+        }
         reply
     }
 
-    /// A delivery through `door` with `nonce`, from sender `sender`: the request its door's own
-    /// rules make (queue mode stores the event; sync mode and the API door deliver it).
+    /// A delivery through `door` from sender `sender`: the request its door's own rules make
+    /// (queue mode stores the event; sync mode and the API door deliver it).
     pub fn deliver(&mut self, model: &Protocol, door: Door, sender: usize) {
         let config = model.config(self).clone();
         let key = model.key();
@@ -146,7 +319,7 @@ impl World {
                     .store
                     .peek(&key)
                     .is_some_and(|r| r.queue().is_none() && r.state() == ClaimState::Processing);
-                let reply = self.request(&key, &stored);
+                let reply = self.request(model, &stored);
                 let now_queued = self.store.peek(&key).is_some_and(|r| r.queue().is_some());
                 if was_claim && now_queued {
                     self.reach(Reached::StoredOverClaim);
@@ -156,34 +329,102 @@ impl World {
                 return;
             }
         };
-        self.ghost.alarm_excused = false;
-        let now = self.now;
-        let salt = self.fresh_nonce();
-        let (begin, step) = self.observe(&key, |world| {
-            let (begin, wake) = authority::begin(&mut world.store, &deliver, now, salt);
-            (begin, world.ensure_alarm(wake))
-        });
-        let _ = step;
-        match begin {
-            Begin::Reply(reply) => self.answer_sender(sender, &reply),
-            Begin::Forward(won) => {
-                let attempt = Attempt::sync(&deliver, won.clone(), now);
-                let horizon = attempt.wait_ends_at();
-                let run = self.start_run(&won, horizon);
-                self.forwards.push(Forward {
-                    attempt,
-                    run,
-                    listens: true,
-                    sender: Some(sender),
-                    fingerprint: match door {
-                        Door::Api(fp) => Some(fp),
-                        Door::Webhook => None,
-                    },
-                    from_alarm: false,
-                    generation: self.ghost.generation,
-                    settled: false,
-                });
+        self.ghost.alarm_excused = None;
+        let mut task = Task::Begin(BeginTask::new(deliver.clone()));
+        match self.exec(model, &mut task, Who::Request) {
+            Stop::Answered(Call::Reply(reply)) => self.answer_sender(sender, &reply),
+            Stop::Answered(Call::Begun { won, at }) => {
+                let attempt = Attempt::sync(&deliver, won.clone(), at);
+                let fingerprint = match door {
+                    Door::Api(fp) => Some(fp),
+                    Door::Webhook => None,
+                };
+                let index = self.start_forward(&won, attempt, Some(sender), fingerprint, true);
+                self.run_forward(model, index);
             }
+            _ => self.senders[sender].heard = Heard::Refused,
+        }
+    }
+
+    /// Starts a forward of `attempt` under `won`: a handler run at the origin (judged against
+    /// every earlier run), unless nothing could be sent.
+    fn start_forward(
+        &mut self,
+        won: &Won,
+        attempt: Attempt,
+        sender: Option<usize>,
+        fingerprint: Option<u8>,
+        sent: bool,
+    ) -> usize {
+        let horizon = attempt.wait_ends_at();
+        let run = self.start_run(won, horizon);
+        let mut task = Task::Forward(ForwardTask::new(attempt));
+        if !sent {
+            // Nothing could be sent: the forward hears so first, as the object's does.
+            self.runs[run].end = RunEnd::Failed;
+            let outcome = Event::NoHead(OriginOutcome::NotSent);
+            task.handle(Done::Event(outcome), &mut self.known, self.now);
+        }
+        let Task::Forward(task) = task else {
+            unreachable!()
+        };
+        self.forwards.push(Forward {
+            task,
+            run,
+            listens: sent,
+            sender,
+            fingerprint,
+            from_alarm: sender.is_none(),
+            generation: self.ghost.generation,
+            asking: None,
+            buffered: None,
+            settles: 0,
+        });
+        self.forwards.len() - 1
+    }
+
+    /// Runs forward `index` until it waits, or ends (then the alarm that started it goes on).
+    pub fn run_forward(&mut self, model: &Protocol, index: usize) {
+        let mut task = Task::Forward(self.forwards[index].task.clone());
+        loop {
+            let stop = self.exec(model, &mut task, Who::Forward(index));
+            if let Stop::Crashed = stop {
+                return;
+            }
+            let Task::Forward(forward) = &task else {
+                unreachable!()
+            };
+            self.forwards[index].task = forward.clone();
+            match stop {
+                Stop::Waiting => {
+                    // An answer that came while it did something else is read at once.
+                    if let Some(event) = self.forwards[index].buffered.take() {
+                        task.handle(Done::Event(event), &mut self.known, self.now);
+                        continue;
+                    }
+                    return;
+                }
+                Stop::Index(request) => {
+                    self.forwards[index].asking = Some(request);
+                    if !model.slow_index {
+                        self.index_answers(model, Some(index), super::IndexAnswer::Applied);
+                    }
+                    return;
+                }
+                _ => break,
+            }
+        }
+        if task.ended() != Ended::Forwarded {
+            return;
+        }
+        let forward = self.forwards.remove(index);
+        if !forward.task.settled() && self.runs[forward.run].end != RunEnd::Failed {
+            // Its outcome could not be recorded: the handler may have done its work.
+            self.runs[forward.run].unrecorded = true;
+            self.outcome_lost(forward.run);
+        }
+        if forward.from_alarm {
+            self.resume_alarm(model, Done::Forwarded);
         }
     }
 
@@ -196,7 +437,8 @@ impl World {
                 .operator_at
                 .is_some_and(|at| at >= run.started_at)
         };
-        let expired_since = self.ghost.expired;
+        let expired_since =
+            |run: &Run| self.ghost.expired_at.is_some_and(|at| at >= run.started_at);
         let mut violations = Vec::new();
         for run in &self.runs {
             if operator_since(run) {
@@ -205,7 +447,8 @@ impl World {
             if run.end == RunEnd::Running && now < run.horizon {
                 violations.push(Violation::Overlap);
             }
-            if run.end == RunEnd::Succeeded && !(run.cut || run.lost || run.late || expired_since) {
+            let excused = run.cut || run.lost || run.late || run.unrecorded || expired_since(run);
+            if run.end == RunEnd::Succeeded && !excused {
                 violations.push(Violation::Rerun);
             }
         }
@@ -226,6 +469,7 @@ impl World {
             lost: false,
             cut: false,
             late: false,
+            unrecorded: false,
         });
         self.runs.len() - 1
     }
@@ -235,6 +479,9 @@ impl World {
         match self.senders[sender].door {
             Door::Webhook => {
                 let answer = webhook::after_delivery(reply, EVENT_ID, self.now);
+                if answer.status == 409 {
+                    self.reach(Reached::InFlight);
+                }
                 self.hear(sender, (200..300).contains(&answer.status));
             }
             Door::Api(fingerprint) => {
@@ -257,91 +504,19 @@ impl World {
         }
     }
 
-    /// Hands `event` to forward `index`'s driver and carries out its commands.
+    /// Hands `event` to forward `index`, waiting for it, and runs it on.
     pub fn feed(&mut self, model: &Protocol, index: usize, event: Event) {
-        let now = self.now;
-        self.forwards[index].attempt.handle(event, now);
-        self.drain(model, index);
-        if self.forwards[index].attempt.is_finished() {
-            self.forwards.remove(index);
-        }
+        let mut task = Task::Forward(self.forwards[index].task.clone());
+        task.handle(Done::Event(event), &mut self.known, self.now);
+        let Task::Forward(forward) = task else {
+            unreachable!()
+        };
+        self.forwards[index].task = forward;
+        self.run_forward(model, index);
     }
 
-    fn drain(&mut self, model: &Protocol, index: usize) {
-        let key = model.key();
-        while let Some(command) = self.forwards[index].attempt.poll() {
-            match command {
-                Command::Reply(report) | Command::ReplyStreaming(report) => {
-                    if let Some(sender) = self.forwards[index].sender {
-                        let reply = AuthorityReply::Delivery(
-                            webhook_dedup::authority::Delivery::Forwarded(report),
-                        );
-                        // A run an operator released (or forgot) under way answers for a
-                        // record whose fate the operator took over: its 2xx promises nothing.
-                        let started = self.runs[self.forwards[index].run].started_at;
-                        let overruled = self.ghost.operator_at.is_some_and(|at| at >= started);
-                        self.answer_sender(sender, &reply);
-                        if overruled {
-                            self.ghost.acked = false;
-                        }
-                    }
-                }
-                Command::Abort => {
-                    let forward = &self.forwards[index];
-                    if forward.listens && self.runs[forward.run].end == RunEnd::Running {
-                        // Nothing more will be learned of this run.
-                        self.outcome_lost(forward.run);
-                    }
-                    self.forwards[index].listens = false;
-                }
-                Command::Settle(op) => self.settle(&key, index, op),
-                Command::DiscardBody
-                | Command::Keep
-                | Command::Pass
-                | Command::CloseStream
-                | Command::AbortStream
-                | Command::Report(_) => {}
-            }
-        }
-    }
-
-    fn settle(&mut self, key: &str, index: usize, op: SettleOp) {
-        let now = self.now;
-        let generation = self.forwards[index].generation;
-        let before = self.record(key);
-        let result = self.observe(key, |world| {
-            let attempt = world.forwards[index].attempt.clone();
-            let (result, wake) = attempt.settle_with(&op, &mut world.store, now);
-            world.ensure_alarm(wake);
-            result
-        });
-        let after = self.record(key);
-        if before != after && generation != self.ghost.generation {
-            self.violate(Violation::StaleSettle);
-        }
-        if let (Some(record), SettleOp::Claim(_)) = (&after, &op) {
-            if record.state() == ClaimState::Done
-                && before.as_ref().map(|r| r.state()) != Some(ClaimState::Done)
-                && record.response().is_some()
-            {
-                self.ghost.cached_fingerprint = self.forwards[index].fingerprint;
-            }
-        }
-        if let Some(record) = &after {
-            let was = before.as_ref().map(|r| r.state());
-            if record.state() == ClaimState::Dead && was != Some(ClaimState::Dead) {
-                self.reach(Reached::DeadLettered);
-            }
-        }
-        if result.is_ok() {
-            self.forwards[index].settled = true;
-        }
-        self.forwards[index]
-            .attempt
-            .handle(Event::Settled(result), now);
-    }
-
-    /// The handler of run `run` finishes (`ok`: it did its work); a forward listening hears it.
+    /// The handler of run `run` finishes (`ok`: it did its work); a forward listening hears it
+    /// (at once if it waits for it, else as soon as it does).
     pub fn answer(&mut self, model: &Protocol, run: usize, ok: bool) {
         self.runs[run].end = if ok {
             RunEnd::Succeeded
@@ -358,17 +533,19 @@ impl World {
         if listening.is_none() && !run_state.lost && !run_state.cut {
             run_state.late = true;
         }
-        if let Some(index) = listening {
-            self.forwards[index].listens = false;
-            let status = if ok { 200 } else { model.fail_status };
-            self.feed(
-                model,
-                index,
-                Event::Head(Head {
-                    status,
-                    headers: vec![],
-                }),
-            );
+        let Some(index) = listening else {
+            return;
+        };
+        self.forwards[index].listens = false;
+        let status = if ok { 200 } else { model.fail_status };
+        let head = Event::Head(Head {
+            status,
+            headers: vec![],
+        });
+        if self.forwards[index].task.waits() {
+            self.feed(model, index, head);
+        } else {
+            self.forwards[index].buffered = Some(head);
         }
     }
 
@@ -378,174 +555,140 @@ impl World {
         let Some(index) = self
             .forwards
             .iter()
-            .position(|forward| forward.run == run && forward.listens)
+            .position(|forward| forward.run == run && forward.listens && forward.task.waits())
         else {
             return;
         };
         self.runs[run].lost = true;
         self.forwards[index].listens = false;
         self.outcome_lost(run);
-        self.feed(
-            model,
-            index,
-            Event::Head(Head {
-                status: 502,
-                headers: vec![],
-            }),
-        );
+        let head = Event::Head(Head {
+            status: 502,
+            headers: vec![],
+        });
+        self.feed(model, index, head);
     }
 
-    /// The alarm fires: expired records are deleted, the due attempt starts.
+    /// The alarm fires: the product's alarm task runs until it waits or ends.
     pub fn alarm_fires(&mut self, model: &Protocol) {
         self.alarm = None;
         self.ghost.alarm_blocked_until = None;
-        self.alarm_running = true;
         self.ghost.alarm_ran_at = Some(self.now);
-        let key = model.key();
-        let now = self.now;
-        let swept = self.observe(&key, |world| claim::expire(&mut world.store, now));
-        match swept {
-            Ok(sweep) if !sweep.expired.is_empty() => {
-                self.ghost.expired = true;
-                self.reach(Reached::Expired);
-            }
-            Ok(_) => {}
-            Err(_) => {
-                self.alarm_running = false;
-                self.alarm_retry(None);
-                return;
-            }
-        }
-        let config = model.config(self).clone();
-        let nonce = self.fresh_nonce();
-        let policy = config.queue.attempt_policy(config.webhook.claims);
-        let started = self.observe(&key, |world| {
-            let (started, wake) = queue::start(
-                &mut world.store,
-                &key,
-                now,
-                policy,
-                config.queue.retry,
-                nonce,
-            );
-            world.ensure_alarm(wake);
-            started
-        });
-        let won = match started {
-            Ok(queue::Due::Attempt(won, _)) => won,
-            Ok(queue::Due::Dead(..)) => {
-                self.reach(Reached::DeadLettered);
-                return;
-            }
-            _ => return,
-        };
-        let stored = self.store.load_payload(&key).ok().flatten();
-        let secrets: Vec<&[u8]> = vec![b"whsec_model"];
-        let sendable = queue::outgoing(
-            stored.as_deref(),
-            Some(&secrets),
-            Provider::Stripe,
-            &key,
-            &won,
-            0,
-        )
-        .is_some();
-        let attempt = Attempt::queued(
-            Provider::Stripe,
-            &key,
-            won.clone(),
-            now,
-            policy,
-            config.queue.retry,
-            config.queue.forward_timeout_ms,
-            0.5,
-        );
-        let horizon = attempt.wait_ends_at();
-        let sync_now = config.queue.mode(Provider::Stripe) == DeliveryMode::Sync;
-        if sync_now && policy.lease_ms > config.webhook.claims.lease_ms {
-            self.reach(Reached::QueuedUnderSync);
-        }
-        let run = self.start_run(&won, horizon);
-        self.forwards.push(Forward {
-            attempt,
-            run,
-            listens: sendable,
-            sender: None,
-            fingerprint: None,
-            from_alarm: true,
-            generation: self.ghost.generation,
-            settled: false,
-        });
-        if !sendable {
-            self.runs[run].end = RunEnd::Failed;
-            let index = self.forwards.len() - 1;
-            self.feed(
-                model,
-                index,
-                Event::NoHead(webhook_dedup::origin::OriginOutcome::NotSent),
-            );
-        }
+        let task = Task::Alarm(AlarmRun::new(self.now));
+        self.continue_alarm(model, task);
     }
 
-    /// The alarm handler ends (its forwards are over): re-armed for what is left, or the
-    /// object's storage deleted; when that fails, the alarm runs again by when the work needs it.
-    pub fn alarm_ends(&mut self, model: &Protocol) {
-        self.send_report(model);
-        self.alarm_running = false;
-        let ran_at = self.ghost.alarm_ran_at.unwrap_or(self.now);
-        match alarm::rearm(&mut self.store, ran_at, self.now) {
-            Ok(Rearm::At(at)) => {
-                if !self.set_alarm(at) {
-                    self.alarm_retry(Some(at));
+    /// Hands the waiting alarm task `done`, and runs it on.
+    fn resume_alarm(&mut self, model: &Protocol, done: Done) {
+        let Some(alarm) = self.alarm_run.take() else {
+            return;
+        };
+        let mut task = Task::Alarm(alarm.task);
+        task.handle(done, &mut self.known, self.now);
+        self.continue_alarm(model, task);
+    }
+
+    /// Runs the alarm task until it waits or ends.
+    fn continue_alarm(&mut self, model: &Protocol, mut task: Task) {
+        match self.exec(model, &mut task, Who::Alarm) {
+            Stop::Crashed => {}
+            Stop::Index(request) => {
+                let Task::Alarm(run) = task else {
+                    unreachable!()
+                };
+                self.alarm_run = Some(Alarm {
+                    task: run,
+                    asking: Some(request),
+                });
+                if !model.slow_index {
+                    self.index_answers(model, None, super::IndexAnswer::Applied);
                 }
             }
-            Ok(Rearm::DeleteAll) => {
-                self.store = Default::default();
-                self.alarm = None;
-                self.known = KnownAlarm::None;
+            Stop::Attempt(attempt, request) => {
+                let Task::Alarm(run) = task else {
+                    unreachable!()
+                };
+                self.alarm_run = Some(Alarm {
+                    task: run,
+                    asking: None,
+                });
+                let config = model.config(self);
+                let sync_now = config.queue.mode(Provider::Stripe) == DeliveryMode::Sync;
+                let lease = attempt.won().lease_expires_at.saturating_sub(self.now);
+                if sync_now && lease > config.webhook.claims.lease_ms {
+                    self.reach(Reached::QueuedUnderSync);
+                }
+                let won = attempt.won().clone();
+                let sent = request.is_some();
+                if !sent && self.store.peek_payload(&model.key()).is_some() {
+                    // An attempt spent although its stored event is there to send.
+                    self.violate(Violation::AttemptNotSent);
+                }
+                let index = self.start_forward(&won, *attempt, None, None, sent);
+                self.run_forward(model, index);
             }
-            Err(_) => self.alarm_retry(None),
+            _ => {
+                if let Ended::Alarm(Err(_)) = task.ended() {
+                    if self.alarm.is_none() {
+                        // The handler throws: the runtime runs the alarm again.
+                        self.alarm = Some(self.now);
+                    }
+                }
+            }
         }
     }
 
-    /// The changes the failure index has not acknowledged, sent as the alarm's last step (see
-    /// `Keeper::send_due`) and settled by the index's answer (see
-    /// [`failures::after_report`]).
-    fn send_report(&mut self, model: &Protocol) {
-        let key = model.key();
-        let now = self.now;
-        let retry = model.config(self).queue.retry;
-        let Ok(Some((report, changes))) = failures::due_report(&mut self.store, &key, now) else {
+    /// The failure index answers the request the alarm or forward `forward` waits on.
+    pub fn index_answers(&mut self, model: &Protocol, forward: Option<usize>, answer: IndexAnswer) {
+        let request = match forward {
+            Some(index) => self.forwards[index].asking.take(),
+            None => self
+                .alarm_run
+                .as_mut()
+                .and_then(|alarm| alarm.asking.take()),
+        };
+        let Some(request) = request else {
             return;
         };
-        let fails = std::mem::take(&mut self.index_fails);
-        let reply = match (fails, report) {
-            (true, _) => Some(IndexReply::StoreFailed {
-                detail: "the index failed".into(),
-            }),
-            (false, Some(report)) => {
-                let request = IndexRequest::Report(report);
-                Some(failures::handle(&mut self.index, &request, now, None))
+        let applied = match answer {
+            IndexAnswer::Failed => None,
+            IndexAnswer::Applied | IndexAnswer::Lost => {
+                Some(failures::handle(&mut self.index, &request, self.now, None))
             }
-            (false, None) => None,
         };
-        let backoff = (Some(retry), 0.5);
-        let settled = failures::after_report(&mut self.store, &key, &changes, reply, now, backoff);
-        if fails {
-            self.ghost.report_lost = true;
-            return;
+        let reply = match (answer, applied) {
+            (IndexAnswer::Applied, Some(reply)) => reply,
+            _ => IndexReply::StoreFailed {
+                detail: "the index failed, or its answer was lost".into(),
+            },
+        };
+        if let IndexRequest::Report(_) = request {
+            match answer {
+                IndexAnswer::Applied if self.ghost.report_lost => self.reach(Reached::ReportResent),
+                IndexAnswer::Applied => {}
+                _ => self.ghost.report_lost = true,
+            }
+            match failures::entry(&mut self.index, &model.key())
+                .ok()
+                .flatten()
+                .map(|entry| entry.state)
+            {
+                Some(EntryState::Dead) => self.reach(Reached::Indexed),
+                Some(EntryState::Recovered) => self.reach(Reached::IndexRecovered),
+                _ => {}
+            }
         }
-        if settled.is_ok() && self.ghost.report_lost {
-            self.reach(Reached::ReportResent);
-        }
-        match failures::entry(&mut self.index, &key)
-            .ok()
-            .flatten()
-            .map(|entry| entry.state)
-        {
-            Some(EntryState::Dead) => self.reach(Reached::Indexed),
-            Some(EntryState::Recovered) => self.reach(Reached::IndexRecovered),
-            _ => {}
+        match forward {
+            Some(index) => {
+                let mut task = Task::Forward(self.forwards[index].task.clone());
+                task.handle(Done::Index(reply), &mut self.known, self.now);
+                let Task::Forward(forward) = task else {
+                    unreachable!()
+                };
+                self.forwards[index].task = forward;
+                self.run_forward(model, index);
+            }
+            None => self.resume_alarm(model, Done::Index(reply)),
         }
     }
 
@@ -558,26 +701,11 @@ impl World {
         }
     }
 
-    /// After a failed re-arm: the alarm set again by when the work needs it (see `Keeper::alarm`).
-    fn alarm_retry(&mut self, wanted: Option<claim::Millis>) {
-        let retry = alarm::retry_after_failed_rearm(wanted, self.now);
-        if wanted.is_none() {
-            // The store could not be read: the work waits for the retry a minute later.
-            self.ghost.alarm_blocked_until = Some(retry);
-        }
-        if let Some(at) = self.known.to_fire_by(retry, self.now) {
-            if !self.set_alarm(at) && self.alarm.is_none() {
-                // The handler throws: the runtime runs the alarm again.
-                self.alarm = Some(self.now);
-            }
-        }
-    }
-
-    /// The object's instance dies: its forwards and what it knew of its alarm are gone; the
-    /// handlers it called may go on. An alarm handler cut off runs again.
+    /// The object's instance dies: its forwards, its alarm run and what it knew of its alarm
+    /// are gone; the handlers it called may go on. An alarm handler cut off runs again.
     pub fn crash(&mut self) {
         for forward in std::mem::take(&mut self.forwards) {
-            if !forward.settled {
+            if !forward.task.settled() {
                 // Its outcome was never recorded: it cannot be learned any more.
                 self.runs[forward.run].cut = true;
                 self.outcome_lost(forward.run);
@@ -589,7 +717,8 @@ impl World {
             }
         }
         self.known = KnownAlarm::Unknown;
-        if std::mem::take(&mut self.alarm_running) {
+        self.crash_after_store = false;
+        if self.alarm_run.take().is_some() {
             self.alarm = Some(self.alarm.map_or(self.now, |at| at.min(self.now)));
         }
     }
@@ -597,7 +726,7 @@ impl World {
     /// The operator reads the record.
     pub fn inspect(&mut self, model: &Protocol) {
         let key = model.key();
-        let reply = self.request(&key, &AuthorityRequest::Inspect { key: key.clone() });
+        let reply = self.request(model, &AuthorityRequest::Inspect { key: key.clone() });
         self.ghost.read_record = self.ghost.record;
         self.read = Some(reply);
     }
@@ -623,18 +752,39 @@ impl World {
             return;
         };
         let record_before = self.ghost.record;
-        let reply = self.request(&key, &request);
+        let before = self.record(&key).map(|record| record.state());
+        let mut reply = self.request(model, &request);
+        if reply == died() {
+            // The instance died after the write, before the operator heard: what the write
+            // did stands, and is what counts.
+            let after = self.record(&key).map(|record| record.state());
+            reply = match (action, before, after) {
+                (AdminAction::Forget, Some(_), None) => {
+                    AuthorityReply::Forget(claim::ForgetOutcome::Forgotten)
+                }
+                (AdminAction::Release, Some(ClaimState::Processing), Some(state))
+                    if state != ClaimState::Processing =>
+                {
+                    AuthorityReply::Release(claim::ReleaseOutcome::Released { already: false })
+                }
+                (AdminAction::Redeliver, Some(ClaimState::Dead), Some(ClaimState::Queued)) => {
+                    AuthorityReply::Redeliver(claim::RedeliverOutcome::Queued)
+                }
+                _ => reply,
+            };
+        }
         match reply {
-            AuthorityReply::Release(claim::ReleaseOutcome::Released { .. }) => {
+            // A repeat of a release that went through already changes nothing, and excuses
+            // nothing.
+            AuthorityReply::Release(claim::ReleaseOutcome::Released { already: false }) => {
                 // The operator decides the record's fate from here: a sender told its event
                 // was processed may now see it run again.
                 self.ghost.operator_at = Some(self.now);
                 self.ghost.acked = false;
             }
             AuthorityReply::Forget(claim::ForgetOutcome::Forgotten) => {
-                // The admin API tells the index, best effort (a failed send is lost).
-                let report = dead_letters::forgotten_report(&read, &reply, self.now);
-                if let (Some(report), false) = (report, std::mem::take(&mut self.index_fails)) {
+                // The admin API tells the index, best effort.
+                if let Some(report) = dead_letters::forgotten_report(&read, &reply, self.now) {
                     let _ = failures::apply(&mut self.index, &report, self.now, None);
                 }
                 self.ghost.operator_at = Some(self.now);
@@ -672,6 +822,15 @@ impl World {
             heard: Heard::Waiting,
         });
         self.senders.len() - 1
+    }
+}
+
+/// What the caller of a request hears when the instance died under it: the runtime's error,
+/// which the worker answers as a retryable store failure.
+fn died() -> AuthorityReply {
+    AuthorityReply::StoreFailed {
+        retryable: true,
+        detail: "the instance died".into(),
     }
 }
 

@@ -3,9 +3,11 @@
 //! an operator, and the ghost facts the invariants are judged on.
 
 use webhook_dedup::authority::alarm::KnownAlarm;
-use webhook_dedup::authority::{Attempt, AuthorityReply};
+use webhook_dedup::authority::attempt::Event;
+use webhook_dedup::authority::AuthorityReply;
 use webhook_dedup::claim::{MemoryClaimStore, Millis};
-use webhook_dedup::failures::MemoryIndexStore;
+use webhook_dedup::failures::{IndexRequest, MemoryIndexStore};
+use webhook_dedup::keeper::task::{AlarmRun, ForwardTask};
 
 /// Which front door a delivery comes through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,8 +21,8 @@ pub enum Door {
 /// A forward the object is running (lost when the instance crashes).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Forward {
-    /// The real attempt driver.
-    pub attempt: Attempt,
+    /// The product's own forward task, with its attempt driver.
+    pub task: ForwardTask,
     /// The handler run it started at the origin, and whether it still listens for its answer.
     pub run: usize,
     pub listens: bool,
@@ -28,12 +30,24 @@ pub struct Forward {
     pub sender: Option<usize>,
     /// The request fingerprint it forwards (Idempotency-Key door).
     pub fingerprint: Option<u8>,
-    /// Started by the alarm handler (which ends once its forwards have).
+    /// Started by the alarm, which waits for it to end.
     pub from_alarm: bool,
     /// The claim generation it won.
     pub generation: u32,
-    /// Its outcome is recorded: a settle went through.
-    pub settled: bool,
+    /// The notice it waits on the failure index's answer for, once its attempt is over.
+    pub asking: Option<IndexRequest>,
+    /// The origin's answer, come while it was not waiting for it: read as soon as it is.
+    pub buffered: Option<Event>,
+    /// How many settles it ran.
+    pub settles: u8,
+}
+
+/// The alarm handler, while it runs: the product's own alarm task, and what it waits for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Alarm {
+    pub task: AlarmRun,
+    /// The report it waits on the failure index's answer for.
+    pub asking: Option<IndexRequest>,
 }
 
 /// How a handler run ended at the origin.
@@ -61,6 +75,8 @@ pub struct Run {
     pub cut: bool,
     /// It finished after its horizon, when nobody listened any more.
     pub late: bool,
+    /// Its outcome could not be recorded: every settle failed before its lease ended.
+    pub unrecorded: bool,
 }
 
 /// What a sender heard.
@@ -96,15 +112,16 @@ pub struct Ghost {
     /// A webhook sender was told its event is accepted (2xx or queued), and no operator
     /// released or forgot the record since.
     pub acked: bool,
-    /// The record's retention ended and the alarm deleted it.
-    pub expired: bool,
+    /// When a record's retention last ended: runs started before then are its, and excused.
+    pub expired_at: Option<Millis>,
     /// When an operator last released or forgot the record.
     pub operator_at: Option<Millis>,
     /// The request fingerprint of the answer kept for replay.
     pub cached_fingerprint: Option<u8>,
     /// The last request to reach the object could not set the alarm due work needs, and its
-    /// sender was told to retry.
-    pub alarm_excused: bool,
+    /// sender was told to retry: excused for the record it was about (its number), until the
+    /// next request.
+    pub alarm_excused: Option<u32>,
     /// When the alarm handler last ran.
     pub alarm_ran_at: Option<Millis>,
     /// The alarm handler could not read the store and set itself again for this time.
@@ -126,8 +143,10 @@ pub struct Budget {
     pub alarm_failures: u8,
     pub deploys: u8,
     pub operator: u8,
-    /// Sends to the failure index that fail.
+    /// Answers of the failure index that fail, or are lost after it applied them.
     pub index_failures: u8,
+    /// Times the clock moves on while a timer or the alarm is due (they fire late).
+    pub late_timers: u8,
 }
 
 /// Everything the model checker explores.
@@ -144,8 +163,10 @@ pub struct World {
     pub alarm_fails: bool,
     /// What the object's instance knows of its alarm (lost with the instance).
     pub known: KnownAlarm,
-    /// The alarm handler is running (it ends once its forwards have).
-    pub alarm_running: bool,
+    /// The alarm handler, while it runs (lost with the instance).
+    pub alarm_run: Option<Alarm>,
+    /// The instance dies right after the next store step.
+    pub crash_after_store: bool,
     pub forwards: Vec<Forward>,
     pub runs: Vec<Run>,
     pub senders: Vec<Sender>,
@@ -153,8 +174,6 @@ pub struct World {
     pub read: Option<AuthorityReply>,
     /// The failure index's storage.
     pub index: MemoryIndexStore,
-    /// The next send to the failure index fails.
-    pub index_fails: bool,
     pub next_nonce: u8,
     pub left: Budget,
     pub ghost: Ghost,
@@ -170,13 +189,13 @@ impl World {
             alarm: None,
             alarm_fails: false,
             known: KnownAlarm::Unknown,
-            alarm_running: false,
+            alarm_run: None,
+            crash_after_store: false,
             forwards: Vec::new(),
             runs: Vec::new(),
             senders: Vec::new(),
             read: None,
             index: MemoryIndexStore::default(),
-            index_fails: false,
             next_nonce: 1,
             left: budget,
             ghost: Ghost::default(),

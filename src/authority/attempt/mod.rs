@@ -127,7 +127,7 @@ enum After {
 }
 
 /// Something that happened, handed to [`Attempt::handle`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
     /// The origin's status and headers arrived.
     Head(Head),
@@ -179,7 +179,7 @@ pub enum Command {
 }
 
 /// What the adapter waits for next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Wants {
     /// The origin's head (or its failure), until [`Attempt::poll_timeout`].
     Head,

@@ -70,7 +70,7 @@ fn queued() -> (Attempt, MemoryClaimStore) {
     )
     .unwrap();
     let (started, _) = queue::start(&mut store, KEY, 0, POLICY, RETRY, Nonce([2; 16]));
-    let Ok(queue::Due::Attempt(won, _)) = started else {
+    let Ok(queue::Due::Attempt(won, _, _)) = started else {
         panic!("started")
     };
     (
