@@ -47,6 +47,7 @@ pub mod object;
 pub mod origin;
 pub mod providers;
 pub mod rate_limit;
+pub mod reverts;
 pub mod rfc3339;
 pub mod routing;
 pub mod runtime;

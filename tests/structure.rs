@@ -14,6 +14,8 @@ use syn::visit::{self, Visit};
 /// its own, never one of its own layer or above: so no import runs up, and no two modules
 /// import each other.
 const LAYERS: &[&[&str]] = &[
+    // The test-only switches that take a fix out again (off in every build of the worker).
+    &["reverts"],
     // What every rule builds on: MACs, secrets, times as text, rate limiters' verdicts.
     &["mac", "secret", "rfc3339", "rate_limit"],
     // The senders (each one's signature and id rules) and what an origin's answer means.
@@ -538,9 +540,18 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
     );
 }
 
-/// The most lines `src/worker/` may hold, comments included (1,799 today; see the developing
-/// guide). Lower it whenever a change moves work out of the adapter.
-const MAX_WORKER_LINES: usize = 1_800;
+/// The most lines of code `src/worker/` may hold: comments and blank lines do not count, so
+/// that no comment is ever cut to fit (see the developing guide). Lower it whenever a change
+/// moves work out of the adapter.
+const MAX_WORKER_LINES: usize = 1_360;
+
+/// The lines of `text` that hold code: neither blank nor only a comment.
+fn code_lines(text: &str) -> usize {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .count()
+}
 
 #[test]
 fn the_worker_adapter_does_not_grow() {
@@ -549,13 +560,13 @@ fn the_worker_adapter_does_not_grow() {
     for (module, path, _) in modules() {
         if module == "worker" {
             files += 1;
-            lines += fs::read_to_string(&path).unwrap().lines().count();
+            lines += code_lines(&fs::read_to_string(&path).unwrap());
         }
     }
     assert!(files > 20, "the check read the adapter ({files} files)");
     assert!(
         lines <= MAX_WORKER_LINES,
-        "src/worker/ holds {lines} lines, more than {MAX_WORKER_LINES}: move the decision into a \
-         pure module"
+        "src/worker/ holds {lines} lines of code, more than {MAX_WORKER_LINES}: move the decision \
+         into a pure module"
     );
 }

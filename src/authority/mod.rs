@@ -22,6 +22,7 @@ use crate::claim::{
 };
 use crate::origin::Reason;
 use crate::providers::Provider;
+use crate::reverts::{reverted, Fix};
 
 pub mod alarm;
 pub mod attempt;
@@ -494,6 +495,9 @@ impl<'a, S> Watched<'a, S> {
     /// the alarm of a record that still has to act: an alarm whose setting failed before is
     /// set by the next request, whatever it is.
     fn wake_needed(&self) -> WakeBy {
+        if reverted(Fix::EveryRequestSetsTheAlarm) {
+            return self.wake;
+        }
         self.wake.or(self.read.filter(|wake| wake.due))
     }
 }

@@ -24,6 +24,7 @@ use super::record::{
 use super::store::ClaimStore;
 use crate::origin::Reason;
 use crate::providers::Provider;
+use crate::reverts::{reverted, Fix};
 
 /// How failed attempts are retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -105,7 +106,7 @@ pub fn enqueue<S: ClaimStore>(
         first_seen_at: previous.as_ref().map_or(now, |record| record.first_seen_at),
         expires_at: now.saturating_add(policy.retention_ms),
         lease: Lease {
-            fence: Fence::new(attempts, salt.0),
+            fence: Fence::new(attempts, stored_fence_salt(salt)),
             request: None,
             claimed_at: now,
             until: previous
@@ -136,12 +137,23 @@ pub fn enqueue<S: ClaimStore>(
     Ok(EnqueueOutcome::Queued)
 }
 
+/// The random part of a stored event's fence: `salt`, fresh random bytes of its own.
+fn stored_fence_salt(salt: Nonce) -> [u8; 16] {
+    if reverted(Fix::StoredEventFenceIsRandom) {
+        [0; 16]
+    } else {
+        salt.0
+    }
+}
+
 /// Whether an event may be stored over `record` at `now`: `Ok` with whether the record's last
 /// outcome is unknown, or the answer when it may not.
 fn replaceable(record: &ClaimRecord, now: Millis) -> Result<bool, EnqueueOutcome> {
     match record.stage {
         // A released claim of a forward made while its sender waited is no delivery.
-        Stage::Claim(ClaimStage::Released { unknown, .. }) => Ok(unknown),
+        Stage::Claim(ClaimStage::Released { unknown, .. }) => {
+            Ok(unknown && !reverted(Fix::StoredOverUnknownClaimIsTakeover))
+        }
         // Such a forward under a live lease may still fail and be released: the sender must
         // come back. Once its lease ran out with no outcome learned (a crash, a lost answer):
         // stored, its first attempt a takeover.
@@ -150,7 +162,9 @@ fn replaceable(record: &ClaimRecord, now: Millis) -> Result<bool, EnqueueOutcome
                 retry_at: record.retry_at(now),
             })
         }
-        Stage::Claim(ClaimStage::Processing) => Ok(true),
+        Stage::Claim(ClaimStage::Processing) => {
+            Ok(!reverted(Fix::StoredOverUnknownClaimIsTakeover))
+        }
         _ => Err(EnqueueOutcome::Duplicate {
             state: record.state(),
         }),
@@ -231,9 +245,29 @@ pub fn start_attempt<S: ClaimStore>(
         store.save(&record)?;
         return Ok(AttemptOutcome::Dead { reason, provider });
     }
-    // Read before anything is written: a read that fails spends no attempt (the alarm tries
-    // again a minute later, the event still queued).
-    let payload = store.load_payload(key)?;
+    let payload = payload_first(store, key)?;
+    let attempt = attempting(&mut record, queue, now, policy, nonce, takeover);
+    store.save(&record)?;
+    Ok(AttemptOutcome::Start {
+        fence: record.lease.fence,
+        attempt,
+        takeover,
+        lease_expires_at: record.lease.until,
+        provider,
+        payload,
+    })
+}
+
+/// `record` with its next attempt started at `now` under `policy`, fenced with `nonce`: its
+/// number, returned, and its lease.
+fn attempting(
+    record: &mut ClaimRecord,
+    queue: QueueStage,
+    now: Millis,
+    policy: ClaimPolicy,
+    nonce: Nonce,
+    takeover: bool,
+) -> u32 {
     let attempt = record.attempts.saturating_add(1);
     record.stage = Stage::Queue(QueueStage {
         step: QueueStep::Attempting,
@@ -251,15 +285,16 @@ pub fn start_attempt<S: ClaimStore>(
     record.expires_at = record
         .expires_at
         .max(record.lease.until.saturating_add(policy.retention_ms));
-    store.save(&record)?;
-    Ok(AttemptOutcome::Start {
-        fence: record.lease.fence,
-        attempt,
-        takeover,
-        lease_expires_at: record.lease.until,
-        provider,
-        payload,
-    })
+    attempt
+}
+
+/// The stored event of `key`, read before an attempt is written: a read that fails spends no
+/// attempt (the alarm tries again a minute later, the event still queued).
+fn payload_first<S: ClaimStore>(store: &mut S, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    if reverted(Fix::BodyReadBeforeTheAttempt) {
+        return Ok(None);
+    }
+    store.load_payload(key)
 }
 
 /// Dead-letters `record` at `now`, its budget spent when an attempt came due: the reason is its
@@ -278,7 +313,7 @@ fn dead_letter(
     };
     let step = QueueStep::Dead {
         died_at: now,
-        unknown: takeover,
+        unknown: takeover && !reverted(Fix::DeadLetterKeepsUnknown),
     };
     record.stage = Stage::Queue(died(QueueStage { step, ..queue }, now));
     record.last_failure = Some(reason);

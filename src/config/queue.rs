@@ -9,6 +9,7 @@ use super::reader::Reader;
 use super::{settle_margin_ms, DeliveryConfig};
 use crate::claim::{ClaimPolicy, RetryPolicy};
 use crate::providers::Provider;
+use crate::reverts::{reverted, Fix};
 
 /// Default first back-off of a failed queued delivery.
 pub const DEFAULT_RETRY_BASE_SECONDS: u64 = 30;
@@ -84,6 +85,9 @@ impl QueueConfig {
     /// longer compares the two) are still attempted with a lease that outlasts their wait, so
     /// a takeover never starts while an attempt's handler may still be answering.
     pub fn attempt_policy(&self, claims: ClaimPolicy) -> ClaimPolicy {
+        if reverted(Fix::AttemptLeaseCoversItsWait) {
+            return claims;
+        }
         let needed = self.forward_timeout_ms + settle_margin_ms(claims.lease_ms);
         ClaimPolicy {
             lease_ms: claims.lease_ms.max(needed),

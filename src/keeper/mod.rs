@@ -26,7 +26,7 @@ use crate::failures::{IndexReply, IndexRequest};
 use crate::log_line::LogLine;
 use crate::object::Host;
 use crate::origin::OriginOutcome;
-use task::{AlarmRun, BeginTask, Call, Done, Ended, ForwardTask, ServeTask, Task};
+use task::{AlarmTask, BeginTask, Call, Done, Ended, ForwardTask, ServeTask, Task};
 
 /// What only the runtime can do for a claim authority object, beyond what it does for every
 /// object ([`Host`]).
@@ -109,10 +109,10 @@ impl<I: ObjectIo> Keeper<I> {
         }
     }
 
-    /// Runs the alarm (see [`AlarmRun`]); `Err` only when even the alarm that should run it
+    /// Runs the alarm (see [`AlarmTask`]); `Err` only when even the alarm that should run it
     /// again could not be set, for the runtime's own retries.
     pub async fn alarm(&self) -> Result<(), String> {
-        let mut task = Task::Alarm(AlarmRun::new(self.io.now_ms()));
+        let mut task = Task::Alarm(AlarmTask::new(self.io.now_ms()));
         self.run(&mut task, &mut drive::NoForward).await;
         match task.ended() {
             Ended::Alarm(result) => result,
@@ -149,8 +149,6 @@ impl<I: ObjectIo> Keeper<I> {
                 break;
             };
             let done = match call {
-                Call::Nonce => Some(Done::Nonce(Nonce::random())),
-                Call::Jitter => Some(Done::Jitter(random_fraction())),
                 Call::Store { op } => {
                     self.log_usage(spent.take());
                     let now = self.io.now_ms();
@@ -163,41 +161,11 @@ impl<I: ObjectIo> Keeper<I> {
                         Err(error) => Some(Done::Unopened(error)),
                     }
                 }
-                Call::SetAlarm(at) => {
-                    let set = self.io.set_alarm(at).await;
-                    if let (Ok(()), Some((_, _, usage))) = (&set, &mut spent) {
-                        usage.rows_written += 1;
-                    }
-                    Some(Done::AlarmSet(set))
-                }
-                Call::DeleteAll => Some(Done::Deleted(self.io.delete_all().await)),
-                Call::AskIndex(request) => Some(Done::Index(self.io.ask_index(&request).await)),
-                Call::Log { line, metric } => {
-                    if metric {
-                        self.io.record(&line);
-                    } else {
-                        self.io.write(&line);
-                    }
-                    None
-                }
                 Call::Reply(_) | Call::Begun { .. } => {
                     answer = Some(call);
                     None
                 }
-                Call::Attempt { attempt, request } => {
-                    // The attempt runs tasks of its own through this executor: boxed, so that
-                    // the future does not contain itself.
-                    let forwarded: Pin<Box<dyn Future<Output = ()> + '_>> =
-                        Box::pin(I::forward(self, *attempt, request));
-                    forwarded.await;
-                    Some(Done::Forwarded)
-                }
-                Call::Forward(io) => drive::carry_out(forward, io).await,
-                Call::Wait {
-                    wants,
-                    door,
-                    deadline,
-                } => Some(Done::Event(forward.next(wants, door, deadline).await)),
+                call => self.make(call, forward, &mut spent).await,
             };
             if let Some(done) = done {
                 self.hand(task, done);
@@ -205,6 +173,53 @@ impl<I: ObjectIo> Keeper<I> {
         }
         self.log_usage(spent);
         answer
+    }
+
+    /// Makes `call` (any but a store step or an answer), `forward` carrying out a forward's
+    /// own I/O; what it led to, if the task must hear of it. A `setAlarm` that succeeds counts
+    /// as a row written by the store step made last (`spent`).
+    async fn make<F: Forwarding>(
+        &self,
+        call: Call,
+        forward: &mut F,
+        spent: &mut Option<Spent>,
+    ) -> Option<Done> {
+        match call {
+            Call::Nonce => Some(Done::Nonce(Nonce::random())),
+            Call::Jitter => Some(Done::Jitter(random_fraction())),
+            Call::SetAlarm(at) => {
+                let set = self.io.set_alarm(at).await;
+                if let (Ok(()), Some((_, _, usage))) = (&set, spent) {
+                    usage.rows_written += 1;
+                }
+                Some(Done::AlarmSet(set))
+            }
+            Call::DeleteAll => Some(Done::Deleted(self.io.delete_all().await)),
+            Call::AskIndex(request) => Some(Done::Index(self.io.ask_index(&request).await)),
+            Call::Log { line, metric } => {
+                if metric {
+                    self.io.record(&line);
+                } else {
+                    self.io.write(&line);
+                }
+                None
+            }
+            Call::Attempt { attempt, request } => {
+                // The attempt runs tasks of its own through this executor: boxed, so that the
+                // future does not contain itself.
+                let forwarded: Pin<Box<dyn Future<Output = ()> + '_>> =
+                    Box::pin(I::forward(self, *attempt, request));
+                forwarded.await;
+                Some(Done::Forwarded)
+            }
+            Call::Forward(io) => drive::carry_out(forward, io).await,
+            Call::Wait {
+                wants,
+                door,
+                deadline,
+            } => Some(Done::Event(forward.next(wants, door, deadline).await)),
+            Call::Store { .. } | Call::Reply(_) | Call::Begun { .. } => None,
+        }
     }
 
     /// Hands `done` to `task`.

@@ -99,9 +99,15 @@ pub fn response(
 }
 
 /// Waits for `future` at most `ms` milliseconds: `Ok` with its output, or `Err` with the future
-/// itself, still running, so the caller can keep waiting for it.
+/// itself, still running, so the caller can keep waiting for it. When the timer fires, what
+/// already arrived still wins: a runtime that stalled may run the timer's callback before
+/// the one of an answer that came in time, so the future gets one more turn first.
 pub async fn within<F: Future + Unpin>(future: F, ms: u64) -> Result<F::Output, F> {
-    match select(future, Box::pin(Delay::from(Duration::from_millis(ms)))).await {
+    let future = match select(future, Box::pin(Delay::from(Duration::from_millis(ms)))).await {
+        Either::Left((output, _)) => return Ok(output),
+        Either::Right(((), future)) => future,
+    };
+    match select(future, Box::pin(Delay::from(Duration::ZERO))).await {
         Either::Left((output, _)) => Ok(output),
         Either::Right(((), future)) => Err(future),
     }

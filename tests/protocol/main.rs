@@ -19,6 +19,7 @@
 //! `traces.rs` replays the counterexamples it found before the fixes, step by step.
 
 mod object;
+mod reverts;
 pub mod scenarios;
 
 mod world;
@@ -117,6 +118,8 @@ pub enum StoreFault {
     WriteRetryable,
     /// The next write fails for good (a fatal error).
     WriteFatal,
+    /// The call after the next `n` fails, retryably: a failure on any call of a sequence.
+    RetryableAfter(u8),
     /// Every call fails, retryably, until the clock moves on.
     Persistent,
 }
@@ -412,6 +415,9 @@ impl Model for Protocol {
                         .store
                         .fail_next_write(StoreError::Fatal("the disk is full".into())),
                     StoreFault::Persistent => world.store.fail_every(busy()),
+                    StoreFault::RetryableAfter(calls) => {
+                        world.store.fail_later(usize::from(calls), busy())
+                    }
                 }
             }
             Action::AlarmSetFails => {
@@ -674,6 +680,7 @@ fn index_knows_dead_letters(model: &Protocol, world: &World) -> bool {
 /// Checks `model` exhaustively, prints what it explored, and fails on any broken invariant
 /// (with the shortest path to it) or any scenario never reached.
 fn check(model: Protocol) {
+    let _every_fix_in = reverts::every_fix_in();
     let name = model.name;
     let model_min_states = model.min_states;
     let started = Instant::now();
@@ -725,6 +732,11 @@ fn notifications_and_a_slow_failure_index() {
 #[test]
 fn queue_mode_with_failures() {
     check(scenarios::queue_with_failures());
+}
+
+#[test]
+fn queue_mode_with_a_store_failure_on_any_call() {
+    check(scenarios::store_failure_anywhere());
 }
 
 #[test]

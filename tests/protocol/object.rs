@@ -19,7 +19,7 @@ use webhook_dedup::config::{Config, DeliveryMode};
 use webhook_dedup::failures::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::keeper::task::{
-    AlarmRun, BeginTask, Call, Done, Ended, ForwardIo, ForwardTask, ServeTask, Task,
+    AlarmTask, BeginTask, Call, Done, Ended, ForwardIo, ForwardTask, ServeTask, Task,
 };
 use webhook_dedup::keeper::Outgoing;
 use webhook_dedup::log_line::{LogLine, Outcome};
@@ -574,7 +574,7 @@ impl World {
         self.alarm = None;
         self.ghost.alarm_blocked_until = None;
         self.ghost.alarm_ran_at = Some(self.now);
-        let task = Task::Alarm(AlarmRun::new(self.now));
+        let task = Task::Alarm(AlarmTask::new(self.now));
         self.continue_alarm(model, task);
     }
 

@@ -235,6 +235,28 @@ pub fn queue_with_failures() -> Protocol {
     })
 }
 
+/// Queue mode with one store failure on any call of the object's sequences: the first, or
+/// one of the next few, whatever they read or write.
+pub fn store_failure_anywhere() -> Protocol {
+    floor(2_400, {
+        let budget = Budget {
+            deliveries: 1,
+            store_failures: 1,
+            ..NONE
+        };
+        Protocol {
+            store_faults: (0..6).map(StoreFault::RetryableAfter).collect(),
+            ..scenario(
+                "queue mode with a store failure on any call",
+                with(QUEUE),
+                budget,
+                20_000,
+                vec![Reached::DeadLettered],
+            )
+        }
+    })
+}
+
 /// Queue mode and an operator who redelivers a dead letter.
 pub fn redelivers() -> Protocol {
     floor(574_000, {

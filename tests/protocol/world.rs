@@ -7,7 +7,7 @@ use webhook_dedup::authority::attempt::Event;
 use webhook_dedup::authority::AuthorityReply;
 use webhook_dedup::claim::{MemoryClaimStore, Millis};
 use webhook_dedup::failures::{IndexRequest, MemoryIndexStore};
-use webhook_dedup::keeper::task::{AlarmRun, ForwardTask};
+use webhook_dedup::keeper::task::{AlarmTask, ForwardTask};
 
 /// Which front door a delivery comes through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,7 +45,7 @@ pub struct Forward {
 /// The alarm handler, while it runs: the product's own alarm task, and what it waits for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Alarm {
-    pub task: AlarmRun,
+    pub task: AlarmTask,
     /// The report it waits on the failure index's answer for.
     pub asking: Option<IndexRequest>,
 }

@@ -20,6 +20,7 @@ use crate::failures::{alert, IndexReply, IndexRequest};
 use crate::log_line::LogLine;
 use crate::origin::Verdict;
 use crate::providers::Provider;
+use crate::reverts::{reverted, Fix};
 
 /// One of a forward's own I/O calls, each the carrying out of a [`Command`] of the driver.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -151,6 +152,13 @@ impl ForwardTask {
                 // A failure the caller was told of in time counts against the origin too.
                 let (key, provider) = (self.attempt.key().to_owned(), self.attempt.provider());
                 self.notice(config, &key, provider, report.verdict);
+                if reverted(Fix::IndexToldAfterTheForward) {
+                    // The old order: the index is told at once, the forward waiting for it.
+                    if let Some(notice) = self.notices.pop_back() {
+                        self.stage = Stage::Telling;
+                        self.calls.push_back(Call::AskIndex(notice));
+                    }
+                }
                 ForwardIo::Reply(report)
             }
             Some(Command::ReplyStreaming(report)) => ForwardIo::Stream(report),

@@ -16,10 +16,13 @@
 //! it.
 
 mod alarm;
+mod due;
 mod forward;
+mod report;
 mod serve;
 
-pub use alarm::AlarmRun;
+pub use alarm::AlarmTask;
+pub use due::Fraction;
 pub use forward::{ForwardIo, ForwardTask};
 pub use serve::{BeginTask, ServeTask};
 
@@ -137,7 +140,7 @@ pub enum Task {
     /// A delivery begun: claimed, then forwarded.
     Begin(BeginTask),
     /// The alarm.
-    Alarm(AlarmRun),
+    Alarm(AlarmTask),
     /// A forward carried out.
     Forward(ForwardTask),
 }
