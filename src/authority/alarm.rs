@@ -180,8 +180,8 @@ mod tests {
     #[test]
     fn the_rearm_pass_names_the_records_whose_changes_are_due_and_only_those() {
         use crate::claim::{
-            attempt_failed, enqueue, start_attempt, AttemptOutcome, ClaimPolicy, Failure,
-            MemoryClaimStore, Nonce, RetryPolicy,
+            attempt_failed, enqueue, start_attempt, AttemptOutcome, AttemptTerms, ClaimPolicy,
+            Failure, MemoryClaimStore, Nonce, RetryPolicy,
         };
         use crate::origin::Reason;
         use crate::providers::Provider;
@@ -218,7 +218,19 @@ mod tests {
             reason: Reason::Answered(500),
             answer_lost: false,
         };
-        attempt_failed(&mut store, "dead", &fence, 2, failure, policy, retry, 0.5).unwrap();
+        attempt_failed(
+            &mut store,
+            "dead",
+            &fence,
+            2,
+            failure,
+            AttemptTerms {
+                policy,
+                retry,
+                jitter: 0.5,
+            },
+        )
+        .unwrap();
         let (rearm, reports) = rearm_and_reports(&mut store, 1, 3).unwrap();
         assert_eq!(reports, vec!["dead".to_owned()]);
         assert_eq!(

@@ -5,8 +5,8 @@
 
 use super::{frame_json_range, frame_prefix, WakeBy, Watched, Won};
 use crate::claim::{
-    self, AttemptOutcome, ClaimPolicy, ClaimStore, FailedOutcome, Failure, Fence, FinalizeOutcome,
-    Millis, Nonce, RetryPolicy, StoreError,
+    self, AttemptOutcome, AttemptTerms, ClaimPolicy, ClaimStore, FailedOutcome, Failure, Fence,
+    FinalizeOutcome, Millis, Nonce, RetryPolicy, StoreError,
 };
 use crate::origin::{Reason, Verdict};
 use crate::providers::{self, Provider};
@@ -125,16 +125,13 @@ pub enum AttemptEnd {
 /// schedules the next attempt or dead-letters the event. An attempt whose answer was lost (a
 /// time-out, a pending or unknown verdict) is not retried before its lease ends, since its
 /// handler may still be running. Returns how it ended and the alarm the write needs.
-#[allow(clippy::too_many_arguments)]
 pub fn settle_attempt<S: ClaimStore>(
     store: &mut S,
     key: &str,
     fence: &Fence,
     now: Millis,
     verdict: Verdict,
-    policy: ClaimPolicy,
-    retry: RetryPolicy,
-    jitter: f64,
+    terms: AttemptTerms,
 ) -> (Result<AttemptEnd, StoreError>, WakeBy) {
     let mut watched = Watched::new(store);
     // How the attempt failed, if it did: the reason, and whether its answer was lost.
@@ -144,33 +141,26 @@ pub fn settle_attempt<S: ClaimStore>(
         Verdict::Unknown(reason) => Some((reason, true)),
         Verdict::Pending => Some((Reason::TimedOut, true)),
     };
-    let end =
-        match failed {
-            None => claim::finalize(&mut watched, key, fence, now, policy, None).map(|outcome| {
-                match outcome {
-                    FinalizeOutcome::Finalized { .. } => AttemptEnd::Delivered,
-                    _ => AttemptEnd::FenceConflict,
-                }
-            }),
-            Some((reason, answer_lost)) => claim::attempt_failed(
-                &mut watched,
-                key,
-                fence,
-                now,
-                Failure {
-                    reason,
-                    answer_lost,
-                },
-                policy,
-                retry,
-                jitter,
-            )
-            .map(|outcome| match outcome {
+    let end = match failed {
+        None => claim::finalize(&mut watched, key, fence, now, terms.policy, None).map(|outcome| {
+            match outcome {
+                FinalizeOutcome::Finalized { .. } => AttemptEnd::Delivered,
+                _ => AttemptEnd::FenceConflict,
+            }
+        }),
+        Some((reason, answer_lost)) => {
+            let failure = Failure {
+                reason,
+                answer_lost,
+            };
+            let failed = claim::attempt_failed(&mut watched, key, fence, now, failure, terms);
+            failed.map(|outcome| match outcome {
                 FailedOutcome::Retry { next_attempt_at } => AttemptEnd::RetryAt(next_attempt_at),
                 FailedOutcome::Dead => AttemptEnd::DeadLettered,
                 FailedOutcome::NotOwner => AttemptEnd::FenceConflict,
-            }),
-        };
+            })
+        }
+    };
     (end, watched.wake)
 }
 
@@ -283,9 +273,11 @@ mod tests {
             &fence,
             6,
             Verdict::Pending,
-            POLICY,
-            RETRY,
-            0.999_999,
+            AttemptTerms {
+                policy: POLICY,
+                retry: RETRY,
+                jitter: 0.999_999,
+            },
         );
         assert_eq!(
             end,
@@ -308,9 +300,11 @@ mod tests {
             &fence,
             10_006,
             Verdict::Failed(Reason::Answered(500)),
-            POLICY,
-            RETRY,
-            0.5,
+            AttemptTerms {
+                policy: POLICY,
+                retry: RETRY,
+                jitter: 0.5,
+            },
         );
         assert_eq!(end, Ok(AttemptEnd::DeadLettered));
         assert_eq!(
@@ -380,7 +374,16 @@ mod tests {
                 panic!("{started:?}")
             };
             let (end, _) = settle_attempt(
-                &mut store, "evt_q", &fence, 100, verdict, POLICY, RETRY, 0.999_999,
+                &mut store,
+                "evt_q",
+                &fence,
+                100,
+                verdict,
+                AttemptTerms {
+                    policy: POLICY,
+                    retry: RETRY,
+                    jitter: 0.999_999,
+                },
             );
             let expected = if lost { POLICY.lease_ms } else { 1_100 };
             assert_eq!(end, Ok(AttemptEnd::RetryAt(expected)), "{outcome:?}");
@@ -404,7 +407,16 @@ mod tests {
                 };
                 let verdict = Verdict::Failed(Reason::Answered(status));
                 let (end, _) = settle_attempt(
-                    &mut store, key, &fence, 100, verdict, POLICY, retry, 0.999_999,
+                    &mut store,
+                    key,
+                    &fence,
+                    100,
+                    verdict,
+                    AttemptTerms {
+                        policy: POLICY,
+                        retry,
+                        jitter: 0.999_999,
+                    },
                 );
                 let expected = if retry_client_errors {
                     AttemptEnd::RetryAt(1_100)

@@ -25,7 +25,7 @@ pub use fence::{random_fraction, Fence, InvalidFence, Nonce};
 pub use kv::{get_text, KvStore, KvTable, KvValue, MemoryTable, Scan, Usage};
 pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,
-    EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
+    AttemptTerms, EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
 pub use record::{
     Budget, CachedResponse, Change, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,

@@ -56,6 +56,17 @@ impl RetryPolicy {
     }
 }
 
+/// The terms a queued attempt runs and settles under.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttemptTerms {
+    /// Its lease and the record's retention.
+    pub policy: ClaimPolicy,
+    /// How failed attempts are retried.
+    pub retry: RetryPolicy,
+    /// In `[0, 1)`, for its back-off (see [`RetryPolicy::backoff_ms`]).
+    pub jitter: f64,
+}
+
 /// The answer to storing an event.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -386,17 +397,19 @@ pub struct Failure {
 /// after `max_age_ms`), or at once when the origin refused it (see [`Reason::is_refusal`];
 /// unless `retry_client_errors`). Fenced: an attempt whose lease ran out and was taken over changes
 /// nothing.
-#[allow(clippy::too_many_arguments)]
 pub fn attempt_failed<S: ClaimStore>(
     store: &mut S,
     key: &str,
     fence: &Fence,
     now: Millis,
     failure: Failure,
-    policy: ClaimPolicy,
-    retry: RetryPolicy,
-    jitter: f64,
+    terms: AttemptTerms,
 ) -> Result<FailedOutcome, StoreError> {
+    let AttemptTerms {
+        policy,
+        retry,
+        jitter,
+    } = terms;
     let Some(mut record) = load_current(store, key, now)? else {
         return Ok(FailedOutcome::NotOwner);
     };
@@ -759,9 +772,11 @@ mod tests {
                 fence,
                 now,
                 definite("origin answered 500"),
-                POLICY,
-                RETRY,
-                0.999_999,
+                AttemptTerms {
+                    policy: POLICY,
+                    retry: RETRY,
+                    jitter: 0.999_999,
+                },
             )
             .unwrap()
         };
@@ -1001,9 +1016,11 @@ mod tests {
             &fence,
             10,
             definite("origin answered 503"),
-            POLICY,
-            two,
-            0.5,
+            AttemptTerms {
+                policy: POLICY,
+                retry: two,
+                jitter: 0.5,
+            },
         )
         .unwrap() else {
             panic!("expected a retry");
@@ -1066,7 +1083,19 @@ mod tests {
         failure: Failure,
         retry: RetryPolicy,
     ) -> FailedOutcome {
-        attempt_failed(store, KEY, fence, now, failure, POLICY, retry, 0.999_999).unwrap()
+        attempt_failed(
+            store,
+            KEY,
+            fence,
+            now,
+            failure,
+            AttemptTerms {
+                policy: POLICY,
+                retry,
+                jitter: 0.999_999,
+            },
+        )
+        .unwrap()
     }
 
     #[test]
@@ -1239,9 +1268,11 @@ mod tests {
                 &fence,
                 99_500,
                 definite("origin answered 503"),
-                POLICY,
-                short,
-                0.999_999
+                AttemptTerms {
+                    policy: POLICY,
+                    retry: short,
+                    jitter: 0.999_999
+                }
             )
             .unwrap(),
             FailedOutcome::Dead,
@@ -1274,9 +1305,11 @@ mod tests {
                 &old,
                 10_001,
                 lost("time-out"),
-                POLICY,
-                RETRY,
-                0.5
+                AttemptTerms {
+                    policy: POLICY,
+                    retry: RETRY,
+                    jitter: 0.5
+                }
             )
             .unwrap(),
             FailedOutcome::NotOwner
@@ -1333,9 +1366,11 @@ mod tests {
                 &fence,
                 3,
                 lost("time-out"),
-                POLICY,
-                once,
-                0.5
+                AttemptTerms {
+                    policy: POLICY,
+                    retry: once,
+                    jitter: 0.5
+                }
             )
             .unwrap(),
             FailedOutcome::Dead
@@ -1574,9 +1609,11 @@ mod tests {
                 &fence,
                 late + 1,
                 definite("origin answered 503"),
-                POLICY,
-                RETRY,
-                0.0
+                AttemptTerms {
+                    policy: POLICY,
+                    retry: RETRY,
+                    jitter: 0.0
+                }
             )
             .unwrap(),
             FailedOutcome::Retry {
@@ -1622,9 +1659,11 @@ mod tests {
             &fence,
             10,
             definite("origin answered 503"),
-            short,
-            slow,
-            0.0,
+            AttemptTerms {
+                policy: short,
+                retry: slow,
+                jitter: 0.0,
+            },
         ) {
             Ok(FailedOutcome::Retry { next_attempt_at }) => next_attempt_at,
             other => panic!("{other:?}"),

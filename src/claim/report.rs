@@ -88,8 +88,8 @@ pub fn holds(report: Option<&PendingReport>, change: &Change) -> bool {
 mod tests {
     use super::*;
     use crate::claim::{
-        attempt_failed, enqueue, finalize, redeliver, start_attempt, AttemptOutcome, ClaimPolicy,
-        Failure, Fence, MemoryClaimStore, Nonce, Transition,
+        attempt_failed, enqueue, finalize, redeliver, start_attempt, AttemptOutcome, AttemptTerms,
+        ClaimPolicy, Failure, Fence, MemoryClaimStore, Nonce, Transition,
     };
     use crate::origin::Reason;
     use crate::providers::Provider;
@@ -134,7 +134,19 @@ mod tests {
             reason: Reason::Answered(500),
             answer_lost: false,
         };
-        attempt_failed(store, KEY, fence, now, failure, POLICY, ONE_ATTEMPT, 0.5).unwrap();
+        attempt_failed(
+            store,
+            KEY,
+            fence,
+            now,
+            failure,
+            AttemptTerms {
+                policy: POLICY,
+                retry: ONE_ATTEMPT,
+                jitter: 0.5,
+            },
+        )
+        .unwrap();
     }
 
     fn change(transition: Transition, at: Millis, seq: u32) -> Change {

@@ -732,7 +732,19 @@ fn redelivering_a_dead_event_reads_its_record_once() {
         reason: "origin answered 500".parse().unwrap(),
         answer_lost: false,
     };
-    attempt_failed(&mut store, KEY, &fence, 10, failure, POLICY, retry, 0.5).unwrap();
+    attempt_failed(
+        &mut store,
+        KEY,
+        &fence,
+        10,
+        failure,
+        AttemptTerms {
+            policy: POLICY,
+            retry,
+            jitter: 0.5,
+        },
+    )
+    .unwrap();
     let storage_id = store
         .load(KEY)
         .unwrap()

@@ -1,6 +1,6 @@
 use super::alert::{self, Kind, SendFailed, ORIGIN_WINDOW_MS};
 use super::*;
-use crate::claim::{Change, KvValue, RetryPolicy, Transition};
+use crate::claim::{AttemptTerms, Change, KvValue, RetryPolicy, Transition};
 use crate::log_line::{Level, Outcome, Route};
 use crate::providers::Provider;
 
@@ -610,7 +610,19 @@ fn dead_event_store(key: &str) -> (claim::MemoryClaimStore, Vec<Change>) {
         reason: "origin answered 500".parse().unwrap(),
         answer_lost: false,
     };
-    claim::attempt_failed(&mut store, key, &fence, 10, failure, policy, retry, 0.5).unwrap();
+    claim::attempt_failed(
+        &mut store,
+        key,
+        &fence,
+        10,
+        failure,
+        AttemptTerms {
+            policy,
+            retry,
+            jitter: 0.5,
+        },
+    )
+    .unwrap();
     let record = store.load(key).unwrap().unwrap();
     let changes = record.pending_report().unwrap().changes.clone();
     (store, changes)

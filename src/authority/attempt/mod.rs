@@ -25,7 +25,7 @@ use super::delivery::{Deliver, Head, Report, Settle, SettleStep, Won};
 use super::door::{to_cache, BodyKept, Door};
 use super::queue::{settle_attempt, AttemptEnd};
 use super::WakeBy;
-use crate::claim::{ClaimPolicy, ClaimStore, Millis, RetryPolicy, StoreError};
+use crate::claim::{AttemptTerms, ClaimPolicy, ClaimStore, Millis, RetryPolicy, StoreError};
 use crate::origin::{OriginOutcome, Verdict};
 use crate::providers::Provider;
 
@@ -279,23 +279,19 @@ impl Attempt {
     }
 
     /// The queued attempt of `provider`'s event `key` started with `won` at `now` under
-    /// `policy` and `retry`; its answer is awaited for `timeout_ms`. `jitter` in `[0, 1)`
-    /// spreads its back-off.
-    #[allow(clippy::too_many_arguments)]
+    /// `terms`; its answer is awaited for `timeout_ms`.
     pub fn queued(
         provider: Provider,
         key: &str,
         won: Won,
         now: Millis,
-        policy: ClaimPolicy,
-        retry: RetryPolicy,
+        terms: AttemptTerms,
         timeout_ms: u64,
-        jitter: f64,
     ) -> Attempt {
         let terms = Terms::Queue {
-            policy,
-            retry,
-            jitter_millionths: (jitter.clamp(0.0, 0.999_999) * 1e6) as u32,
+            policy: terms.policy,
+            retry: terms.retry,
+            jitter_millionths: (terms.jitter.clamp(0.0, 0.999_999) * 1e6) as u32,
         };
         Attempt::new(
             key.to_owned(),
@@ -438,16 +434,13 @@ impl Attempt {
                 },
             ) => {
                 let jitter = f64::from(*jitter_millionths) / 1e6;
-                let (end, wake) = settle_attempt(
-                    store,
-                    &self.key,
-                    &self.won.fence,
-                    now,
-                    *verdict,
-                    *policy,
-                    *retry,
+                let terms = AttemptTerms {
+                    policy: *policy,
+                    retry: *retry,
                     jitter,
-                );
+                };
+                let (end, wake) =
+                    settle_attempt(store, &self.key, &self.won.fence, now, *verdict, terms);
                 (end.map(Settled::Queue), wake)
             }
             _ => (

@@ -74,7 +74,18 @@ fn queued() -> (Attempt, MemoryClaimStore) {
         panic!("started")
     };
     (
-        Attempt::queued(Provider::Stripe, KEY, won, 0, POLICY, RETRY, 2_000, 0.5),
+        Attempt::queued(
+            Provider::Stripe,
+            KEY,
+            won,
+            0,
+            AttemptTerms {
+                policy: POLICY,
+                retry: RETRY,
+                jitter: 0.5,
+            },
+            2_000,
+        ),
         store,
     )
 }

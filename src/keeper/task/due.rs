@@ -8,7 +8,7 @@ use super::{log, Call, Done, EnsureAlarm};
 use crate::authority::alarm::KnownAlarm;
 use crate::authority::queue::{self, Due};
 use crate::authority::{Attempt, Won};
-use crate::claim::{ClaimStore, Millis, Nonce, StoreError};
+use crate::claim::{AttemptTerms, ClaimStore, Millis, Nonce, StoreError};
 use crate::config::Config;
 use crate::keeper::Outgoing;
 use crate::log_line::LogLine;
@@ -161,10 +161,12 @@ impl DueAttempt {
             &self.key,
             won,
             started,
-            policy,
-            config.queue.retry,
+            AttemptTerms {
+                policy,
+                retry: config.queue.retry,
+                jitter: jitter.value(),
+            },
             config.queue.forward_timeout_ms,
-            jitter.value(),
         );
         Call::Attempt {
             attempt: Box::new(attempt),
