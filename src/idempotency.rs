@@ -18,6 +18,9 @@ use crate::log_line::{LogLine, Outcome};
 use crate::origin::OriginOutcome;
 
 pub mod door;
+mod path;
+
+pub use path::{check_path, MAX_DECODINGS};
 
 /// The request header carrying the key.
 pub const KEY_HEADER: &str = "idempotency-key";
@@ -158,32 +161,6 @@ pub fn origin_request_headers(
         headers.push(("x-forwarded-for".to_owned(), caller));
     }
     headers
-}
-
-/// Checks the path of an `/api/` request (percent-encoded, without its query) before it is
-/// appended to `API_ORIGIN_URL`: an encoded slash or backslash (`%2F`, `%5C`, also encoded
-/// twice: `%252F`), a backslash, or a dot-segment (`.` or `..`, also encoded: `%2E%2E`) is
-/// refused, since an origin that decodes it before routing would read another path, perhaps
-/// one outside the base path of `API_ORIGIN_URL`. Nothing else is changed.
-pub fn check_path(path: &str) -> Result<(), Problem> {
-    let lower = path.to_ascii_lowercase();
-    let separator = ["%2f", "%5c", "%252f", "%255c", "\\"]
-        .iter()
-        .any(|encoded| lower.contains(encoded));
-    let dot_segment = lower.split('/').any(|segment| {
-        let decoded = segment.replace("%252e", ".").replace("%2e", ".");
-        decoded == "." || decoded == ".."
-    });
-    if separator || dot_segment {
-        return Err(Problem::new(
-            400,
-            "path-refused",
-            "Path refused",
-            "the path holds an encoded slash or backslash (%2F, %5C) or a dot-segment (., .., \
-             also encoded), which the API origin could read as another path",
-        ));
-    }
-    Ok(())
 }
 
 /// The rate limiter's keys of a keyed request: its client (hashed) and its address

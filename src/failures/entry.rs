@@ -140,7 +140,9 @@ pub fn due_report<S: ClaimStore>(
 }
 
 /// The type of a stored event: the header that names it (GitHub, Shopify), else the body's
-/// `type` field (Stripe, Standard Webhooks). `None` when neither names a valid one.
+/// `type` field (Stripe, Standard Webhooks). `None` when neither names one in its sender's
+/// alphabet (see [`providers::is_event_type_of`]): no other text reaches the index or a
+/// notification.
 pub fn event_type(provider: Provider, payload: &[u8]) -> Option<String> {
     let (headers, body) = read_payload(payload).ok()?;
     let header = match provider {
@@ -162,7 +164,7 @@ pub fn event_type(provider: Provider, payload: &[u8]) -> Option<String> {
             serde_json::from_slice::<Typed>(body).ok()?.event_type
         }
     };
-    named.filter(|name| providers::is_event_type(name))
+    named.filter(|name| providers::is_event_type_of(provider, name))
 }
 
 /// Most changes an entry remembers (its timeline); older ones are dropped.

@@ -410,18 +410,86 @@ fn encoded_separators_and_dot_segments_in_the_path_are_refused() {
             "{path}"
         );
     }
-    for path in [
-        "/api/charges",
-        "/api/charges/ch_1/refund",
-        "/api/files/a.b",
-        "/api/files/..hidden",
-        "/api/files/...",
-        "/api/a%20b",
-        "/api/caf%C3%A9",
-        "/api/",
-    ] {
+    for path in PLAIN_PATHS {
         assert_eq!(check_path(path), Ok(()), "{path}");
     }
+}
+
+/// Paths no common origin reads as another: each is passed on.
+const PLAIN_PATHS: &[&str] = &[
+    "/api/charges",
+    "/api/charges/ch_1/refund",
+    "/api/files/a.b",
+    "/api/files/..hidden",
+    "/api/files/...",
+    "/api/a%20b",
+    "/api/caf%C3%A9",
+    "/api/search/100%25",
+    "/api/tag/a%2Bb",
+    "/api/",
+    "/api//double",
+];
+
+/// The forms a servlet container, Spring, IIS or a double-decoding proxy reads as a
+/// dot-segment, a separator or a parameter, each refused as a table: path parameters (`..;`,
+/// `.;`, `;jsessionid=`, encoded `;`), dot-segments encoded once, twice, thrice, mixed, with
+/// IIS's `%u`, or overlong in UTF-8, backslashes raw and encoded, control characters, and
+/// malformed escapes. The plain paths beside them pass.
+#[test]
+fn path_parameters_and_every_encoding_of_a_dot_segment_are_refused() {
+    let refused = [
+        // Path parameters: Tomcat, Jetty and older Spring drop them, then resolve `..`.
+        "/api/..;/..;/admin",
+        "/api/.;/admin",
+        "/api/x/..;jsessionid=1/admin",
+        "/api/%2e%2e;/admin",
+        "/api/%2E%2E%3B/admin",
+        "/api/..%3b/admin",
+        "/api/items;v=2",
+        "/api/x;",
+        "/api/..%253b/admin",
+        // Dot-segments, encoded and mixed.
+        "/api/.%2E/admin",
+        "/api/%2e./admin",
+        "/api/%252e./admin",
+        "/api/%25252e%25252e/admin",
+        "/api/%2525252e/admin",
+        "/api/%u002e%u002e/admin",
+        "/api/%25u002e/admin",
+        // Overlong UTF-8 encodings of `.` and `/`, and bytes that are no UTF-8 at all.
+        "/api/%c0%ae%c0%ae/admin",
+        "/api/%e0%80%ae%e0%80%ae/admin",
+        "/api/x%c0%afadmin",
+        "/api/%25c0%25ae/admin",
+        "/api/caf%E9",
+        // Backslashes and separators.
+        "/api/..\\admin",
+        "/api/..%5cadmin",
+        "/api/..%255cadmin",
+        "/api/%2e%2e%2fadmin",
+        // Control characters and malformed escapes.
+        "/api/x%00.json",
+        "/api/x%0d%0aSet-Cookie:a",
+        "/api/x%09",
+        "/api/x%zz",
+        "/api/x%2",
+        "/api/x%",
+    ];
+    for path in refused {
+        let problem = check_path(path).unwrap_err();
+        assert_eq!(
+            (problem.status, problem.slug),
+            (400, "path-refused"),
+            "{path}"
+        );
+    }
+    for path in PLAIN_PATHS {
+        assert_eq!(check_path(path), Ok(()), "{path}");
+    }
+    assert!(
+        super::MAX_DECODINGS >= 3,
+        "three levels of encoding are looked through"
+    );
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`, the delivery id in
-//! `X-GitHub-Delivery` (kept by redeliveries), the event in `X-GitHub-Event`. No timestamp.
+//! `X-GitHub-Delivery` (a GUID, kept by redeliveries), the event in `X-GitHub-Event`. No
+//! timestamp. Neither header is signed, so each is held to GitHub's own form before anything
+//! is stored: a delivery id is a GUID, an event name lower-case letters and `_`.
 
 use super::{SenderError, Unverified};
 
@@ -10,20 +12,46 @@ pub const ID_HEADER: &str = "x-github-delivery";
 /// The event type header.
 pub const EVENT_HEADER: &str = "x-github-event";
 
-/// Reads a delivery's headers: its signature, id and event.
+/// Reads a delivery's headers: its signature, then its id (a GUID, required), then its event
+/// (GitHub's form when present). Anything else is refused with its own code.
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Unverified, SenderError> {
     let decode = |text: &str| {
         let mut mac = [0u8; 32];
         let digits = text.strip_prefix("sha256=")?;
         hex::decode_to_slice(digits, &mut mac).ok().map(|()| mac)
     };
-    super::read_body_mac(header, SIGNATURE_HEADER, decode, ID_HEADER, EVENT_HEADER)
+    let mac = super::body_mac(header, SIGNATURE_HEADER, decode)?;
+    let id_errors = (SenderError::MissingId, SenderError::InvalidId);
+    let id = super::required(header(ID_HEADER), is_delivery_guid, id_errors)?;
+    let event = header(EVENT_HEADER);
+    let event = super::optional(event, is_event_name, SenderError::InvalidEventType)?;
+    Ok(Unverified::body_only(id, event, mac))
+}
+
+/// True for a GUID as GitHub writes `X-GitHub-Delivery`: 32 hexadecimal digits in groups of 8,
+/// 4, 4, 4 and 12 joined by `-` (`72d3162e-cc78-11e3-81ab-4c9367dc0958`), either case.
+pub fn is_delivery_guid(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// True for an event name as GitHub writes `X-GitHub-Event`: 1 to
+/// [`super::MAX_EVENT_TYPE_LEN`] lower-case letters and `_` (`push`, `pull_request_review`).
+pub fn is_event_name(name: &str) -> bool {
+    (1..=super::MAX_EVENT_TYPE_LEN).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{verify, Provider};
     use super::*;
+
+    const GUID: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
 
     fn headers(signature: &str, id: &str) -> impl Fn(&str) -> Option<String> {
         let (signature, id) = (signature.to_owned(), id.to_owned());
@@ -42,7 +70,7 @@ mod tests {
             "sha256=dc46983557fea127b43af721467eb9b3fde2338fe3e14f51952aa8478c13d355";
         let verified = verify(
             Provider::Github,
-            &headers(from_octokit, "d1"),
+            &headers(from_octokit, GUID),
             b"body",
             &[b"secret".to_vec()],
             0,
@@ -53,7 +81,7 @@ mod tests {
         assert_eq!(
             verify(
                 Provider::Github,
-                &headers(from_octokit, "d1"),
+                &headers(from_octokit, GUID),
                 b"bodY",
                 &[b"secret".to_vec()],
                 0,
@@ -64,7 +92,7 @@ mod tests {
         assert_eq!(
             verify(
                 Provider::Github,
-                &headers("sha1=abc", "d1"),
+                &headers("sha1=abc", GUID),
                 b"body",
                 &[b"secret".to_vec()],
                 0,

@@ -16,7 +16,7 @@ use crate::idempotency::{self as idem, Problem};
 use crate::log_line::{LogLine, Route};
 
 /// Serves one `/api/...` request (see [`door::serve`]) and writes its log line.
-pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
+pub async fn serve(req: &Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     let mut visit = Visit::start(Route::Idempotency, &req.method());
     match answer(req, env, ctx, &mut visit.line).await {
         Ok(response) => Ok(visit.finish(env, response)),
@@ -30,7 +30,7 @@ pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
 /// Runs the door's sequence, then carries out its step: the origin's live answer, a replay,
 /// or the request passed through.
 async fn answer(
-    req: Inbound,
+    req: &Inbound,
     env: &Env,
     ctx: &Context,
     line: &mut LogLine,
@@ -39,11 +39,7 @@ async fn answer(
     let loaded = config.as_deref().map_err(|problems| &**problems);
     let url = req.url().map_err(internal)?;
     let method = req.method();
-    let doorway = Doorway {
-        req: &req,
-        env,
-        ctx,
-    };
+    let doorway = Doorway { req, env, ctx };
     let path = (url.path(), url.query());
     match door::serve(&doorway, loaded, method.as_ref(), path, line).await? {
         Step::Live(head, stream) => live(&head, stream.as_ref(), line),
@@ -52,7 +48,7 @@ async fn answer(
             target,
             headers,
             timeout_ms,
-        } => pass_through(&req, (&target, &headers), timeout_ms, line).await,
+        } => pass_through(req, (&target, &headers), timeout_ms, line).await,
     }
 }
 

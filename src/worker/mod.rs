@@ -40,39 +40,34 @@ use crate::{admin, health, test_routes, webhook};
 
 /// Serves one request (see [`route`]). A runtime error on the way is logged with its text and
 /// answered 500 `internal_error` with a fixed detail: its text can quote URLs, headers or
-/// values, and never reaches the caller.
+/// values, and never reaches the caller. A body nothing read is cancelled before the answer
+/// leaves (see [`Inbound::cancel_unread`]).
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response> {
     let req = Inbound::new(req);
-    let path = req.path();
-    let method = req.method();
-    match route(req, &path, &env, &ctx).await {
+    let (path, method) = (req.path(), req.method());
+    let served = match route(&req, &path, &env, &ctx).await {
         Ok(response) => Ok(response),
-        Err(error) => {
-            let route = Destination::of(&path).route();
-            door::internal_error(&env, route, &method, &error)
-        }
-    }
+        Err(error) => door::internal_error(&env, Destination::of(&path).route(), &method, &error),
+    };
+    req.cancel_unread();
+    served
 }
 
 /// Serves one request at its path's [`Destination`] (the webhook, Idempotency-Key, admin and
 /// test doors' sequences are [`crate::webhook::door`], [`crate::idempotency::door`],
 /// [`crate::admin::door`] and [`crate::test_routes::door`]); an unknown path gets 404.
-async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Response> {
+async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Response> {
     let destination = Destination::of(path);
     match destination {
-        Destination::Health => return health(&req, env),
+        Destination::Health => return health(req, env),
         Destination::Api => return api::serve(req, env, ctx).await,
         _ => {}
     }
     let method = req.method();
     let loaded = env_config::config(env);
     let config = loaded.as_deref().map_err(|problems| &**problems);
-    let doorway = Doorway {
-        req: &req,
-        env,
-        ctx,
-    };
+    let doorway = Doorway { req, env, ctx };
     let token = || env_config::admin_token(env, &loaded);
     let mut visit = Visit::start(destination.route(), &method);
     let line = &mut visit.line;
