@@ -170,6 +170,12 @@ pub fn event_type(provider: Provider, payload: &[u8]) -> Option<String> {
 /// Most changes an entry remembers (its timeline); older ones are dropped.
 pub const MAX_HISTORY: usize = 16;
 
+/// The most bytes one entry's JSON takes, whatever its sender sent: its id is at most 255
+/// characters and its type at most 100, each in its sender's alphabet, and its timeline at
+/// most [`MAX_HISTORY`] changes. Besides it, an entry holds three keys (`e:`, `t:`, `x:`), each
+/// at most its key's length and 20 bytes more. Checked by the host tests.
+pub const MAX_ENTRY_BYTES: usize = 2_048;
+
 /// One event in the index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
