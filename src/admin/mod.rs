@@ -1110,7 +1110,7 @@ mod tests {
         fn serve_on(runtime: &Memory, method: &str, rest: &str) -> (Served, LogLine) {
             let mut line = LogLine::new(Route::Admin);
             let config = config();
-            let request = (method, rest, &[][..]);
+            let request = (method, rest, &[][..], None);
             let served = run(serve(runtime, request, Some(TOKEN), Ok(&config), &mut line));
             let served = served.expect("the runtime does not fail");
             (served, line)
@@ -1273,7 +1273,7 @@ mod tests {
             let config = config();
             for (method, rest) in [("GET", "events/evt_1"), ("POST", "dead-letters/redeliver")] {
                 let mut line = LogLine::new(Route::Admin);
-                let request = (method, rest, &[][..]);
+                let request = (method, rest, &[][..], None);
                 let served = run(serve(
                     &runtime,
                     request,

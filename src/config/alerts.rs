@@ -62,50 +62,8 @@ impl AlertConfig {
             1,
             24 * 3_600,
         );
-        let url = r.url(ALERT_URL).filter(|url| {
-            let private = is_https_or_loopback(url);
-            if !private {
-                r.problem(
-                    ALERT_URL,
-                    "not https:// (http:// only to a loopback host, for local runs)",
-                );
-            }
-            private
-        });
-        let secret = r.raw(ALERT_SECRET);
-        let key = secret.as_deref().map(standard::secret_key);
-        let key = match (r.raw(ALERT_URL).is_some(), key) {
-            (false, None) => return None,
-            (false, Some(_)) => {
-                r.problem(
-                    ALERT_SECRET,
-                    format!("set without {ALERT_URL}: nothing to sign"),
-                );
-                return None;
-            }
-            (true, None) => {
-                r.problem(
-                    ALERT_SECRET,
-                    format!("missing: {ALERT_URL} needs it to sign notifications"),
-                );
-                return None;
-            }
-            (true, Some(None)) => {
-                r.problem(
-                    ALERT_SECRET,
-                    "not a Standard Webhooks secret: whsec_ followed by base64",
-                );
-                return None;
-            }
-            (true, Some(Some(key))) if !ALERT_SECRET_BYTES.contains(&key.len()) => {
-                r.problem(
-                    ALERT_SECRET,
-                    "not 24 to 64 bytes once decoded, as the Standard Webhooks specification asks",
-                );
-                return None;
-            }
-            (true, Some(Some(key))) => key,
-        };
+        let url = alert_url(r);
+        let key = alert_key(r)?;
         Some(AlertConfig {
             url: url?,
             key: HmacKey::new(key),
@@ -114,6 +72,38 @@ impl AlertConfig {
             dead_letter_interval_ms: dead_letter_interval_seconds * 1_000,
         })
     }
+}
+
+/// `ALERT_URL` when it is usable: `https://`, or `http://` to a loopback host.
+fn alert_url<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> Option<url::Url> {
+    let url = r.url(ALERT_URL)?;
+    if !is_https_or_loopback(&url) {
+        r.problem(
+            ALERT_URL,
+            "not https:// (http:// only to a loopback host, for local runs)",
+        );
+        return None;
+    }
+    Some(url)
+}
+
+/// The HMAC key of `ALERT_SECRET` while `ALERT_URL` is set: a Standard Webhooks secret of 24 to
+/// 64 bytes. `None` (with its problem, if any) otherwise.
+fn alert_key<F: Fn(&str) -> Option<String>>(r: &mut Reader<F>) -> Option<Vec<u8>> {
+    let secret = r.raw(ALERT_SECRET);
+    let key = secret.as_deref().map(standard::secret_key);
+    let problem = match (r.raw(ALERT_URL).is_some(), key) {
+        (false, None) => return None,
+        (true, Some(Some(key))) if ALERT_SECRET_BYTES.contains(&key.len()) => return Some(key),
+        (false, Some(_)) => format!("set without {ALERT_URL}: nothing to sign"),
+        (true, None) => format!("missing: {ALERT_URL} needs it to sign notifications"),
+        (true, Some(None)) => "not a Standard Webhooks secret: whsec_ followed by base64".into(),
+        (true, Some(Some(_))) => {
+            "not 24 to 64 bytes once decoded, as the Standard Webhooks specification asks".into()
+        }
+    };
+    r.problem(ALERT_SECRET, problem);
+    None
 }
 
 /// True for an `https://` URL, or an `http://` one to a loopback host (`localhost`,

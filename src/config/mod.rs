@@ -68,6 +68,10 @@ pub mod keys {
     pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
     /// Serve the `/_test/` routes.
     pub const ENABLE_TEST_ROUTES: &str = "ENABLE_TEST_ROUTES";
+    /// The one host the operator page is served on.
+    pub const ADMIN_PAGE_HOST: &str = "ADMIN_PAGE_HOST";
+    /// Request headers the API door passes to the API origin besides its own list.
+    pub const API_FORWARD_HEADERS: &str = "API_FORWARD_HEADERS";
     /// Log the rows each claim-authority operation read and wrote.
     pub const LOG_STORAGE_USAGE: &str = "LOG_STORAGE_USAGE";
     /// `sync` (forward while the sender waits) or `queue` (store, acknowledge, deliver later).
@@ -154,7 +158,9 @@ pub mod keys {
         IDEMPOTENCY_MAX_RESPONSE_BYTES,
         IDEMPOTENCY_CLIENT_HEADER,
         IDEMPOTENCY_ALLOW_ANONYMOUS,
+        API_FORWARD_HEADERS,
         ADMIN_TOKEN,
+        ADMIN_PAGE_HOST,
         ALERT_URL,
         ALERT_SECRET,
         ALERT_MIN_INTERVAL_SECONDS,

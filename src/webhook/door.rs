@@ -212,6 +212,9 @@ mod tests {
         assert_eq!(runtime.calls(), []);
     }
 
+    /// A request to a sender's door: the sender, its headers, and the code it is refused with.
+    type Case<'a> = (Provider, Vec<(&'a str, &'a str)>, &'a str);
+
     /// Before any of the body is read: the sender's signature headers present and well formed,
     /// its unsigned headers in its alphabet, and a signed time within tolerance. A request that
     /// fails is refused with its code and the body is never read (nor anything asked).
@@ -220,7 +223,7 @@ mod tests {
         let t = (NOW_MS / 1_000) as i64;
         let stale = format!("t={},v1={}", t - 301, "ab".repeat(32));
         let ahead = format!("t={},v1={}", t + 61, "ab".repeat(32));
-        let cases: Vec<(Provider, Vec<(&str, &str)>, &str)> = vec![
+        let cases: Vec<Case> = vec![
             (Provider::Stripe, vec![], "missing_signature"),
             (
                 Provider::Stripe,
@@ -251,7 +254,7 @@ mod tests {
                 ("x-github-event", event),
             ]
         };
-        let more: Vec<(Provider, Vec<(&str, &str)>, &str)> = vec![
+        let more: Vec<Case> = vec![
             (
                 Provider::Github,
                 github("..", "push"),

@@ -35,7 +35,7 @@ use crate::log_line::Route;
 use crate::routing::{self, Destination};
 use crate::runtime::Fault;
 use crate::secret::Secret;
-use crate::test_routes::door::Served;
+use crate::test_routes::door::{self as test_door, Served};
 use crate::{admin, health, test_routes, webhook};
 
 /// Serves one request (see [`route`]). A runtime error on the way is logged with its text and
@@ -79,8 +79,9 @@ async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Re
         Destination::Admin(rest) => {
             let token = token();
             let token = token.as_ref().map(Secret::expose_str);
-            let pairs: Vec<(String, String)> = req.url()?.query_pairs().into_owned().collect();
-            let request = (method.as_ref(), rest, pairs.as_slice());
+            let url = req.url()?;
+            let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+            let request = (method.as_ref(), rest, pairs.as_slice(), url.host_str());
             let served = admin::door::serve(&doorway, request, token, config, line).await;
             served.map_err(fault)?.http()
         }
@@ -92,7 +93,9 @@ async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Re
             match served.map_err(fault)? {
                 Served::Answer(answer) => answer,
                 Served::Panic => panic!("a panic asked for by POST /_test/panic"),
-                Served::Error => return Err(worker::Error::RustError(TEST_ERROR.into())),
+                Served::Error => {
+                    return Err(worker::Error::RustError(test_door::TEST_ERROR.into()))
+                }
             }
         }
         Destination::Unknown => {
@@ -108,11 +111,6 @@ async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Re
 fn fault(Fault(detail): Fault) -> worker::Error {
     worker::Error::RustError(detail)
 }
-
-/// The text of the runtime error `POST /_test/error` raises: the tests check that it reaches
-/// the log line and never the answer.
-const TEST_ERROR: &str =
-    "a runtime error asked for by POST /_test/error (https://user:secret@origin.example)";
 
 /// `GET /healthz` (see [`health::answer`]): the sender details only for a caller with the
 /// admin token; a broken configuration is logged at `error`, naming its keys.
