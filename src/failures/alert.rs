@@ -212,9 +212,13 @@ pub fn notify<S: IndexStore>(
         .filter(|window| now < window.ends_at(policy))
         .unwrap_or(DeadLetterWindow {
             started_at: now,
+            first_dead_at: entry.dead_at,
+            last_dead_at: entry.dead_at,
             notified: 0,
             held: 0,
         });
+    window.first_dead_at = window.first_dead_at.min(entry.dead_at);
+    window.last_dead_at = window.last_dead_at.max(entry.dead_at);
     let queued = if window.notified < policy.dead_letter_limit {
         window.notified += 1;
         notification
@@ -231,8 +235,13 @@ pub fn notify<S: IndexStore>(
 /// One sender's dead-letter notifications in the current interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct DeadLetterWindow {
-    /// When the interval began (its first dead letter).
+    /// When the interval began (the index heard of its first dead letter).
     started_at: Millis,
+    /// The earliest and the latest time of death of its dead letters (their objects' clocks,
+    /// the times the list filters by).
+    first_dead_at: Millis,
+    /// See `first_dead_at`.
+    last_dead_at: Millis,
     /// How many were notified one by one.
     notified: u32,
     /// How many were held for the digest.
@@ -248,18 +257,21 @@ impl DeadLetterWindow {
 
 /// The digest of `window`'s held dead letters of `provider`: due when the window ends, with a
 /// stable id, so each further dead letter of the window rewrites it in place with its count.
+/// Its `list` is the path of the admin API's list of every dead letter of the window (`since`
+/// and `until`, both included, span their times of death).
 fn digest(provider: Provider, window: &DeadLetterWindow, policy: &AlertPolicy) -> Notification {
     let kind = Kind::DeadLetteredDigest;
     let ends_at = window.ends_at(policy);
-    let since = crate::rfc3339::format(window.started_at).unwrap_or_default();
-    let until = crate::rfc3339::format(ends_at).unwrap_or_default();
+    let since = crate::rfc3339::format(window.first_dead_at).unwrap_or_default();
+    let until = crate::rfc3339::format(window.last_dead_at).unwrap_or_default();
     let payload = json!({
         "type": kind.name(),
-        "timestamp": until,
+        "timestamp": crate::rfc3339::format(ends_at),
         "data": {
             "provider": provider,
             "count": window.held,
             "notified": window.notified,
+            "interval_seconds": policy.dead_letter_interval_ms / 1_000,
             "since": since,
             "until": until,
             "list": format!(

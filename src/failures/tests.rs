@@ -1123,7 +1123,8 @@ fn dead_letter_notifications_are_capped_per_sender_with_one_digest_for_the_rest(
     );
     assert_eq!(
         payload["data"]["list"],
-        "/admin/dead-letters?provider=github&state=dead&since=1970-01-01T00:00:00.010Z&until=1970-01-01T00:01:00.010Z"
+        "/admin/dead-letters?provider=github&state=dead&since=1970-01-01T00:00:00.010Z&until=1970-01-01T00:00:00.015Z",
+        "every dead letter of the window, by their times of death"
     );
     assert!(!digest.payload.contains("g5"), "the digest names no id");
     // The next interval starts afresh with the next dead letter.
