@@ -99,6 +99,7 @@ function cases() {
   const good = sign(payload);
   const t = `t=${now()}`;
   const hex = (n) => 'ab'.repeat(n);
+  // Test titles: each row's first string.
   return [
     // Signatures
     ['forged v1', webhook(payload, `${t},v1=${hex(32)}`), 400, 'signature_mismatch'],
