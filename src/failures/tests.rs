@@ -1180,3 +1180,97 @@ fn an_entry_is_bounded_whatever_its_sender_sent() {
         &topic
     ));
 }
+
+/// A cursor is not signed, so an operator's client can forge one: a forged cursor only moves
+/// where a page starts. Whatever time and key it names, the page holds entries of the index
+/// only (never another kind of key), each one the same query without a cursor lists too.
+#[test]
+fn a_forged_cursor_only_moves_where_a_page_starts() {
+    let mut store = MemoryIndexStore::default();
+    for (n, provider) in [Provider::Github, Provider::Shopify, Provider::Stripe]
+        .into_iter()
+        .enumerate()
+    {
+        for m in 0..3u64 {
+            let id = format!("e{n}{m}");
+            apply(
+                &mut store,
+                &dead(&id, provider, 10 + m * 10 + n as u64),
+                1,
+                Some(&ALERTS),
+            )
+            .unwrap();
+        }
+    }
+    let all = list(&mut store, &everything()).unwrap().items;
+    assert_eq!(all.len(), 9);
+    for (dead_at, key) in [
+        (0, "github:e00"),
+        (u64::MAX, "~"),
+        (25, "!"),
+        (25, "zzzz"),
+        (15, "o:https://origin.example"),
+        (30, "n:0"),
+    ] {
+        let query = ListQuery {
+            cursor: Some(Cursor {
+                dead_at,
+                key: key.to_owned(),
+            }),
+            ..everything()
+        };
+        let page = list(&mut store, &query).unwrap();
+        for item in &page.items {
+            assert!(all.contains(item), "{dead_at} {key}: {item:?}");
+            assert!(item.dead_at <= dead_at, "only what lies before the cursor");
+        }
+    }
+}
+
+/// A notification is signed when it is sent, its time included: a receiver's Standard Webhooks
+/// library (5 minutes' tolerance) refuses one replayed later, and a send tried again carries
+/// the same `webhook-id`, so a receiver de-duplicates it.
+#[test]
+fn a_notification_is_signed_at_each_send_so_an_old_one_is_refused() {
+    let key = crate::providers::standard::secret_key(
+        "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+    )
+    .unwrap();
+    let mut store = MemoryIndexStore::default();
+    apply(
+        &mut store,
+        &dead("a", Provider::Github, 10),
+        10,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    let notification = alert::due(&mut store, 10, 1).unwrap().remove(0);
+    let verify_at = |signed_at: i64, now: i64| {
+        let headers = alert::signed_headers(&key, &notification, signed_at);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let verdict = crate::providers::verify(
+            Provider::Standard,
+            &|name| header(name),
+            notification.payload.as_bytes(),
+            std::slice::from_ref(&key),
+            now,
+            300,
+        );
+        (verdict, header("webhook-id"))
+    };
+    let (fresh, first_id) = verify_at(1_700_000_000, 1_700_000_000);
+    assert!(fresh.is_ok());
+    let (replayed, _) = verify_at(1_700_000_000, 1_700_000_301);
+    assert_eq!(
+        replayed,
+        Err(crate::providers::SenderError::TimestampTooOld)
+    );
+    let (retried, retry_id) = verify_at(1_700_003_600, 1_700_003_600);
+    assert!(retried.is_ok(), "a later try is signed anew");
+    assert_eq!(retry_id, first_id, "with the same webhook-id");
+}

@@ -112,4 +112,60 @@ mod tests {
             Err(SenderError::InvalidId)
         );
     }
+
+    /// The unsigned headers are held to GitHub's form: a GUID for the delivery, lower-case
+    /// letters and `_` for the event; anything else (a link, a dot-segment, a made-up id) is
+    /// refused with its own code. The event may be absent; the id may not.
+    #[test]
+    fn unsigned_headers_are_held_to_githubs_own_alphabet() {
+        let mac = format!("sha256={}", "ab".repeat(32));
+        let read_with = |id: Option<&str>, event: Option<&str>| {
+            let (id, event) = (id.map(str::to_owned), event.map(str::to_owned));
+            let mac = mac.clone();
+            read(&move |name: &str| match name {
+                SIGNATURE_HEADER => Some(mac.clone()),
+                ID_HEADER => id.clone(),
+                EVENT_HEADER => event.clone(),
+                _ => None,
+            })
+            .map(|unverified| unverified.identity)
+        };
+        for event in ["push", "pull_request_review_comment", "ping"] {
+            assert_eq!(read_with(Some(GUID), Some(event)).unwrap().id, GUID);
+        }
+        assert!(read_with(Some(&GUID.to_uppercase()), Some("push")).is_ok());
+        assert_eq!(read_with(Some(GUID), None).unwrap().event_type, None);
+        for id in [
+            ".",
+            "..",
+            "d1",
+            "72d3162e-cc78-11e3-81ab-4c9367dc095",
+            "72d3162ecc7811e381ab4c9367dc0958",
+            "72d3162e-cc78-11e3-81ab-4c9367dc095g",
+            "{72d3162e-cc78-11e3-81ab-4c9367dc0958}",
+            "<https://evil.example|ROTATE-ADMIN-TOKEN>",
+        ] {
+            assert_eq!(
+                read_with(Some(id), Some("push")),
+                Err(SenderError::InvalidId),
+                "{id}"
+            );
+        }
+        assert_eq!(read_with(None, Some("push")), Err(SenderError::MissingId));
+        for event in [
+            "",
+            "Push",
+            "push ",
+            "push-1",
+            "issues.opened",
+            "<https://evil.example|x>",
+            &"a".repeat(101),
+        ] {
+            assert_eq!(
+                read_with(Some(GUID), Some(event)),
+                Err(SenderError::InvalidEventType),
+                "{event:?}"
+            );
+        }
+    }
 }
