@@ -257,10 +257,18 @@ mod tests {
             read_with(pairs)
         };
         assert_eq!(with(ID_HEADER, ".."), Err(SenderError::InvalidId));
-        assert_eq!(
-            with(TOPIC_HEADER, "shop redact"),
-            Err(SenderError::InvalidTopic)
-        );
+        for topic in [
+            "shop redact",
+            "../admin",
+            "<https://evil.example|x>/y",
+            "Orders/Create",
+        ] {
+            assert_eq!(
+                with(TOPIC_HEADER, topic),
+                Err(SenderError::InvalidTopic),
+                "{topic}"
+            );
+        }
         assert_eq!(
             with(SHOP_DOMAIN_HEADER, "evil.example"),
             Err(SenderError::InvalidShopDomain)
