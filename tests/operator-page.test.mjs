@@ -366,9 +366,9 @@ describe('a page the API door serves cannot read the operator page\'s token', ()
     const seen = leaks().length;
     const { context, page, evil } = await operatorThenEvil(`${worker.url}/admin/`, `${worker.url}/api/evil.html`);
     assert.equal(evil.status(), 200);
-    assert.match(evil.headers()['content-security-policy'] ?? '', /\bsandbox\b/);
-    assert.equal(await page.title(), 'evil', 'its script never ran');
     assert.deepEqual(leaks().slice(seen).map((r) => r.url), [], 'nothing read, nothing reported');
+    assert.equal(await page.title(), 'evil', 'its script never ran');
+    assert.match(evil.headers()['content-security-policy'] ?? '', /\bsandbox\b/);
     assert.equal(context.pages().length, 1, 'no window opened');
     await context.close();
   });
