@@ -6,6 +6,7 @@
 // isolate, the claim objects' isolate and the runtime's own buffers, so it is an upper bound on
 // what one isolate holds. Each run starts a fresh runtime (WebAssembly memory never shrinks, so
 // a runtime reused would hide what a run needs). Linux only. Usage: node bench/body-memory.mjs [MiB…] (after a build).
+import { randomUUID } from 'node:crypto';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 
 import { sign as githubSign } from '@octokit/webhooks-methods';
@@ -64,7 +65,7 @@ async function request(url, kind, bytes, n) {
     return call(`${url}/webhooks/github`, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': `mem-${Date.now()}-${n}`,
+        'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(),
         'x-hub-signature-256': await githubSign(GITHUB_SECRET, body),
       },
       body,

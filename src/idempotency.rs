@@ -18,6 +18,11 @@ use crate::log_line::{LogLine, Outcome};
 use crate::origin::OriginOutcome;
 
 pub mod door;
+mod forwarding;
+mod path;
+
+pub use forwarding::{is_client_address_header, origin_request_headers, FORWARDED_HEADERS};
+pub use path::{check_path, MAX_DECODINGS};
 
 /// The request header carrying the key.
 pub const KEY_HEADER: &str = "idempotency-key";
@@ -103,87 +108,43 @@ pub fn client_identity(value: Option<&str>) -> Option<&str> {
     value.filter(|v| !v.trim().is_empty())
 }
 
-/// Request headers through which a client could tell the API origin which address, host or
-/// scheme it came from: never passed on as the client sent them. Besides these, every
-/// `x-forwarded-*` header is dropped (see [`is_client_address_header`]).
-pub const CLIENT_ADDRESS_HEADERS: &[&str] = &[
-    "forwarded",
-    "x-real-ip",
-    "true-client-ip",
-    "x-client-ip",
-    "client-ip",
-    "x-cluster-client-ip",
-];
-
-/// True for a header (lower-case name) that claims the caller's address, host or scheme:
-/// one of [`CLIENT_ADDRESS_HEADERS`], or any `x-forwarded-*` (`-for`, `-proto`, `-host`,
-/// `-port`, `-prefix`, …).
-pub fn is_client_address_header(name: &str) -> bool {
-    CLIENT_ADDRESS_HEADERS.contains(&name) || name.starts_with("x-forwarded-")
+/// How the API door's answers are kept from scripting the operator page, which shares their
+/// origin unless it has a host of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// Every answer carries [`SANDBOX_POLICY`]: a page the API serves runs in an opaque origin
+    /// (no scripts, no storage, no same-origin requests), so it cannot read the operator
+    /// page's `sessionStorage` or drive a window of it. JSON clients never notice.
+    Sandboxed,
+    /// Answers pass as the origin gave them: the operator page is confined to a host of its
+    /// own (`ADMIN_PAGE_HOST`) and the request came on another.
+    AsIs,
 }
 
-/// The client's request headers (lower-case names, as the runtime gives them) as they go to the
-/// API origin: without the hop-by-hop ones ([`crate::origin::HOP_BY_HOP`], and any a
-/// `Connection` header names), without any header through which the client claims an address,
-/// host or scheme ([`is_client_address_header`]), and with `X-Real-IP` and `X-Forwarded-For`
-/// set to the caller's address as Cloudflare saw it (`CF-Connecting-IP`), never to a value the
-/// client sent: Cloudflare derives the origin's `CF-Connecting-IP` from `X-Real-IP` for a Worker's
-/// requests to its own zone, and origins trust `X-Forwarded-For`, `Forwarded` and
-/// `True-Client-IP` for allow-lists and limits, so a client-chosen value would let it pose as
-/// any address.
-pub fn origin_request_headers(
-    entries: impl IntoIterator<Item = (String, String)>,
-) -> Vec<(String, String)> {
-    let entries: Vec<(String, String)> = entries.into_iter().collect();
-    let named_by_connection: Vec<String> = entries
-        .iter()
-        .filter(|(name, _)| name == "connection")
-        .flat_map(|(_, value)| value.split(','))
-        .map(|name| name.trim().to_ascii_lowercase())
-        .collect();
-    let caller = entries
-        .iter()
-        .find(|(name, _)| name == "cf-connecting-ip")
-        .map(|(_, value)| value.clone());
-    let mut headers: Vec<(String, String)> = entries
-        .into_iter()
-        .filter(|(name, _)| {
-            !crate::origin::is_hop_by_hop(name)
-                && !named_by_connection.contains(name)
-                && !is_client_address_header(name)
-        })
-        .collect();
-    if let Some(caller) = caller {
-        headers.push(("x-real-ip".to_owned(), caller.clone()));
-        headers.push(("x-forwarded-for".to_owned(), caller));
+/// The policy every confined answer carries (besides any policy of the origin's own, which
+/// still applies: a browser enforces each policy given).
+pub const SANDBOX_POLICY: &str = "sandbox";
+
+/// The confinement of the door's answers to a request on `host`, given `page_host`, the one
+/// host the operator page is served on (`ADMIN_PAGE_HOST`): sandboxed unless the page has a
+/// host of its own and this is another one.
+pub fn confinement(page_host: Option<&str>, host: Option<&str>) -> Confinement {
+    match page_host {
+        Some(page) if host.is_some_and(|host| !host.eq_ignore_ascii_case(page)) => {
+            Confinement::AsIs
+        }
+        _ => Confinement::Sandboxed,
     }
-    headers
 }
 
-/// Checks the path of an `/api/` request (percent-encoded, without its query) before it is
-/// appended to `API_ORIGIN_URL`: an encoded slash or backslash (`%2F`, `%5C`, also encoded
-/// twice: `%252F`), a backslash, or a dot-segment (`.` or `..`, also encoded: `%2E%2E`) is
-/// refused, since an origin that decodes it before routing would read another path, perhaps
-/// one outside the base path of `API_ORIGIN_URL`. Nothing else is changed.
-pub fn check_path(path: &str) -> Result<(), Problem> {
-    let lower = path.to_ascii_lowercase();
-    let separator = ["%2f", "%5c", "%252f", "%255c", "\\"]
-        .iter()
-        .any(|encoded| lower.contains(encoded));
-    let dot_segment = lower.split('/').any(|segment| {
-        let decoded = segment.replace("%252e", ".").replace("%2e", ".");
-        decoded == "." || decoded == ".."
-    });
-    if separator || dot_segment {
-        return Err(Problem::new(
-            400,
-            "path-refused",
-            "Path refused",
-            "the path holds an encoded slash or backslash (%2F, %5C) or a dot-segment (., .., \
-             also encoded), which the API origin could read as another path",
-        ));
+impl Confinement {
+    /// `headers` with [`SANDBOX_POLICY`] added when sandboxed.
+    pub fn apply(self, mut headers: Vec<(String, String)>) -> Vec<(String, String)> {
+        if self == Confinement::Sandboxed {
+            headers.push(("content-security-policy".into(), SANDBOX_POLICY.into()));
+        }
+        headers
     }
-    Ok(())
 }
 
 /// The rate limiter's keys of a keyed request: its client (hashed) and its address
@@ -325,10 +286,12 @@ impl Problem {
         }
     }
 
-    /// The problem as an HTTP answer: `application/problem+json`, with `Retry-After` when set.
+    /// The problem as an HTTP answer: `application/problem+json`, with `Retry-After` when set,
+    /// sandboxed as every answer of the door is by default (see [`Confinement`]).
     pub fn http(&self) -> HttpAnswer {
         HttpAnswer::typed(self.status, "application/problem+json", &self.body())
             .with_hints(self.retry_after, None)
+            .with("content-security-policy", SANDBOX_POLICY)
     }
 
     /// The JSON body.
@@ -634,12 +597,13 @@ pub fn has_no_body(status: u16) -> bool {
 }
 
 /// A stored answer replayed: the same status, kept headers and body, plus the replay marker
-/// (and a marker when its body was not kept, or lost); a status with no body by definition
-/// (204, 205, 304) is replayed without one. A status no response can carry is a 502 problem.
-pub fn replay(cached: &CachedResponse) -> Result<HttpAnswer, Problem> {
+/// (and a marker when its body was not kept, or lost), confined by `confinement`; a status
+/// with no body by definition (204, 205, 304) is replayed without one. A status no response
+/// can carry is a 502 problem.
+pub fn replay(cached: &CachedResponse, confinement: Confinement) -> Result<HttpAnswer, Problem> {
     let status =
         passable_status(cached.status).ok_or_else(|| invalid_status_problem(cached.status))?;
-    let mut headers = cached.headers.clone();
+    let mut headers = confinement.apply(cached.headers.clone());
     headers.push((REPLAYED_HEADER.into(), "true".into()));
     if cached.body_omitted {
         headers.push((BODY_OMITTED_HEADER.into(), "true".into()));
@@ -665,18 +629,19 @@ pub struct LiveHead {
     pub drop_body: bool,
 }
 
-/// How the origin's answer `head` is passed on as it streams; a status no response can carry
-/// is a 502 problem.
-pub fn live_head(head: &Head) -> Result<LiveHead, Problem> {
+/// How the origin's answer `head` is passed on as it streams, confined by `confinement`; a
+/// status no response can carry is a 502 problem.
+pub fn live_head(head: &Head, confinement: Confinement) -> Result<LiveHead, Problem> {
     let status = passable_status(head.status).ok_or_else(|| invalid_status_problem(head.status))?;
+    let headers = head
+        .headers
+        .iter()
+        .filter(|(name, _)| name != "content-encoding")
+        .cloned()
+        .collect();
     Ok(LiveHead {
         status,
-        headers: head
-            .headers
-            .iter()
-            .filter(|(name, _)| name != "content-encoding")
-            .cloned()
-            .collect(),
+        headers: confinement.apply(headers),
         drop_body: has_no_body(status),
     })
 }

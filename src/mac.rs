@@ -14,6 +14,21 @@ pub fn hmac_sha256(key: &[u8], prefix: &[u8], body: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
+/// True when `a` equals `b`, compared in constant time (`subtle`): how long it takes says
+/// nothing about where they differ. The admin token's digest is compared through it.
+pub fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    #[cfg(test)]
+    CONSTANT_TIME_COMPARISONS.with(|count| count.set(count.get() + 1));
+    a.ct_eq(b).into()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many comparisons [`digests_equal`] made on this thread: host tests check that a
+    /// secret is compared through it.
+    pub static CONSTANT_TIME_COMPARISONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// True when some given signature equals some expected MAC. Every pair is compared, in
 /// constant time, so the answer's timing says nothing about which (or how much) matched.
 pub fn any_matches(given: &[[u8; 32]], expected: &[[u8; 32]]) -> bool {

@@ -256,6 +256,32 @@ pub fn is_hop_by_hop(name: &str) -> bool {
     HOP_BY_HOP.contains(&name)
 }
 
+/// Request headers through which a client claims an address, host or scheme: the worker sets
+/// `X-Real-IP` and `X-Forwarded-For` itself, and `API_FORWARD_HEADERS` may not name any of
+/// these (see [`is_client_address_header`]).
+const CLIENT_ADDRESS_HEADERS: &[&str] = &[
+    "forwarded",
+    "x-real-ip",
+    "true-client-ip",
+    "x-client-ip",
+    "client-ip",
+    "x-cluster-client-ip",
+    "fastly-client-ip",
+    "x-originating-ip",
+    "x-original-url",
+    "x-rewrite-url",
+    "x-host",
+    "cf-connecting-ip",
+];
+
+/// True for a header (lower-case name) that claims the caller's address, host, URL or scheme:
+/// one of a known list, or any `x-forwarded-*` (`-for`, `-proto`, `-host`, `-port`,
+/// `-prefix`, …). `API_FORWARD_HEADERS` may not name one; what reaches the API origin is
+/// decided by the door's allow-list (`crate::idempotency::FORWARDED_HEADERS`).
+pub fn is_client_address_header(name: &str) -> bool {
+    CLIENT_ADDRESS_HEADERS.contains(&name) || name.starts_with("x-forwarded-")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

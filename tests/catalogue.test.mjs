@@ -54,10 +54,13 @@ const api = (key, body = '{"amount":1}', extra = {}) => ({
     'content-type': 'application/json', authorization: 'Bearer client', 'idempotency-key': key, ...extra,
   }).filter(([, value]) => value !== undefined)),
 });
-// The other senders, all on (a sender without its secret is refused with 404: providers test).
+// The other senders, all on (a sender without its secret answers as one that refuses: providers test).
 const STANDARD_SECRET = standardSecret('catalogue');
 const GITHUB_SECRET = 'catalogue-github-secret';
 const GITHUB_BODY = '{"zen":"Keep it logically awesome."}';
+// GitHub's delivery ids are GUIDs: one the cases attack with, one of the good delivery.
+const GITHUB_GUID = '72d3162e-cc78-11e3-81ab-4c9367dc0958';
+const GITHUB_GOOD_GUID = '0b9c5f2e-1d2a-11f0-8a3b-2f1e0d9c8b7a';
 const GITHUB_SIGNATURE = await githubSign(GITHUB_SECRET, GITHUB_BODY); // no timestamp: valid all run
 const standard = (headers, body = '{"a":1}') => ({
   path: '/webhooks/standard', method: 'POST', body,
@@ -71,7 +74,7 @@ const standardSigned = ({ id = 'msg_catalogue', at = new Date(), body = '{"a":1}
 const github = (headers, body = GITHUB_BODY) => ({
   path: '/webhooks/github', method: 'POST', body,
   headers: Object.fromEntries(Object.entries({
-    'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': 'catalogue-1',
+    'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': GITHUB_GUID,
     'x-hub-signature-256': GITHUB_SIGNATURE, ...headers,
   }).filter(([, v]) => v !== undefined)),
 });
@@ -96,6 +99,7 @@ function cases() {
   const good = sign(payload);
   const t = `t=${now()}`;
   const hex = (n) => 'ab'.repeat(n);
+  // Test titles: each row's first string.
   return [
     // Signatures
     ['forged v1', webhook(payload, `${t},v1=${hex(32)}`), 400, 'signature_mismatch'],
@@ -161,6 +165,8 @@ function cases() {
     ['standard: no webhook-id', standard({ ...standardSigned(), 'webhook-id': undefined }), 400, 'missing_delivery_id'],
     ['standard: webhook-id with a space', standard(standardSigned({ id: 'msg a' })), 400, 'invalid_delivery_id'],
     ['standard: webhook-id of 256 characters', standard(standardSigned({ id: 'm'.repeat(256) })), 400, 'invalid_delivery_id'],
+    ['standard: webhook-id of ..', standard(standardSigned({ id: '..' })), 400, 'invalid_delivery_id'],
+    ['standard: webhook-id with a dot', standard(standardSigned({ id: 'msg.1' })), 400, 'invalid_delivery_id'],
     ['standard: no timestamp', standard({ ...standardSigned(), 'webhook-timestamp': undefined }), 400, 'missing_timestamp'],
     ['standard: timestamp in milliseconds with a dot', standard({ ...standardSigned(), 'webhook-timestamp': '1796000000.5' }), 400, 'malformed_timestamp'],
     ['standard: body over the cap', standard(standardSigned({ body: 'x'.repeat(MAX + 1) }), 'x'.repeat(MAX + 1)), 413, 'body_too_large'],
@@ -172,6 +178,11 @@ function cases() {
     ['github: signature not hex', github({ 'x-hub-signature-256': `sha256=${'zz'.repeat(32)}` }), 400, 'malformed_signature'],
     ['github: no delivery id', github({ 'x-github-delivery': undefined }), 400, 'missing_delivery_id'],
     ['github: delivery id with a tab', github({ 'x-github-delivery': 'a\tb' }), 400, 'invalid_delivery_id'],
+    ['github: a delivery id that is no GUID', github({ 'x-github-delivery': 'catalogue-1' }), 400, 'invalid_delivery_id'],
+    ['github: a delivery id of ..', github({ 'x-github-delivery': '..' }), 400, 'invalid_delivery_id'],
+    ['github: a link for a delivery id', github({ 'x-github-delivery': '<https://evil.example|ROTATE-ADMIN-TOKEN>' }), 400, 'invalid_delivery_id'],
+    ['github: an event name with capitals', github({ 'x-github-event': 'Push' }), 400, 'invalid_event_type'],
+    ['github: a link for an event name', github({ 'x-github-event': '<https://evil.example|ROTATE-ADMIN-TOKEN>' }), 400, 'invalid_event_type'],
     ['github: GET', { path: '/webhooks/github', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
     // Shopify
     ['shopify: forged signature', shopify({ 'x-shopify-hmac-sha256': Buffer.alloc(32, 7).toString('base64') }), 400, 'signature_mismatch'],
@@ -182,7 +193,10 @@ function cases() {
     ['shopify: no signature', shopify({ 'x-shopify-hmac-sha256': undefined }), 400, 'missing_signature'],
     ['shopify: no event id', shopify({ 'x-shopify-event-id': undefined }), 400, 'missing_delivery_id'],
     ['shopify: event id with a space', shopify({ 'x-shopify-event-id': 'a b' }), 400, 'invalid_delivery_id'],
-    ['shopify: topic with a space', shopify({ 'x-shopify-topic': 'orders create' }), 400, 'invalid_delivery_id'],
+    ['shopify: topic with a space', shopify({ 'x-shopify-topic': 'orders create' }), 400, 'invalid_topic'],
+    ['shopify: a link for a topic', shopify({ 'x-shopify-topic': '<https://evil.example|x>/y' }), 400, 'invalid_topic'],
+    ['shopify: an event id of ..', shopify({ 'x-shopify-event-id': '..' }), 400, 'invalid_delivery_id'],
+    ['shopify: a shop outside myshopify.com', shopify({ 'x-shopify-shop-domain': 'shop.evil.example' }), 400, 'invalid_shop_domain'],
     ['shopify: body over the cap', shopify({ 'x-shopify-hmac-sha256': shopifyMac('s'.repeat(MAX + 1)) }, 's'.repeat(MAX + 1)), 413, 'body_too_large'],
     ['shopify: GET', { path: '/webhooks/shopify', method: 'GET', headers: {} }, 405, 'method_not_allowed'],
     // Idempotency-Key front door
@@ -259,11 +273,11 @@ describe('bad-input catalogue', () => {
     good.push(['stripe', signed(stripeEvent), 200, 'processed']);
     const standardBody = '{"a":"good"}';
     good.push(['standard', standard(standardSigned({ id: 'msg_catalogue_good', body: standardBody }), standardBody), 200, 'processed']);
-    good.push(['github', github({ 'x-github-delivery': 'catalogue-good' }), 200, 'queued']);
+    good.push(['github', github({ 'x-github-delivery': GITHUB_GOOD_GUID }), 200, 'queued']);
     good.push(['shopify', shopify({ 'x-shopify-event-id': 'catalogue-shop-good' }), 200, 'queued']);
     good.push(['Idempotency-Key', api('good-key'), 200, undefined]);
     good.push(['admin', admin('GET', `events/${known}`, `Bearer ${TOKEN}`), 200, undefined]);
-    good.push(['admin deliveries', admin('GET', 'deliveries/github/catalogue-good', `Bearer ${TOKEN}`), 200, undefined]);
+    good.push(['admin deliveries', admin('GET', `deliveries/github/${GITHUB_GOOD_GUID}`, `Bearer ${TOKEN}`), 200, undefined]);
     good.push(['test route', { path: `/_test/claims/${known}`, method: 'GET', headers: { authorization: `Bearer ${TOKEN}` } }, 200, undefined]);
     const seen = origin.requests.length;
     for (const [door, request, status, word] of good) {
@@ -272,7 +286,7 @@ describe('bad-input catalogue', () => {
       if (word) assert.equal(answer.json.status, word, `${door}: ${answer.text}`);
     }
     // The queued ones delivered too, so that nothing is left running under the cases below.
-    for (const id of ['github/catalogue-good', `shopify/${encodeURIComponent('orders/create:catalogue-shop-good')}`]) {
+    for (const id of [`github/${GITHUB_GOOD_GUID}`, `shopify/${encodeURIComponent('orders/create:catalogue-shop-good')}`]) {
       await until(async () => (await call(`${worker.url}/admin/deliveries/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json?.record?.state === 'done', 10_000, `${id} delivered`);
     }
     assert.equal(origin.requests.length, seen + 5, 'each webhook and the keyed request reached the origin');
@@ -350,13 +364,15 @@ describe('bad-input catalogue', () => {
 });
 
 test('a lying Content-Length over the cap is refused before the body is read', async (t) => {
-  // Straight to the runtime: the dev proxy would wait for the announced body.
-  const runtime = await startDirect({ vars: { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x', MAX_BODY_BYTES: String(MAX) } });
-  t.after(() => runtime.dispose());
-  const objects = path.join(runtime.persistDir);
-  const before = storageDump(objects);
-  const body = eventPayload(eventId('liar'));
-  const status = await raw(runtime.url, `POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nStripe-Signature: ${sign(body)}\r\nContent-Length: 999999\r\n\r\n${body}`);
-  assert.equal(status, 413);
-  assert.equal(storageDump(objects), before, 'nothing written');
+  // Through the dev proxy and straight to the runtime: the worker cancels the body it did not
+  // read, so neither waits for the announced body (which never comes) before answering.
+  const vars = { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: 'http://127.0.0.1:9/x', MAX_BODY_BYTES: String(MAX) };
+  for (const runtime of [await startWorker({ vars }), await startDirect({ vars })]) {
+    t.after(() => runtime.dispose());
+    const before = storageDump(runtime.persistDir);
+    const body = eventPayload(eventId('liar'));
+    const status = await raw(runtime.url, `POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nStripe-Signature: ${sign(body)}\r\nContent-Length: 999999\r\n\r\n${body}`);
+    assert.equal(status, 413);
+    assert.equal(storageDump(runtime.persistDir), before, 'nothing written');
+  }
 });

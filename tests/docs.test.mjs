@@ -128,8 +128,9 @@ export function missingScripts(file, root = ROOT) {
 
 /**
  * The rows of SECURITY.md's threat table, each with the tests its last cell names: end-to-end
- * tests as a file and quoted titles (`tests/x.test.mjs` “title”), host tests as Rust paths
- * (`module::tests::name`).
+ * tests as a file and quoted titles (`tests/x.test.mjs` “title” “title”), host tests as Rust
+ * paths (`module::tests::name`). A file named with no title after it is kept as such, so the
+ * rule can refuse it.
  */
 export function threatRows(root = ROOT) {
   const text = readFileSync(path.join(root, 'SECURITY.md'), 'utf8');
@@ -140,27 +141,118 @@ export function threatRows(root = ROOT) {
     const named = [];
     let file = null;
     for (const m of cells.at(-1).matchAll(/`(tests\/[a-z-]+\.test\.mjs)`|“([^”]+)”|`([a-z_]+(?:::[a-z_0-9]+)+)`/g)) {
-      if (m[1]) file = m[1];
-      else if (m[2] && file) named.push({ file, title: m[2] });
-      else if (m[3]) named.push({ rust: m[3] });
+      if (m[1]) {
+        file = m[1];
+        named.push({ file, title: null });
+      } else if (m[2] && file) {
+        if (named.at(-1)?.file === file && named.at(-1).title === null) named.pop();
+        named.push({ file, title: m[2] });
+      } else if (m[3]) named.push({ rust: m[3] });
     }
     return { threat, cells: cells.length, named };
   });
 }
 
-/** True when `file` holds a test (or a case of one) titled `title`; `{x}` and `…` match anything. */
-function hasTitle(file, title) {
-  const source = readFileSync(path.join(ROOT, file), 'utf8').replace(/\\'/g, "'");
-  const pattern = title.split(/\{[a-z]+\}|…/)
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*');
-  return new RegExp(`['"\`]${pattern}`).test(source);
+/** The marker above a table whose rows' first strings are test titles (a per-case pattern). */
+export const CASE_TITLES_MARKER = "// Test titles: each row's first string.";
+
+/**
+ * Every test title of the test file `source` (its text): the first argument of each `test(`,
+ * `it(` and `describe(` call that is a string literal (a template literal's `${x}` kept as
+ * `{x}`), and each per-case title: the first string of each row of a table marked with
+ * [CASE_TITLES_MARKER], in a file that names a test by a variable (`test(name, …)`).
+ */
+export function testTitles(source) {
+  const titles = new Set();
+  const call = /\b(?:test|it|describe)(?:\.(?:skip|only|todo))?\(\s*(['"`])((?:\\.|(?!\1)[^\\])*)\1/gs;
+  for (const m of source.matchAll(call)) {
+    const raw = m[2].replace(/\\(['"`\\])/g, '$1');
+    titles.add(m[1] === '`' ? raw.replace(/\$\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/g, '{$1}') : raw);
+  }
+  if (/\b(?:test|it)\(\s*[A-Za-z_][A-Za-z0-9_]*\s*,/.test(source)) {
+    const lines = source.split('\n');
+    lines.forEach((line, at) => {
+      if (line.trim() !== CASE_TITLES_MARKER) return;
+      for (const row of lines.slice(at + 1)) {
+        if (/^\s*\];/.test(row)) break;
+        const first = row.match(/^\s*\[\s*(['"])((?:\\.|(?!\1)[^\\])*)\1\s*,/);
+        if (first) titles.add(first[2].replace(/\\(['"\\])/g, '$1'));
+      }
+    });
+  }
+  return titles;
 }
 
-/** True when a Rust test function named as `path`'s last segment exists under src/. */
-function hasRustTest(rust) {
-  const name = rust.split('::').at(-1);
-  const files = readdirSync(path.join(ROOT, 'src'), { recursive: true }).filter((f) => f.endsWith('.rs'));
-  return files.some((f) => readFileSync(path.join(ROOT, 'src', f), 'utf8').includes(`fn ${name}(`));
+/** `text` with Rust comments and string and character literals blanked (lines kept). */
+function rustCode(text) {
+  return text.replace(/\/\/[^\n]*|\/\*[\s\S]*?\*\/|r(#*)"[\s\S]*?"\1|b?"(?:\\[\s\S]|[^"\\])*"|b?'(?:\\.|[^'\\\n])'/g,
+    (found) => found.replace(/[^\n]/g, ' '));
+}
+
+/**
+ * The full module path of every `#[test]` function under `root`/src, as `a::b::tests::name`:
+ * each file's module path from where it lies (`src/a/b.rs` and `src/a/b/mod.rs` are `a::b`),
+ * then the inline modules (`mod x { … }`) around the function.
+ */
+const rustTestsOf = new Map();
+export function rustTests(root = ROOT) {
+  if (rustTestsOf.has(root)) return rustTestsOf.get(root);
+  const found = new Set();
+  rustTestsOf.set(root, found);
+  const src = path.join(root, 'src');
+  for (const file of readdirSync(src, { recursive: true }).filter((f) => f.endsWith('.rs'))) {
+    const parts = file.replace(/\.rs$/, '').split(path.sep);
+    if (parts.at(-1) === 'mod' || parts.at(-1) === 'lib') parts.pop();
+    const code = rustCode(readFileSync(path.join(src, file), 'utf8'));
+    const open = []; // inline modules: [name, depth of their braces]
+    let depth = 0;
+    const token = /\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{|\bfn\s+([A-Za-z_][A-Za-z0-9_]*)|[{}]/g;
+    for (const m of code.matchAll(token)) {
+      if (m[1]) {
+        depth += 1;
+        open.push([m[1], depth]);
+      } else if (m[2]) {
+        // The attributes before it, back to the previous item's end.
+        const before = code.slice(Math.max(0, m.index - 400), m.index).replace(/\s*(?:pub(?:\([^)]*\))?\s+|async\s+|const\s+|unsafe\s+)*$/, '');
+        const attributes = before.match(/(?:#\[[^\]]*\]\s*)+$/)?.[0] ?? '';
+        if (/#\[\s*test\s*\]/.test(attributes)) found.add([...parts, ...open.map(([name]) => name), m[2]].join('::'));
+      } else if (m[0] === '{') {
+        depth += 1;
+      } else {
+        if (open.at(-1)?.[1] === depth) open.pop();
+        depth -= 1;
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * What is wrong with the tests a threat's row names, under the exact rule: a named file must
+ * exist and be followed by at least one title; each title must be one of that file's test
+ * titles (see [testTitles]); each Rust path must be a `#[test]` function at that module path
+ * under src/ (see [rustTests]).
+ */
+export function namedTestProblems(named, root = ROOT) {
+  const problems = [];
+  const titles = new Map();
+  for (const n of named) {
+    if (n.rust) {
+      if (!rustTests(root).has(n.rust)) problems.push(`no #[test] fn ${n.rust} under src/`);
+      continue;
+    }
+    if (!existsSync(path.join(root, n.file))) {
+      problems.push(`no file ${n.file}`);
+      continue;
+    }
+    if (n.title === null) {
+      problems.push(`${n.file} is named without a test title`);
+      continue;
+    }
+    if (!titles.has(n.file)) titles.set(n.file, testTitles(readFileSync(path.join(root, n.file), 'utf8')));
+    if (!titles.get(n.file).has(n.title)) problems.push(`no test “${n.title}” in ${n.file}`);
+  }
+  return problems;
 }
 
 test('every threat in SECURITY.md names tests that exist', () => {
@@ -170,12 +262,37 @@ test('every threat in SECURITY.md names tests that exist', () => {
   for (const { threat, cells, named } of rows) {
     if (cells !== 4) problems.push(`${threat}: ${cells} cells, not 4`);
     if (!named.some((n) => n.file)) problems.push(`${threat}: names no end-to-end test`);
-    for (const n of named) {
-      if (n.file && !hasTitle(n.file, n.title)) problems.push(`${threat}: no test “${n.title}” in ${n.file}`);
-      if (n.rust && !hasRustTest(n.rust)) problems.push(`${threat}: no Rust test ${n.rust}`);
-    }
+    for (const problem of namedTestProblems(named)) problems.push(`${threat}: ${problem}`);
   }
   assert.deepEqual(problems, []);
+});
+
+test('the rule is exact: a title must be a test\'s, a file must exist, a Rust test must be a #[test] at its path', () => {
+  const source = [
+    "test('a plain title', () => {});",
+    "describe(\"a group's title\", () => {});",
+    'test(`a ${provider} template`, () => {});',
+    "assert.equal(x, 1, 'an assertion message, no test');",
+    `  ${CASE_TITLES_MARKER}`,
+    '  const cases = [',
+    "    ['a case', 1],",
+    '  ];',
+    "  const other = [['not marked', 2]];",
+    '  for (const [name] of cases) test(name, () => {});',
+  ].join('\n');
+  const titles = testTitles(source);
+  for (const title of ['a plain title', "a group's title", 'a {provider} template', 'a case']) assert.ok(titles.has(title), title);
+  for (const title of ['an assertion message, no test', 'not marked', 'a plain', 'a {x} template']) assert.ok(!titles.has(title), title);
+  const rust = rustTests();
+  assert.ok(rust.has('admin::tests::the_token_is_compared_through_the_constant_time_primitive'));
+  assert.ok(rust.has('providers::stripe::tests::fuzz::a_header_is_accepted_exactly_when_a_fresh_signature_matches'), 'an inline module');
+  assert.ok(!rust.has('admin::authorized'), 'a function that is no test');
+  assert.ok(!rust.has('failures::tests::config'), 'a helper in a test module');
+  assert.ok(!rust.has('tests::the_token_is_compared_through_the_constant_time_primitive'), 'the wrong module path');
+  assert.deepEqual(namedTestProblems([{ file: 'tests/none.test.mjs', title: 'x' }]), ['no file tests/none.test.mjs']);
+  assert.deepEqual(namedTestProblems([{ file: 'tests/docs.test.mjs', title: null }]), ['tests/docs.test.mjs is named without a test title']);
+  assert.deepEqual(namedTestProblems([{ file: 'tests/docs.test.mjs', title: 'GitHub heading' }]), ['no test “GitHub heading” in tests/docs.test.mjs']);
+  assert.deepEqual(namedTestProblems([{ rust: 'mac::hmac_sha256' }]), ['no #[test] fn mac::hmac_sha256 under src/']);
 });
 
 test('GitHub heading anchors', () => {

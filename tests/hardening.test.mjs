@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { ROOT, call, databaseRows, objectNamed, sleep, startOrigin, startWorker, storageDump, until } from './harness.mjs';
-import { claimId, signedHeaders } from './provider-helpers.mjs';
+import { claimId, deliveryId, signedHeaders } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload, record, signatureFor, stripe } from './stripe-helpers.mjs';
 
 const SECRET = 'whsec_hardening_tests';
@@ -218,10 +218,12 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
     await worker.dispose();
     await origin.close();
   });
+  // A made-up id in the sender's own form (GitHub's are GUIDs), so only the limiter refuses it.
+  const madeUp = (provider, n) => (provider === 'github' ? `00000000-0000-4000-8000-${String(n).padStart(12, '0')}` : `made-up-${provider}-${n}`);
   for (const [provider, secret, idHeader] of [['github', 'replay-github-secret', 'x-github-delivery'], ['shopify', 'replay-shopify-secret', 'x-shopify-event-id']]) {
     // Their signatures cover neither the id nor a time: the captured headers pass under any id.
     const body = JSON.stringify({ captured: provider, at: Date.now() });
-    const captured = await signedHeaders(provider, { id: 'original', body, secret });
+    const captured = await signedHeaders(provider, { id: deliveryId(provider), body, secret });
     const send = (id, payload = body, headers = captured) => call(`${worker.url}/webhooks/${provider}`, {
       method: 'POST', headers: { 'content-type': 'application/json', ...headers, [idHeader]: id }, body: payload,
     });
@@ -229,10 +231,10 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
     let refusedId;
     let accepted = 0;
     for (let n = 0; n < 10 && !refused; n += 1) {
-      const answer = await send(`made-up-${provider}-${n}`);
+      const answer = await send(madeUp(provider, n));
       if (answer.status === 429) {
         refused = answer;
-        refusedId = `made-up-${provider}-${n}`;
+        refusedId = madeUp(provider, n);
         // Past the limit the event's object is still asked (it answers a delivery it knows),
         // and its answer waited for any write it made: read now, its storage is final for this
         // request. The local runtime notes the object's name in a table of its own; that is no
@@ -258,12 +260,12 @@ test('a captured GitHub or Shopify delivery replayed under made-up ids is bounde
     assert.match(line.detail, /replay limit/);
     // Past the limit a delivery the worker already knows is still acknowledged as a duplicate:
     // only one that would make a new record is refused.
-    const repeat = await send(`made-up-${provider}-0`);
+    const repeat = await send(madeUp(provider, 0));
     assert.equal(repeat.status, 200, repeat.text);
     assert.equal(repeat.json.status, 'duplicate');
     // Another body is counted on its own.
     const other = JSON.stringify({ captured: provider, other: true });
-    const fresh = await send(`fresh-${provider}`, other, await signedHeaders(provider, { id: 'x', body: other, secret }));
+    const fresh = await send(deliveryId(provider), other, await signedHeaders(provider, { id: deliveryId(provider), body: other, secret }));
     assert.equal(fresh.status, 200, fresh.text);
   }
 });
@@ -293,10 +295,10 @@ test('a captured GitHub body replayed under made-up ids reaches a handler that r
     await origin.close();
   });
   const body = JSON.stringify({ captured: 'github', at: Date.now() });
-  const captured = await signedHeaders('github', { id: 'original', body, secret: 'amplify-github-secret' });
+  const captured = await signedHeaders('github', { id: deliveryId('github'), body, secret: 'amplify-github-secret' });
   const accepted = [];
   for (let n = 0; n < 12; n += 1) {
-    const id = `amplify-${n}`;
+    const id = deliveryId('github');
     const answer = await call(`${worker.url}/webhooks/github`, {
       method: 'POST', headers: { 'content-type': 'application/json', ...captured, 'x-github-delivery': id }, body,
     });

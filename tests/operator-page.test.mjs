@@ -309,3 +309,101 @@ describe('the operator page in a real browser', () => {
     await until(() => page.evaluate(() => window.cspViolations.length > 0), 5_000, 'the provoked violation');
   });
 });
+
+// A page the API door serves, in the operator's own tab, tries to read the token the operator
+// page keeps in sessionStorage: directly (the tab's storage is the origin's), and through a
+// window of the page it opens. Its script reports what it read by calling the API back.
+const EVIL_PAGE = `<!doctype html><title>evil</title><p>hello</p><script>
+const KEY = 'webhook-dedup.admin-token';
+const report = (what, value) => fetch('/api/leak?' + what + '=' + encodeURIComponent(value)).catch(() => {});
+document.title = 'ran';
+try { report('direct', sessionStorage.getItem(KEY)); } catch (e) { report('direct-refused', e.name); }
+const opened = window.open('/admin/');
+setTimeout(() => {
+  try { report('opened', opened.sessionStorage.getItem(KEY)); } catch (e) { report('opened-refused', e.name); }
+}, 1000);
+</script>`;
+
+describe('a page the API door serves cannot read the operator page\'s token', () => {
+  const PAGE_TOKEN = 'sandbox-page-token-0123456789abcdef';
+  let origin;
+  let browser;
+  const workers = [];
+  const leaks = () => origin.requests.filter((r) => r.url.startsWith('/api/leak'));
+
+  before(async () => {
+    origin = await startOrigin((req) => (req.url.startsWith('/api/evil.html')
+      ? { status: 200, body: EVIL_PAGE, headers: { 'content-type': 'text/html; charset=utf-8' } }
+      : { status: 200, body: 'ok' }));
+    browser = await chromium.launch({ executablePath: chromiumPath() });
+  });
+  after(async () => {
+    await browser?.close();
+    for (const worker of workers) await worker.dispose();
+    await origin?.close();
+  });
+
+  /** A tab where the operator typed the token at `pageUrl`, then opened `evilUrl` in it. */
+  async function operatorThenEvil(pageUrl, evilUrl) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    assert.equal((await page.goto(pageUrl)).status(), 200);
+    await page.fill('#token-input', PAGE_TOKEN);
+    await page.click('#token-use');
+    await page.locator('#token-status', { hasText: 'A token is set for this tab.' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('webhook-dedup.admin-token')), PAGE_TOKEN);
+    const evil = await page.goto(evilUrl);
+    await page.waitForTimeout(2_500); // the page's script (if it runs) reports within 1 s
+    return { context, page, evil };
+  }
+
+  test('by default the door\'s answers are sandboxed: a proxied HTML page runs no script and reads no storage', async () => {
+    const worker = await startWorker({
+      vars: { STRIPE_WEBHOOK_SECRET: 'whsec_sandbox', ORIGIN_URL: `${origin.url}/hooks`, API_ORIGIN_URL: origin.url, ADMIN_TOKEN: PAGE_TOKEN },
+    });
+    workers.push(worker);
+    const seen = leaks().length;
+    const { context, page, evil } = await operatorThenEvil(`${worker.url}/admin/`, `${worker.url}/api/evil.html`);
+    assert.equal(evil.status(), 200);
+    assert.deepEqual(leaks().slice(seen).map((r) => r.url), [], 'nothing read, nothing reported');
+    assert.equal(await page.title(), 'evil', 'its script never ran');
+    assert.match(evil.headers()['content-security-policy'] ?? '', /\bsandbox\b/);
+    assert.equal(context.pages().length, 1, 'no window opened');
+    await context.close();
+  });
+
+  test('with ADMIN_PAGE_HOST the page lives on its own host: the API\'s HTML runs elsewhere and reads nothing of it', async () => {
+    const worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: 'whsec_sandbox', ORIGIN_URL: `${origin.url}/hooks`, API_ORIGIN_URL: origin.url,
+        ADMIN_TOKEN: PAGE_TOKEN, ADMIN_PAGE_HOST: 'localhost',
+      },
+    });
+    workers.push(worker);
+    const pageUrl = `http://localhost:${worker.port}/admin/`;
+    // The page is on localhost only; on the worker's other host its paths are locked.
+    assert.equal((await call(`${worker.url}/admin/`)).status, 401);
+    // On the page's own host the door's answers stay sandboxed.
+    let seen = leaks().length;
+    const own = await operatorThenEvil(pageUrl, `http://localhost:${worker.port}/api/evil.html`);
+    assert.match(own.evil.headers()['content-security-policy'] ?? '', /\bsandbox\b/);
+    assert.equal(await own.page.title(), 'evil');
+    assert.deepEqual(leaks().slice(seen), []);
+    await own.context.close();
+    // On another host they pass as the API gave them: the script runs (so this probe works),
+    // but in another origin, which holds no token and cannot read the page's window.
+    seen = leaks().length;
+    const other = await operatorThenEvil(pageUrl, `${worker.url}/api/evil.html`);
+    assert.equal(other.evil.headers()['content-security-policy'], undefined);
+    assert.equal(await other.page.title(), 'ran', 'the API\'s own script ran');
+    const reported = await until(() => {
+      const urls = leaks().slice(seen).map((r) => r.url);
+      return urls.length >= 2 && urls;
+    }, 5_000, 'both reports');
+    assert.ok(reported.includes('/api/leak?direct=null'), `no token in its own storage: ${reported}`);
+    assert.ok(reported.some((url) => url === '/api/leak?opened=null' || url.startsWith('/api/leak?opened-refused=')), `none through the window: ${reported}`);
+    assert.ok(reported.every((url) => !url.includes(PAGE_TOKEN)));
+    await other.context.close();
+  });
+});

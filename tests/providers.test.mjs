@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { adminHeaders, call, objectFiles, startOrigin, startWorker, until } from './harness.mjs';
+import { adminHeaders, call, objectFiles, startOrigin, startWorker, storageDump, until } from './harness.mjs';
 import { claimId, deliveryId, deliverAs, handlerVerifies, send, signedHeaders, standardSecret } from './provider-helpers.mjs';
 import { deliver, eventId, eventPayload } from './stripe-helpers.mjs';
 
@@ -203,19 +203,23 @@ describe('every provider on its defaults (Standard sync; GitHub and Shopify queu
   });
 
   test('the same id from two providers (and Stripe): separate records, each run once', async () => {
-    const shared = eventId('shared'); // a Stripe event id is also a valid header id
-    const stripeAnswer = await deliver(ctx.worker, eventPayload(shared), { secret: STRIPE_SECRET });
+    // A Stripe event id is also a Standard Webhooks and a Shopify id; a GUID is GitHub's and
+    // theirs too: each id is sent by every sender whose form it fits.
+    const stripeShared = eventId('shared');
+    const stripeAnswer = await deliver(ctx.worker, eventPayload(stripeShared), { secret: STRIPE_SECRET });
     assert.equal(stripeAnswer.json.status, 'processed', stripeAnswer.text);
-    for (const provider of ['standard', 'github', 'shopify']) {
-      const answer = await deliverAs(ctx.worker, provider, { id: shared, body: body(provider, shared), secret: SECRETS[provider][0] });
-      assert.equal(answer.status, 200, `${provider}: ${answer.text}`);
-      assert.notEqual(answer.json.status, 'duplicate', provider);
+    for (const [shared, providers] of [[stripeShared, ['standard', 'shopify']], [deliveryId('github'), ['standard', 'github', 'shopify']]]) {
+      for (const provider of providers) {
+        const answer = await deliverAs(ctx.worker, provider, { id: shared, body: body(provider, shared), secret: SECRETS[provider][0] });
+        assert.equal(answer.status, 200, `${provider}: ${answer.text}`);
+        assert.notEqual(answer.json.status, 'duplicate', provider);
+      }
+      for (const provider of providers) {
+        await until(() => done(provider, shared), 10_000, `${provider}'s record`);
+        assert.equal(seen(provider, shared).length, 1, provider);
+      }
     }
-    for (const provider of ['standard', 'github', 'shopify']) {
-      await until(() => done(provider, shared), 10_000, `${provider}'s record`);
-      assert.equal(seen(provider, shared).length, 1, provider);
-    }
-    assert.equal(seen('stripe', shared).length, 1, 'stripe');
+    assert.equal(seen('stripe', stripeShared).length, 1, 'stripe');
   });
 
   test('shopify: one merchant action delivered under two topics runs each topic\'s handler once', async () => {
@@ -302,24 +306,37 @@ describe('each provider picks its mode; a provider without a secret is off', () 
   const { behaviour } = ctx;
   const seen = (id) => ctx.origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
 
-  test('a provider without a secret answers 404 and stores nothing', async () => {
-    const id = deliveryId('shopify');
-    const answer = await deliverAs(ctx.worker, 'shopify', { id, body: '{}', secret: 'any' });
-    assert.equal(answer.status, 404);
-    assert.equal(answer.json.error, 'not_found');
-    assert.doesNotMatch(answer.text, /SECRET/, 'callers are not told which key would enable it');
+  test('a provider without a secret answers a caller without the secret exactly as one that is on and refuses, and stores nothing', async () => {
+    // Shopify is off here and GitHub on: the same requests to each get the same answers.
+    const before = storageDump(ctx.worker.persistDir);
+    const seenBefore = ctx.origin.requests.length;
+    const shape = (answer) => ({
+      status: answer.status, text: answer.text,
+      type: answer.headers.get('content-type'), allow: answer.headers.get('allow'),
+    });
+    const post = (provider, headers, body = '{}') => call(`${ctx.worker.url}/webhooks/${provider}`, { method: 'POST', headers, body });
+    // Unsigned: refused at once, before the body, by either.
+    const unsigned = await post('shopify', { 'content-type': 'application/json' });
+    assert.deepEqual(shape(unsigned), shape(await post('github', { 'content-type': 'application/json' })));
+    assert.equal(unsigned.json.error, 'missing_signature');
+    // Signed with a secret the worker does not hold: a mismatch from either.
+    const off = await deliverAs(ctx.worker, 'shopify', { id: deliveryId('shopify'), body: '{}', secret: 'any' });
+    const on = await deliverAs(ctx.worker, 'github', { id: deliveryId('github'), body: '{}', secret: 'any' });
+    assert.deepEqual(shape(off), shape(on));
+    assert.equal(off.json.error, 'signature_mismatch');
+    assert.doesNotMatch(off.text, /SECRET/, 'callers are not told which key would enable it');
     for (const method of ['GET', 'PUT']) {
       const disabled = await call(`${ctx.worker.url}/webhooks/shopify`, { method });
-      const unknown = await call(`${ctx.worker.url}/webhooks/paypal`, { method });
-      assert.equal(disabled.status, 404, `${method} on the disabled route answers as an unknown path`);
-      assert.equal(unknown.status, 404);
-      assert.equal(disabled.headers.get('allow'), unknown.headers.get('allow'));
-      assert.equal(disabled.json.error, unknown.json.error);
+      const enabled = await call(`${ctx.worker.url}/webhooks/github`, { method });
+      assert.deepEqual(shape(disabled), shape(enabled), method);
+      assert.equal(disabled.status, 405);
     }
-    const line = await ctx.worker.waitForLog((l) => l.provider === 'shopify' && l.status === 404);
-    assert.match(line.detail, /SHOPIFY_WEBHOOK_SECRET is not set/, 'the operator is');
+    assert.equal(ctx.origin.requests.length, seenBefore, 'nothing forwarded');
+    assert.equal(storageDump(ctx.worker.persistDir), before, 'nothing written');
+    const line = await ctx.worker.waitForLog((l) => l.provider === 'shopify' && l.outcome === 'sender_off');
+    assert.match(line.detail, /SHOPIFY_WEBHOOK_SECRET is not set/, 'the operator is told, in the log');
     const health = await call(`${ctx.worker.url}/healthz`, { headers: adminHeaders(ctx.worker) });
-    assert.deepEqual(health.json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' });
+    assert.deepEqual(health.json.providers, { stripe: 'sync', standard: 'queue', github: 'sync' }, 'and by /healthz');
   });
 
   test('github in sync mode: a failed handler answers 502 and runs again on the next delivery; then duplicates', async () => {

@@ -264,6 +264,7 @@ describe('signature verification: each refusal answered, nothing stored, nothing
 
   const now = () => Math.floor(Date.now() / 1000);
   const v1 = (header) => header.split(',').find((p) => p.startsWith('v1='));
+  // Test titles: each row's first string.
   const cases = [
     ['wrong secret', (p) => ({ secret: 'whsec_someone_else' }), 400, 'signature_mismatch'],
     ['tampered body', (p) => ({ signature: stripe.webhooks.generateTestHeaderString({ payload: p.replace('2000', '1'), secret: NEW }) }), 400, 'signature_mismatch'],

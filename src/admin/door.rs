@@ -32,13 +32,14 @@ impl Served {
     }
 }
 
-/// Serves a `method` request for `rest` (the path after `/admin/`) with the query's `pairs`,
+/// Serves a `method` request for `rest` (the path after `/admin/`) with the query's `pairs` on
+/// `host`,
 /// given the usable admin `token` and the `loaded` configuration; the log line learns the key,
 /// the outcome, and a raised level when an operator changed a record. `Err` when the claim
 /// authority's binding is missing.
 pub async fn serve<R: Runtime>(
     runtime: &R,
-    request: (&str, &str, &[(String, String)]),
+    request: (&str, &str, &[(String, String)], Option<&str>),
     token: Option<&str>,
     loaded: Result<&Config, &[ConfigProblem]>,
     line: &mut LogLine,

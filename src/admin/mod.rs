@@ -4,7 +4,6 @@
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::answer::{HttpAnswer, StoreFailure};
 use crate::authority::{AuthorityReply, AuthorityRequest};
@@ -36,7 +35,7 @@ pub fn authorized(authorization: Option<&str>, token: &str) -> bool {
     };
     let given: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
     let expected: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-    given.ct_eq(&expected).into()
+    crate::mac::digests_equal(&given, &expected)
 }
 
 /// Why a request to an admin route or a test route is refused at the gate: for the log line
@@ -265,9 +264,14 @@ pub struct AdminAnswer {
 }
 
 impl AdminAnswer {
-    /// The answer as HTTP: its JSON, `Allow` for a 405, `WWW-Authenticate: Bearer` for a 401.
+    /// The answer as HTTP: its JSON, `Allow` for a 405, `WWW-Authenticate: Bearer` for a 401;
+    /// every one `Cache-Control: no-store` (records and counts stay out of every cache) and
+    /// `X-Content-Type-Options: nosniff` (JSON is never read as a page or a script).
     pub fn http(&self) -> HttpAnswer {
-        let answer = HttpAnswer::json(self.status, &self.body).with_hints(None, self.allow);
+        let answer = HttpAnswer::json(self.status, &self.body)
+            .with_hints(None, self.allow)
+            .with("cache-control", "no-store")
+            .with("x-content-type-options", "nosniff");
         match self.status {
             401 => answer.with("www-authenticate", "Bearer"),
             _ => answer,
@@ -600,6 +604,51 @@ mod tests {
         assert!(!authorized(Some(&format!("Bearer {token}x")), token));
         assert!(!authorized(Some("Bearer "), token));
         assert!(!authorized(Some(&format!("Basic {token}")), token));
+    }
+
+    /// Every token presented, right or wrong, of the token's length or another, is compared
+    /// as a digest through the constant-time primitive (`mac::digests_equal`), never with `==`.
+    #[test]
+    fn the_token_is_compared_through_the_constant_time_primitive() {
+        let token = "a-long-admin-token-0123456789";
+        let comparisons = || crate::mac::CONSTANT_TIME_COMPARISONS.with(std::cell::Cell::get);
+        for (authorization, expected) in [
+            (format!("Bearer {token}"), true),
+            (format!("Bearer {}", "x".repeat(token.len())), false),
+            ("Bearer short".to_owned(), false),
+            (format!("bearer {token}x"), false),
+        ] {
+            let before = comparisons();
+            assert_eq!(authorized(Some(&authorization), token), expected);
+            assert_eq!(comparisons(), before + 1, "{authorization}");
+        }
+    }
+
+    /// Every admin answer, the 401 of the gate included, is kept out of caches and never
+    /// sniffed as another type.
+    #[test]
+    fn every_admin_answer_is_never_cached_nor_sniffed() {
+        let answers = [
+            AdminAnswer::unauthorized(),
+            AdminAnswer::misconfigured(),
+            AdminAnswer::for_call_error(CallError::MethodNotAllowed("GET")),
+            AdminAnswer::new(200, json!({ "record": null }), "admin_inspected"),
+        ];
+        for answer in answers {
+            let http = answer.http();
+            let header = |name: &str| {
+                let found = http.headers.iter().find(|(n, _)| n == name);
+                found.map(|(_, v)| v.as_str())
+            };
+            assert_eq!(
+                header("cache-control"),
+                Some("no-store"),
+                "{}",
+                answer.status
+            );
+            assert_eq!(header("x-content-type-options"), Some("nosniff"));
+            assert_eq!(header("content-type"), Some("application/json"));
+        }
     }
 
     #[test]
@@ -1061,7 +1110,7 @@ mod tests {
         fn serve_on(runtime: &Memory, method: &str, rest: &str) -> (Served, LogLine) {
             let mut line = LogLine::new(Route::Admin);
             let config = config();
-            let request = (method, rest, &[][..]);
+            let request = (method, rest, &[][..], None);
             let served = run(serve(runtime, request, Some(TOKEN), Ok(&config), &mut line));
             let served = served.expect("the runtime does not fail");
             (served, line)
@@ -1224,7 +1273,7 @@ mod tests {
             let config = config();
             for (method, rest) in [("GET", "events/evt_1"), ("POST", "dead-letters/redeliver")] {
                 let mut line = LogLine::new(Route::Admin);
-                let request = (method, rest, &[][..]);
+                let request = (method, rest, &[][..], None);
                 let served = run(serve(
                     &runtime,
                     request,

@@ -83,4 +83,25 @@ mod tests {
             "no external asset"
         );
     }
+
+    /// The script puts what the admin API answers on the page as text only: no HTML sink
+    /// (`innerHTML`, `outerHTML`, `insertAdjacentHTML`, `document.write`) and no string made
+    /// into code (`eval`, `new Function`, a string to `setTimeout`), so an id, a type or a
+    /// reason an attacker chose is shown, never run.
+    #[test]
+    fn the_page_s_script_writes_text_never_html() {
+        for sink in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+            "setTimeout('",
+            "setTimeout(\"",
+        ] {
+            assert!(!SCRIPT.contains(sink), "page.js uses {sink}");
+        }
+        assert!(SCRIPT.contains("textContent"), "it writes text");
+    }
 }

@@ -39,18 +39,19 @@ impl RecordCall {
     }
 }
 
-/// Where a `method` request for `rest` (the path after `/admin/`) with the query's `pairs`
-/// goes, given the usable admin `token`, the request's `authorization` and the `loaded`
-/// configuration. The page and its assets are served to a GET without a token (while a usable
-/// admin token is set); every other route only past the [`gate`]: without the token, one
+/// Where a `method` request on `host` for `rest` (the path after `/admin/`) with the query's
+/// `pairs` goes, given the usable admin `token`, the request's `authorization` and the
+/// `loaded` configuration. The page and its assets are served to a GET without a token (while
+/// a usable admin token is set), on the page's own host when `ADMIN_PAGE_HOST` names one (see
+/// [`page_served_on`]); every other route only past the [`gate`]: without the token, one
 /// answer whatever the configuration; with it, 500 while the configuration is invalid.
 pub fn route(
-    (method, rest, pairs): (&str, &str, &[(String, String)]),
+    (method, rest, pairs, host): (&str, &str, &[(String, String)], Option<&str>),
     token: Option<&str>,
     authorization: Option<&str>,
     loaded: Result<&Config, &[ConfigProblem]>,
 ) -> AdminRoute {
-    if method == "GET" && token.is_some() {
+    if method == "GET" && token.is_some() && page_served_on(host, loaded) {
         if let Some(asset) = page::asset(rest) {
             return AdminRoute::Page(asset);
         }
@@ -94,6 +95,17 @@ pub fn route(
     })
 }
 
+/// Whether the operator page is served on `host`: on every host, unless `ADMIN_PAGE_HOST`
+/// names the one (then elsewhere its paths are admin routes like any other: the gate's 401
+/// without the token). While the configuration is invalid the page is served as without the
+/// setting: the API door then serves nothing that could script it.
+pub fn page_served_on(host: Option<&str>, loaded: Result<&Config, &[ConfigProblem]>) -> bool {
+    let page_host = loaded
+        .ok()
+        .and_then(|config| config.admin.page_host.as_deref());
+    page_host.is_none_or(|page| host.is_some_and(|host| host.eq_ignore_ascii_case(page)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,7 +132,7 @@ mod tests {
         let authorization = format!("Bearer {TOKEN}");
         let authorization = bearer.then_some(authorization.as_str());
         route(
-            (method, rest, &pairs),
+            (method, rest, &pairs, Some("worker.example")),
             Some(TOKEN),
             authorization,
             Ok(&config),
@@ -171,7 +183,7 @@ mod tests {
         }];
         let bearer = format!("Bearer {TOKEN}");
         let route = route(
-            ("GET", "summary", &[]),
+            ("GET", "summary", &[], None),
             Some(TOKEN),
             Some(&bearer),
             Err(&problems),
@@ -181,5 +193,30 @@ mod tests {
         };
         assert_eq!(answer.status, 500);
         assert!(detail.contains("ORIGIN_URL"));
+    }
+
+    /// With `ADMIN_PAGE_HOST` the page is served on that host only; elsewhere its paths are
+    /// routes behind the gate (401 without the token).
+    #[test]
+    fn the_page_is_served_on_its_own_host_when_it_has_one() {
+        let confined = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("https://origin.example/hook".into()),
+            "ADMIN_TOKEN" => Some(TOKEN.into()),
+            "ADMIN_PAGE_HOST" => Some("Admin.Example".into()),
+            _ => None,
+        })
+        .unwrap();
+        let page = |host| route(("GET", "", &[], host), Some(TOKEN), None, Ok(&confined));
+        assert!(matches!(page(Some("admin.example")), AdminRoute::Page(_)));
+        let AdminRoute::Answer(elsewhere, _) = page(Some("api.example")) else {
+            panic!("not the page elsewhere");
+        };
+        assert_eq!(elsewhere.status, 401);
+        assert!(matches!(page(None), AdminRoute::Answer(..)));
+        assert!(
+            page_served_on(Some("any.example"), Ok(&config())),
+            "unset: every host"
+        );
     }
 }

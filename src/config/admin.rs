@@ -1,6 +1,6 @@
 //! The admin API's and the test routes' settings.
 
-use super::keys::{ADMIN_TOKEN, ENABLE_TEST_ROUTES};
+use super::keys::{ADMIN_PAGE_HOST, ADMIN_TOKEN, ENABLE_TEST_ROUTES};
 use super::reader::Reader;
 use crate::secret::Secret;
 
@@ -16,6 +16,10 @@ pub struct AdminConfig {
     /// Serve the `/_test/` routes that reach the claim authority directly
     /// (`ENABLE_TEST_ROUTES`); they need the token.
     pub test_routes: bool,
+    /// The one host name the operator page is served on (`ADMIN_PAGE_HOST`), lower case; on
+    /// every host when unset. Set, the API door's answers on other hosts are passed on without
+    /// `Content-Security-Policy: sandbox` (see [`crate::idempotency::confinement`]).
+    pub page_host: Option<String>,
 }
 
 impl AdminConfig {
@@ -39,7 +43,22 @@ impl AdminConfig {
                 format!("the test routes reach every record and need {ADMIN_TOKEN} to guard them"),
             );
         }
-        AdminConfig { token, test_routes }
+        let page_host = r.raw(ADMIN_PAGE_HOST).map(|host| host.to_ascii_lowercase());
+        let is_host = |host: &str| {
+            url::Host::parse(host).is_ok_and(|parsed| parsed.to_string() == host)
+                && !host.contains(':')
+        };
+        if page_host.as_deref().is_some_and(|host| !is_host(host)) {
+            r.problem(
+                ADMIN_PAGE_HOST,
+                "not a host name alone (no scheme, port or path), such as admin.example.com",
+            );
+        }
+        AdminConfig {
+            token,
+            test_routes,
+            page_host,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The Idempotency-Key front door's settings.
 
 use super::keys::{
-    API_ORIGIN_URL, IDEMPOTENCY_ALLOW_ANONYMOUS, IDEMPOTENCY_CLIENT_HEADER,
+    API_FORWARD_HEADERS, API_ORIGIN_URL, IDEMPOTENCY_ALLOW_ANONYMOUS, IDEMPOTENCY_CLIENT_HEADER,
     IDEMPOTENCY_KEY_REQUIRED, IDEMPOTENCY_MAX_RESPONSE_BYTES, IDEMPOTENCY_RETENTION_HOURS,
     LEASE_SECONDS,
 };
@@ -35,6 +35,10 @@ pub struct ApiConfig {
     /// Let keyed requests without the client header share one anonymous scope
     /// (`IDEMPOTENCY_ALLOW_ANONYMOUS`); otherwise they are refused.
     pub allow_anonymous: bool,
+    /// Request headers passed to the origin besides
+    /// [`crate::idempotency::FORWARDED_HEADERS`]: the client header and `API_FORWARD_HEADERS`,
+    /// lower case.
+    pub forward_headers: Vec<String>,
 }
 
 impl ApiConfig {
@@ -79,13 +83,11 @@ impl ApiConfig {
             .raw(IDEMPOTENCY_CLIENT_HEADER)
             .unwrap_or_else(|| DEFAULT_IDEMPOTENCY_CLIENT_HEADER.to_owned())
             .to_ascii_lowercase();
-        if !client_header
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-        {
+        if !is_header_name(&client_header) {
             r.problem(IDEMPOTENCY_CLIENT_HEADER, "not a header name");
         }
         let allow_anonymous = r.flag(IDEMPOTENCY_ALLOW_ANONYMOUS);
+        let forward_headers = forward_headers(r, &client_header);
         Some(ApiConfig {
             origin_url: origin_url?,
             claims: delivery.claims(retention_ms),
@@ -93,6 +95,7 @@ impl ApiConfig {
             max_response_bytes,
             client_header,
             allow_anonymous,
+            forward_headers,
         })
     }
 
@@ -103,4 +106,44 @@ impl ApiConfig {
             self.origin_url.as_str().trim_end_matches('/')
         )
     }
+}
+
+/// True for an HTTP header name (a token of RFC 9110).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// The request headers passed to the API origin besides the door's own list: the client
+/// header, and the names `API_FORWARD_HEADERS` lists (comma-separated), lower case. A name that
+/// is not a header name, is hop-by-hop, or claims the caller's address, host, URL or scheme is
+/// a problem.
+fn forward_headers<F: Fn(&str) -> Option<String>>(
+    r: &mut Reader<F>,
+    client_header: &str,
+) -> Vec<String> {
+    let mut names = vec![client_header.to_owned()];
+    let listed = r.raw(API_FORWARD_HEADERS).unwrap_or_default();
+    for name in listed.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let name = name.to_ascii_lowercase();
+        if !is_header_name(&name) {
+            r.problem(
+                API_FORWARD_HEADERS,
+                "holds a name that is not a header name",
+            );
+        } else if crate::origin::is_client_address_header(&name)
+            || crate::origin::is_hop_by_hop(&name)
+        {
+            r.problem(
+                API_FORWARD_HEADERS,
+                "names a hop-by-hop header, or one that claims the caller's address, host, URL \
+                 or scheme, which the door never passes on",
+            );
+        } else {
+            names.push(name);
+        }
+    }
+    names
 }

@@ -14,7 +14,11 @@ mod senders;
 mod webhook;
 
 pub use admin::{admin_token, AdminConfig, MIN_ADMIN_TOKEN_LEN};
-pub use alerts::{AlertConfig, DEFAULT_ALERT_MIN_INTERVAL_SECONDS};
+pub use alerts::{
+    is_https_or_loopback, AlertConfig, ALERT_SECRET_BYTES,
+    DEFAULT_ALERT_DEAD_LETTER_INTERVAL_SECONDS, DEFAULT_ALERT_DEAD_LETTER_LIMIT,
+    DEFAULT_ALERT_MIN_INTERVAL_SECONDS,
+};
 pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
 pub use queue::{DeliveryMode, QueueConfig, QUEUE_MAX_BODY_BYTES};
@@ -64,6 +68,10 @@ pub mod keys {
     pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
     /// Serve the `/_test/` routes.
     pub const ENABLE_TEST_ROUTES: &str = "ENABLE_TEST_ROUTES";
+    /// The one host the operator page is served on.
+    pub const ADMIN_PAGE_HOST: &str = "ADMIN_PAGE_HOST";
+    /// Request headers the API door passes to the API origin besides its own list.
+    pub const API_FORWARD_HEADERS: &str = "API_FORWARD_HEADERS";
     /// Log the rows each claim-authority operation read and wrote.
     pub const LOG_STORAGE_USAGE: &str = "LOG_STORAGE_USAGE";
     /// `sync` (forward while the sender waits) or `queue` (store, acknowledge, deliver later).
@@ -108,6 +116,11 @@ pub mod keys {
     pub const ALERT_SECRET: &str = "ALERT_SECRET";
     /// Operational notifications: at most one `origin.failing` per origin per this long.
     pub const ALERT_MIN_INTERVAL_SECONDS: &str = "ALERT_MIN_INTERVAL_SECONDS";
+    /// Operational notifications: at most this many `delivery.dead_lettered` per sender per
+    /// interval; the rest in one digest.
+    pub const ALERT_DEAD_LETTER_LIMIT: &str = "ALERT_DEAD_LETTER_LIMIT";
+    /// Operational notifications: the interval of that cap.
+    pub const ALERT_DEAD_LETTER_INTERVAL_SECONDS: &str = "ALERT_DEAD_LETTER_INTERVAL_SECONDS";
 
     /// The order problems are reported in, whichever section found them.
     pub const ORDER: &[&str] = &[
@@ -145,10 +158,14 @@ pub mod keys {
         IDEMPOTENCY_MAX_RESPONSE_BYTES,
         IDEMPOTENCY_CLIENT_HEADER,
         IDEMPOTENCY_ALLOW_ANONYMOUS,
+        API_FORWARD_HEADERS,
         ADMIN_TOKEN,
+        ADMIN_PAGE_HOST,
         ALERT_URL,
         ALERT_SECRET,
         ALERT_MIN_INTERVAL_SECONDS,
+        ALERT_DEAD_LETTER_LIMIT,
+        ALERT_DEAD_LETTER_INTERVAL_SECONDS,
         LOG_STORAGE_USAGE,
     ];
 }

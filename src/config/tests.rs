@@ -4,6 +4,9 @@ use super::*;
 use crate::providers::Provider;
 use std::collections::HashMap;
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+
 fn load(pairs: &[(&str, &str)]) -> Result<Config, Vec<ConfigProblem>> {
     let mut map: HashMap<String, String> = [
         ("STRIPE_WEBHOOK_SECRET", "whsec_a"),
@@ -590,6 +593,51 @@ fn notifications_need_a_url_and_a_standard_webhooks_secret_together() {
         .0,
         "ALERT_MIN_INTERVAL_SECONDS"
     );
+    assert_eq!(
+        (on.dead_letter_limit, on.dead_letter_interval_ms),
+        (10, 900_000),
+        "at most 10 dead-letter notifications per sender per 15 minutes by default"
+    );
+}
+
+/// Notifications carry ids and reasons, which their signature does not hide: `ALERT_URL` must
+/// be `https://`, or `http://` to a loopback host for local runs. `ALERT_SECRET` decodes to 24
+/// to 64 bytes, as the Standard Webhooks specification asks.
+#[test]
+fn notifications_go_over_https_signed_with_a_secret_of_the_specified_length() {
+    let with = |url: &str, secret: &str| {
+        load(&[("ALERT_URL", url), ("ALERT_SECRET", secret)])
+            .map(|config| config.alerts.is_some())
+            .map_err(|problems| keys(problems))
+    };
+    let of = |bytes: usize| format!("whsec_{}", BASE64.encode(vec![7u8; bytes]));
+    let good = of(32);
+    for url in [
+        "https://alerts.example/in",
+        "http://127.0.0.1:8080/in",
+        "http://127.1.2.3/in",
+        "http://localhost/in",
+        "http://[::1]:9/in",
+    ] {
+        assert_eq!(with(url, &good), Ok(true), "{url}");
+    }
+    for url in [
+        "http://alerts.example/in",
+        "http://10.0.0.1/in",
+        "http://localhost.evil.example/in",
+    ] {
+        assert_eq!(with(url, &good), Err(vec!["ALERT_URL"]), "{url}");
+    }
+    for bytes in [24, 64] {
+        assert_eq!(with("https://a.example", &of(bytes)), Ok(true), "{bytes}");
+    }
+    for bytes in [1, 16, 23, 65, 128] {
+        assert_eq!(
+            with("https://a.example", &of(bytes)),
+            Err(vec!["ALERT_SECRET"]),
+            "{bytes}"
+        );
+    }
 }
 
 #[test]

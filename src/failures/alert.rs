@@ -25,6 +25,11 @@ pub struct AlertPolicy {
     pub min_interval_ms: u64,
     /// Back-off and give-up for sending (the queue's `RETRY_*` settings).
     pub retry: RetryPolicy,
+    /// At most this many `delivery.dead_lettered` per sender per interval
+    /// (`ALERT_DEAD_LETTER_LIMIT`); the rest are counted in one digest.
+    pub dead_letter_limit: u32,
+    /// That interval (`ALERT_DEAD_LETTER_INTERVAL_SECONDS`), in milliseconds.
+    pub dead_letter_interval_ms: u64,
 }
 
 impl AlertPolicy {
@@ -33,6 +38,8 @@ impl AlertPolicy {
         config.alerts.as_ref().map(|alerts| AlertPolicy {
             min_interval_ms: alerts.min_interval_ms,
             retry: config.queue.retry,
+            dead_letter_limit: alerts.dead_letter_limit,
+            dead_letter_interval_ms: alerts.dead_letter_interval_ms,
         })
     }
 }
@@ -102,6 +109,9 @@ pub enum Kind {
     Recovered,
     /// `origin.failing`: one origin's attempts keep failing across events.
     OriginFailing,
+    /// `delivery.dead_lettered_digest`: how many of one sender's events died in an interval
+    /// past its `delivery.dead_lettered` cap, with the path of their list.
+    DeadLetteredDigest,
 }
 
 impl Kind {
@@ -111,6 +121,7 @@ impl Kind {
             Kind::DeadLettered => "delivery.dead_lettered",
             Kind::Recovered => "delivery.recovered",
             Kind::OriginFailing => "origin.failing",
+            Kind::DeadLetteredDigest => "delivery.dead_lettered_digest",
         }
     }
 }
@@ -169,6 +180,114 @@ pub fn for_change(entry: &Entry, change: &Change, now: Millis) -> Option<Notific
         made_at: now,
         next_at: now,
     })
+}
+
+/// Queues the notification of `change` to `entry` at `now` (see [`for_change`]), within the
+/// cap of `policy`: a sender's first `dead_letter_limit` dead letters of an interval (which
+/// starts at the first one) are notified one by one; every one after is counted in one
+/// [`Kind::DeadLetteredDigest`], due when the interval ends, so a flood of dead letters (a
+/// captured body replayed under made-up ids to a handler that refuses it) costs at most
+/// `dead_letter_limit + 1` notifications per sender per interval. Returns the id of what it
+/// queued or updated.
+pub fn notify<S: IndexStore>(
+    store: &mut S,
+    entry: &Entry,
+    change: &Change,
+    now: Millis,
+    policy: &AlertPolicy,
+) -> Result<Option<String>, StoreError> {
+    let Some(notification) = for_change(entry, change, now) else {
+        return Ok(None);
+    };
+    if notification.kind != Kind::DeadLettered {
+        queue(store, &notification)?;
+        return Ok(Some(notification.id));
+    }
+    let key = format!("d:{}", entry.provider.name());
+    let held: Option<DeadLetterWindow> = match store.get(&key)? {
+        Some(json) => serde_json::from_str(&json).ok(),
+        None => None,
+    };
+    let mut window = held
+        .filter(|window| now < window.ends_at(policy))
+        .unwrap_or(DeadLetterWindow {
+            started_at: now,
+            first_dead_at: entry.dead_at,
+            last_dead_at: entry.dead_at,
+            notified: 0,
+            held: 0,
+        });
+    window.first_dead_at = window.first_dead_at.min(entry.dead_at);
+    window.last_dead_at = window.last_dead_at.max(entry.dead_at);
+    let queued = if window.notified < policy.dead_letter_limit {
+        window.notified += 1;
+        notification
+    } else {
+        window.held += 1;
+        digest(entry.provider, &window, policy)
+    };
+    queue(store, &queued)?;
+    let json = serde_json::to_string(&window).expect("a window always serialises");
+    store.put(&key, &json)?;
+    Ok(Some(queued.id))
+}
+
+/// One sender's dead-letter notifications in the current interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct DeadLetterWindow {
+    /// When the interval began (the index heard of its first dead letter).
+    started_at: Millis,
+    /// The earliest and the latest time of death of its dead letters (their objects' clocks,
+    /// the times the list filters by).
+    first_dead_at: Millis,
+    /// See `first_dead_at`.
+    last_dead_at: Millis,
+    /// How many were notified one by one.
+    notified: u32,
+    /// How many were held for the digest.
+    held: u32,
+}
+
+impl DeadLetterWindow {
+    fn ends_at(&self, policy: &AlertPolicy) -> Millis {
+        self.started_at
+            .saturating_add(policy.dead_letter_interval_ms)
+    }
+}
+
+/// The digest of `window`'s held dead letters of `provider`: due when the window ends, with a
+/// stable id, so each further dead letter of the window rewrites it in place with its count.
+/// Its `list` is the path of the admin API's list of every dead letter of the window (`since`
+/// and `until`, both included, span their times of death).
+fn digest(provider: Provider, window: &DeadLetterWindow, policy: &AlertPolicy) -> Notification {
+    let kind = Kind::DeadLetteredDigest;
+    let ends_at = window.ends_at(policy);
+    let since = crate::rfc3339::format(window.first_dead_at).unwrap_or_default();
+    let until = crate::rfc3339::format(window.last_dead_at).unwrap_or_default();
+    let payload = json!({
+        "type": kind.name(),
+        "timestamp": crate::rfc3339::format(ends_at),
+        "data": {
+            "provider": provider,
+            "count": window.held,
+            "notified": window.notified,
+            "interval_seconds": policy.dead_letter_interval_ms / 1_000,
+            "since": since,
+            "until": until,
+            "list": format!(
+                "/admin/dead-letters?provider={}&state=dead&since={since}&until={until}",
+                provider.name()
+            ),
+        },
+    });
+    Notification {
+        id: stable_id(kind, provider.name(), &window.started_at.to_string()),
+        kind,
+        payload: payload.to_string(),
+        tries: 0,
+        made_at: ends_at,
+        next_at: ends_at,
+    }
 }
 
 fn outbox_key(notification: &Notification) -> String {

@@ -140,7 +140,9 @@ pub fn due_report<S: ClaimStore>(
 }
 
 /// The type of a stored event: the header that names it (GitHub, Shopify), else the body's
-/// `type` field (Stripe, Standard Webhooks). `None` when neither names a valid one.
+/// `type` field (Stripe, Standard Webhooks). `None` when neither names one in its sender's
+/// alphabet (see [`providers::is_event_type_of`]): no other text reaches the index or a
+/// notification.
 pub fn event_type(provider: Provider, payload: &[u8]) -> Option<String> {
     let (headers, body) = read_payload(payload).ok()?;
     let header = match provider {
@@ -162,11 +164,17 @@ pub fn event_type(provider: Provider, payload: &[u8]) -> Option<String> {
             serde_json::from_slice::<Typed>(body).ok()?.event_type
         }
     };
-    named.filter(|name| providers::is_event_type(name))
+    named.filter(|name| providers::is_event_type_of(provider, name))
 }
 
 /// Most changes an entry remembers (its timeline); older ones are dropped.
 pub const MAX_HISTORY: usize = 16;
+
+/// The most bytes one entry's JSON takes, whatever its sender sent: its id is at most 255
+/// characters and its type at most 100, each in its sender's alphabet, and its timeline at
+/// most [`MAX_HISTORY`] changes. Besides it, an entry holds three keys (`e:`, `t:`, `x:`), each
+/// at most its key's length and 20 bytes more. Checked by the host tests.
+pub const MAX_ENTRY_BYTES: usize = 2_048;
 
 /// One event in the index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

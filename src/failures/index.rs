@@ -9,6 +9,7 @@
 //! | `c:{provider}:{state}` | a count | the summary without a scan |
 //! | `n:{next_at}:{id}` | a notification (JSON) | the notifications' outbox, see [`super::alert`] |
 //! | `o:{origin}` | a window of failures (JSON) | `origin.failing`, see [`super::alert`] |
+//! | `d:{provider}` | a window of dead letters (JSON) | the cap on `delivery.dead_lettered`, see [`super::alert::notify`] |
 //!
 //! Times are written as 16 digits, so the keys sort in time order.
 
@@ -65,8 +66,9 @@ pub struct Applied {
 /// Applies `report` at `now`: each change the index has not seen, in order, moves the entry's
 /// state and joins its timeline; a change older than the entry's newest is stale and skipped
 /// (so a report overtaken by an operator's forget does not bring the event back). A dead
-/// letter and a recovery each queue one notification when `alerts` is on (`ALERT_URL` set). Sending the same
-/// report again writes nothing.
+/// letter and a recovery each queue one notification when `alerts` is on (`ALERT_URL` set),
+/// dead letters within their sender's cap (see [`alert::notify`]). Sending the same report
+/// again writes nothing.
 pub fn apply<S: IndexStore>(
     store: &mut S,
     report: &Report,
@@ -100,11 +102,10 @@ pub fn apply<S: IndexStore>(
     }
     refresh(&mut next, report);
     save(store, old.as_ref(), &next)?;
-    if alerts.is_some() {
+    if let Some(policy) = alerts {
         for change in &applied.fresh {
-            if let Some(notification) = alert::for_change(&next, change, now) {
-                alert::queue(store, &notification)?;
-                applied.notifications.push(notification.id);
+            if let Some(id) = alert::notify(store, &next, change, now, policy)? {
+                applied.notifications.push(id);
             }
         }
     }

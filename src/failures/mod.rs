@@ -21,7 +21,7 @@ pub mod query;
 mod store;
 
 pub use alert::{AlertPolicy, Notification};
-pub use entry::{due_report, event_type, Entry, EntryState, Report, MAX_HISTORY};
+pub use entry::{due_report, event_type, Entry, EntryState, Report, MAX_ENTRY_BYTES, MAX_HISTORY};
 pub use index::{
     apply, entry, expire, gone, list, next_wake, summary, Applied, Page, Summary, MAX_SCANNED,
 };

@@ -271,6 +271,18 @@ mod tests {
             code(&format!("cursor={}", URL_SAFE_NO_PAD.encode("x:github:a"))),
             "invalid_cursor"
         );
+        // A cursor is not signed: one made up must still name a time and a key of the index's
+        // form, or it is refused.
+        for forged in [
+            "10:".to_owned(),
+            "10:github:a b".to_owned(),
+            "10:github:\u{1}".to_owned(),
+            format!("10:{}", "k".repeat(301)),
+            "-10:github:a".to_owned(),
+        ] {
+            let query = format!("cursor={}", URL_SAFE_NO_PAD.encode(&forged));
+            assert_eq!(code(&query), "invalid_cursor", "{forged:?}");
+        }
         assert_eq!(code("provder=github"), "unknown_parameter");
         assert_eq!(code("limit=5&limit=6"), "duplicate_parameter");
     }

@@ -13,6 +13,8 @@ const ALERTS: AlertPolicy = AlertPolicy {
         max_age_ms: 100_000,
         retry_client_errors: false,
     },
+    dead_letter_limit: 10,
+    dead_letter_interval_ms: 900_000,
 };
 
 fn change(transition: Transition, at: Millis, seq: u32) -> Change {
@@ -738,7 +740,9 @@ fn config(alerts: bool) -> crate::config::Config {
         "GITHUB_WEBHOOK_SECRET" => Some("a-github-secret".into()),
         "ORIGIN_URL" => Some("https://origin.example:8443/hooks".into()),
         "ALERT_URL" if alerts => Some("https://alerts.example/in".into()),
-        "ALERT_SECRET" if alerts => Some("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=".into()),
+        "ALERT_SECRET" if alerts => {
+            Some("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTAxMjM=".into())
+        }
         _ => None,
     })
     .unwrap()
@@ -1060,4 +1064,225 @@ fn no_reply_from_the_index_in_time_is_a_store_failure() {
         panic!("a store failure");
     };
     assert!(detail.contains(&REPLY_TIMEOUT_MS.to_string()), "{detail}");
+}
+
+/// A flood of one sender's dead letters (a captured body replayed under made-up ids to a
+/// handler that refuses it) costs at most `dead_letter_limit` notifications one by one and one
+/// digest per interval: the digest counts the rest, is due when the interval ends, names the
+/// path of their list, and is rewritten in place as the count grows. Another sender has a cap
+/// of its own; the next interval starts afresh.
+#[test]
+fn dead_letter_notifications_are_capped_per_sender_with_one_digest_for_the_rest() {
+    let policy = AlertPolicy {
+        dead_letter_limit: 2,
+        dead_letter_interval_ms: 60_000,
+        ..ALERTS
+    };
+    let mut store = MemoryIndexStore::default();
+    for n in 0..6u64 {
+        let id = format!("g{n}");
+        apply(
+            &mut store,
+            &dead(&id, Provider::Github, 10 + n),
+            10 + n,
+            Some(&policy),
+        )
+        .unwrap();
+    }
+    apply(
+        &mut store,
+        &dead("s1", Provider::Stripe, 20),
+        20,
+        Some(&policy),
+    )
+    .unwrap();
+    let now: Vec<Notification> = alert::due(&mut store, 1_000, 50).unwrap();
+    let kinds: Vec<(Kind, String)> = now
+        .iter()
+        .map(|n| {
+            let payload: serde_json::Value = serde_json::from_str(&n.payload).unwrap();
+            (
+                n.kind,
+                payload["data"]["id"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Kind::DeadLettered, "g0".to_owned()),
+            (Kind::DeadLettered, "g1".to_owned()),
+            (Kind::DeadLettered, "s1".to_owned()),
+        ],
+        "two of GitHub's one by one, Stripe's on its own cap"
+    );
+    let all = alert::due(&mut store, 10 + 60_000, 50).unwrap();
+    assert_eq!(all.len(), 4, "and one digest, due when the interval ends");
+    let digest = all
+        .iter()
+        .find(|n| n.kind == Kind::DeadLetteredDigest)
+        .unwrap();
+    assert_eq!(digest.next_at, 10 + 60_000);
+    let payload: serde_json::Value = serde_json::from_str(&digest.payload).unwrap();
+    assert_eq!(payload["type"], "delivery.dead_lettered_digest");
+    assert_eq!(payload["data"]["provider"], "github");
+    assert_eq!(
+        (
+            payload["data"]["count"].as_u64(),
+            payload["data"]["notified"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    assert_eq!(
+        payload["data"]["list"],
+        "/admin/dead-letters?provider=github&state=dead&since=1970-01-01T00:00:00.010Z&until=1970-01-01T00:00:00.015Z",
+        "every dead letter of the window, by their times of death"
+    );
+    assert!(!digest.payload.contains("g5"), "the digest names no id");
+    // The next interval starts afresh with the next dead letter.
+    apply(
+        &mut store,
+        &dead("g9", Provider::Github, 70_000),
+        70_000,
+        Some(&policy),
+    )
+    .unwrap();
+    let later = alert::due(&mut store, 70_000, 50).unwrap();
+    assert!(later
+        .iter()
+        .any(|n| n.kind == Kind::DeadLettered && n.payload.contains("\"g9\"")));
+}
+
+/// What one entry can hold, whatever its sender sent: every field is bounded (a delivery id of
+/// at most 255 characters, a type of at most 100 in its sender's alphabet, at most
+/// `MAX_HISTORY` changes), so an entry's JSON is at most `MAX_ENTRY_BYTES`, and an entry costs
+/// three keys besides it. The index's growth is this times the dead letters it is told of.
+#[test]
+fn an_entry_is_bounded_whatever_its_sender_sent() {
+    let longest = "f".repeat(crate::providers::MAX_HEADER_ID_LEN - "orders/create:".len());
+    let topic = format!("a/{}", "b".repeat(crate::providers::MAX_EVENT_TYPE_LEN - 2));
+    let mut changes: Vec<Change> = (1..=40)
+        .map(|seq| change(Transition::DeadLettered, u64::MAX / 4 + u64::from(seq), seq))
+        .collect();
+    changes.insert(0, change(Transition::Redelivered, u64::MAX / 4, 0));
+    let mut report = dead(&longest, Provider::Shopify, u64::MAX / 4);
+    report.key = Provider::Shopify.key(&format!("{topic}:{longest}"));
+    report.event_type = Some(topic.clone());
+    report.changes = changes;
+    report.attempts = u32::MAX;
+    report.last_reason = Some(crate::origin::Reason::Answered(599));
+    let mut store = MemoryIndexStore::default();
+    apply(&mut store, &report, 1, Some(&ALERTS)).unwrap();
+    let stored = store
+        .get(&format!("e:{}", report.key))
+        .unwrap()
+        .expect("the entry");
+    assert!(
+        stored.len() <= MAX_ENTRY_BYTES,
+        "an entry of {} bytes, over {MAX_ENTRY_BYTES}",
+        stored.len()
+    );
+    assert!(
+        stored.len() > MAX_ENTRY_BYTES / 2,
+        "the test made a large entry: {}",
+        stored.len()
+    );
+    assert!(crate::providers::is_event_type_of(
+        Provider::Shopify,
+        &topic
+    ));
+}
+
+/// A cursor is not signed, so an operator's client can forge one: a forged cursor only moves
+/// where a page starts. Whatever time and key it names, the page holds entries of the index
+/// only (never another kind of key), each one the same query without a cursor lists too.
+#[test]
+fn a_forged_cursor_only_moves_where_a_page_starts() {
+    let mut store = MemoryIndexStore::default();
+    for (n, provider) in [Provider::Github, Provider::Shopify, Provider::Stripe]
+        .into_iter()
+        .enumerate()
+    {
+        for m in 0..3u64 {
+            let id = format!("e{n}{m}");
+            apply(
+                &mut store,
+                &dead(&id, provider, 10 + m * 10 + n as u64),
+                1,
+                Some(&ALERTS),
+            )
+            .unwrap();
+        }
+    }
+    let all = list(&mut store, &everything()).unwrap().items;
+    assert_eq!(all.len(), 9);
+    for (dead_at, key) in [
+        (0, "github:e00"),
+        (u64::MAX, "~"),
+        (25, "!"),
+        (25, "zzzz"),
+        (15, "o:https://origin.example"),
+        (30, "n:0"),
+    ] {
+        let query = ListQuery {
+            cursor: Some(Cursor {
+                dead_at,
+                key: key.to_owned(),
+            }),
+            ..everything()
+        };
+        let page = list(&mut store, &query).unwrap();
+        for item in &page.items {
+            assert!(all.contains(item), "{dead_at} {key}: {item:?}");
+            assert!(item.dead_at <= dead_at, "only what lies before the cursor");
+        }
+    }
+}
+
+/// A notification is signed when it is sent, its time included: a receiver's Standard Webhooks
+/// library (5 minutes' tolerance) refuses one replayed later, and a send tried again carries
+/// the same `webhook-id`, so a receiver de-duplicates it.
+#[test]
+fn a_notification_is_signed_at_each_send_so_an_old_one_is_refused() {
+    let key = crate::providers::standard::secret_key(
+        "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+    )
+    .unwrap();
+    let mut store = MemoryIndexStore::default();
+    apply(
+        &mut store,
+        &dead("a", Provider::Github, 10),
+        10,
+        Some(&ALERTS),
+    )
+    .unwrap();
+    let notification = alert::due(&mut store, 10, 1).unwrap().remove(0);
+    let verify_at = |signed_at: i64, now: i64| {
+        let headers = alert::signed_headers(&key, &notification, signed_at);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let verdict = crate::providers::verify(
+            Provider::Standard,
+            &|name| header(name),
+            notification.payload.as_bytes(),
+            std::slice::from_ref(&key),
+            now,
+            300,
+        );
+        (verdict, header("webhook-id"))
+    };
+    let (fresh, first_id) = verify_at(1_700_000_000, 1_700_000_000);
+    assert!(fresh.is_ok());
+    let (replayed, _) = verify_at(1_700_000_000, 1_700_000_301);
+    assert_eq!(
+        replayed,
+        Err(crate::providers::SenderError::TimestampTooOld)
+    );
+    let (retried, retry_id) = verify_at(1_700_003_600, 1_700_003_600);
+    assert!(retried.is_ok(), "a later try is signed anew");
+    assert_eq!(retry_id, first_id, "with the same webhook-id");
 }

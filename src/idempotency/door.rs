@@ -9,8 +9,9 @@ use crate::log_line::{LogLine, Outcome, Route};
 use crate::runtime::Runtime;
 
 use super::{
-    after_delivery, client_identity, fingerprint, live_outcome, origin_request_headers,
-    rate_limit_keys, replay, route, scope, ApiAnswer, ApiRoute, Keyed, Problem, KEY_HEADER,
+    after_delivery, client_identity, confinement, fingerprint, live_outcome,
+    origin_request_headers, rate_limit_keys, replay, route, scope, ApiAnswer, ApiRoute,
+    Confinement, Keyed, Problem, KEY_HEADER,
 };
 use crate::answer::HttpAnswer;
 
@@ -22,12 +23,12 @@ pub const RATE_LIMITER: &str = "IDEMPOTENCY_RATE_LIMITER";
 /// What the door does with a request it does not refuse.
 #[derive(Debug, PartialEq)]
 pub enum Step<S> {
-    /// Pass the origin's answer on as it streams: its head, and its body.
-    Live(Head, Option<S>),
+    /// Pass the origin's answer on as it streams, confined as given: its head, and its body.
+    Live(Head, Option<S>, Confinement),
     /// Answer with this replay of a stored answer; the origin was not called.
     Replay(HttpAnswer),
     /// Send the request, body streamed, to `target` with `headers`, and pass its answer on
-    /// as it is; 504 when none comes within `timeout_ms`.
+    /// as it is but for `confinement`; 504 when none comes within `timeout_ms`.
     PassThrough {
         /// The origin URL.
         target: String,
@@ -35,32 +36,39 @@ pub enum Step<S> {
         headers: Vec<(String, String)>,
         /// How long the origin has to answer.
         timeout_ms: u64,
+        /// How its answer is confined from the operator page.
+        confinement: Confinement,
     },
 }
 
-/// Serves one `method` request for `path` and `query` under `config` (see [`route`]): a
-/// request without a key passes through, a keyed one is delivered through its scope's claim
-/// authority. The log line learns the scope and the outcome.
+/// Serves one `method` request on `host` for `path` and `query` under `config` (see
+/// [`route`]): a request without a key passes through, a keyed one is delivered through its
+/// scope's claim authority; either answer is confined from the operator page (see
+/// [`confinement`]). The log line learns the scope and the outcome.
 pub async fn serve<R: Runtime>(
     runtime: &R,
     config: Result<&Config, &[ConfigProblem]>,
     method: &str,
-    path: (&str, Option<&str>),
+    (host, path, query): (Option<&str>, &str, Option<&str>),
     line: &mut LogLine,
 ) -> Result<Step<R::Stream>, Problem> {
     let config = config.map_err(Problem::misconfigured)?;
     let Some(api) = &config.api else {
         return Err(Problem::door_off());
     };
+    let confined = confinement(config.admin.page_host.as_deref(), host);
     let raw_key = runtime.header(KEY_HEADER);
-    match route(api, method, path, raw_key.as_deref())? {
-        ApiRoute::Keyed(request) => keyed(runtime, (config, api), method, request, line).await,
+    match route(api, method, (path, query), raw_key.as_deref())? {
+        ApiRoute::Keyed(request) => {
+            keyed(runtime, (config, api, confined), method, request, line).await
+        }
         ApiRoute::PassThrough { target } => {
             line.outcome = Outcome::PassedThrough;
             Ok(Step::PassThrough {
                 target,
-                headers: origin_request_headers(runtime.headers()),
+                headers: origin_request_headers(runtime.headers(), &api.forward_headers),
                 timeout_ms: config.delivery.forward_timeout_ms,
+                confinement: confined,
             })
         }
     }
@@ -70,7 +78,7 @@ pub async fn serve<R: Runtime>(
 /// live answer, a replay, or a problem.
 async fn keyed<R: Runtime>(
     runtime: &R,
-    (config, api): (&Config, &ApiConfig),
+    (config, api, confined): (&Config, &ApiConfig, Confinement),
     method: &str,
     request: Keyed,
     line: &mut LogLine,
@@ -91,7 +99,7 @@ async fn keyed<R: Runtime>(
     let forward = Forward {
         url: request.target,
         method: method.to_owned(),
-        headers: origin_request_headers(runtime.headers()),
+        headers: origin_request_headers(runtime.headers(), &api.forward_headers),
         timeout_ms: config.delivery.forward_timeout_ms,
         wait_ms: config.delivery.late_answer_wait_ms,
     };
@@ -102,11 +110,11 @@ async fn keyed<R: Runtime>(
     match after_delivery(&reply, runtime.now_ms()) {
         ApiAnswer::Live(head) => {
             line.outcome = live_outcome(head.status);
-            Ok(Step::Live(head, stream))
+            Ok(Step::Live(head, stream, confined))
         }
         ApiAnswer::Replay(cached) => {
             line.outcome = Outcome::Replayed;
-            Ok(Step::Replay(replay(&cached)?))
+            Ok(Step::Replay(replay(&cached, confined)?))
         }
         ApiAnswer::Refuse(problem) => Err(problem),
     }
@@ -169,7 +177,7 @@ mod tests {
         method: &str,
     ) -> (Result<Step<()>, Problem>, LogLine) {
         let mut line = LogLine::new(Route::Idempotency);
-        let path = ("/api/charges", Some("a=1"));
+        let path = (Some("api.example"), "/api/charges", Some("a=1"));
         let step = run(serve(runtime, Ok(config), method, path, &mut line));
         (step, line)
     }
@@ -197,7 +205,7 @@ mod tests {
             &runtime,
             Err(&problems),
             "POST",
-            ("/api/a", None),
+            (None, "/api/a", None),
             &mut line,
         ));
         assert_eq!(refused.unwrap_err().status, 500);
@@ -220,12 +228,14 @@ mod tests {
             target,
             headers,
             timeout_ms,
+            confinement,
         }) = step
         else {
             panic!("a GET passes through: {step:?}");
         };
         assert_eq!(target, "https://api.example/base/api/charges?a=1");
         assert_eq!(timeout_ms, config.delivery.forward_timeout_ms);
+        assert_eq!(confinement, Confinement::Sandboxed, "sandboxed by default");
         assert!(!headers.iter().any(|(name, _)| name == "connection"));
         assert!(headers.contains(&("x-real-ip".into(), "192.0.2.1".into())));
         assert_eq!(line.outcome, Outcome::PassedThrough);
@@ -275,7 +285,10 @@ mod tests {
             Memory::new(0, KEYED, b"{\"a\":1}").replying(vec![forwarded(head.clone()), replayed]);
         let config = config(&[]);
         let (live, line) = serve_with(&runtime, &config, "POST");
-        assert_eq!(live.unwrap(), Step::Live(head, None));
+        assert_eq!(
+            live.unwrap(),
+            Step::Live(head, None, Confinement::Sandboxed)
+        );
         assert_eq!(line.outcome, Outcome::Executed);
         assert_eq!(
             (line.attempt, line.origin_status),
@@ -283,7 +296,8 @@ mod tests {
             "the reply noted"
         );
         let (again, line) = serve_with(&runtime, &config, "POST");
-        assert_eq!(again.unwrap(), Step::Replay(replay(&cached).unwrap()));
+        let sandboxed = replay(&cached, Confinement::Sandboxed).unwrap();
+        assert_eq!(again.unwrap(), Step::Replay(sandboxed));
         assert_eq!(line.outcome, Outcome::Replayed);
         let calls = runtime.calls();
         assert_eq!(

@@ -345,6 +345,12 @@ fn an_api_request_is_keyed_or_passed_through_by_its_method_and_key() {
     assert!(route(api, "POST", ("/api/%2e%2e/admin", None), Some("k-1")).is_err());
 }
 
+/// The origin gets the client's headers by an allow-list: the request's own description and
+/// credentials, the client header and `API_FORWARD_HEADERS`; never a hop-by-hop one, never one
+/// through which the client poses as another address, host, URL or scheme (the finding's
+/// `X-Original-URL`, `X-Rewrite-URL`, `X-Host`, `Fastly-Client-IP`, `X-Originating-IP`
+/// among them), nor any other the operator did not name; `X-Real-IP` and `X-Forwarded-For`
+/// are the address Cloudflare saw.
 #[test]
 fn the_origin_gets_the_client_s_headers_but_not_hop_by_hop_ones_nor_a_client_chosen_address() {
     let entries = [
@@ -360,31 +366,109 @@ fn the_origin_gets_the_client_s_headers_but_not_hop_by_hop_ones_nor_a_client_cho
         ("forwarded", "for=6.6.6.6;proto=http;host=evil.example"),
         ("true-client-ip", "6.6.6.6"),
         ("x-client-ip", "6.6.6.6"),
+        ("x-original-url", "/admin"),
+        ("x-rewrite-url", "/admin"),
+        ("x-host", "evil.example"),
+        ("fastly-client-ip", "6.6.6.6"),
+        ("x-originating-ip", "6.6.6.6"),
+        ("x-anything-new", "a proxy reads it"),
         ("cf-connecting-ip", "203.0.113.7"),
         ("x-request-id", "r-1"),
+        ("x-tenant", "t-1"),
     ]
     .map(|(n, v)| (n.to_owned(), v.to_owned()));
-    let sent = origin_request_headers(entries.clone());
+    let sent = origin_request_headers(entries.clone(), &[]);
     assert_eq!(
         sent,
         [
             ("authorization", "Bearer alice"),
-            ("cf-connecting-ip", "203.0.113.7"),
             ("x-request-id", "r-1"),
             ("x-real-ip", "203.0.113.7"),
             ("x-forwarded-for", "203.0.113.7"),
         ]
         .map(|(n, v)| (n.to_owned(), v.to_owned())),
-        "the address Cloudflare saw, never one the client chose"
+        "the allow-list, and the address Cloudflare saw, never one the client chose"
+    );
+    let named = origin_request_headers(entries.clone(), &["x-tenant".to_owned()]);
+    assert!(
+        named.contains(&("x-tenant".to_owned(), "t-1".to_owned())),
+        "a named one passes"
     );
     // No address from Cloudflare: no X-Real-IP nor X-Forwarded-For at all, never the client's.
     let without: Vec<(String, String)> = entries
         .into_iter()
         .filter(|(n, _)| n != "cf-connecting-ip")
         .collect();
-    let sent = origin_request_headers(without);
+    let sent = origin_request_headers(without, &[]);
     assert!(sent.iter().all(|(n, _)| !is_client_address_header(n)));
     assert_eq!(sent.len(), 2, "{sent:?}");
+    for name in FORWARDED_HEADERS {
+        assert!(
+            !is_client_address_header(name) && !crate::origin::is_hop_by_hop(name),
+            "{name}"
+        );
+    }
+}
+
+/// By default every answer of the door is sandboxed (a page the API serves cannot script the
+/// operator page, which shares its origin): a live answer, a replay and a problem. With the
+/// page on a host of its own (`ADMIN_PAGE_HOST`), answers on other hosts pass as they are,
+/// and on the page's host they stay sandboxed.
+#[test]
+fn the_door_s_answers_are_sandboxed_unless_the_page_has_a_host_of_its_own() {
+    assert_eq!(
+        confinement(None, Some("api.example")),
+        Confinement::Sandboxed
+    );
+    assert_eq!(
+        confinement(Some("admin.example"), Some("api.example")),
+        Confinement::AsIs
+    );
+    assert_eq!(
+        confinement(Some("admin.example"), Some("ADMIN.example")),
+        Confinement::Sandboxed
+    );
+    assert_eq!(
+        confinement(Some("admin.example"), None),
+        Confinement::Sandboxed
+    );
+    let policy = |headers: &[(String, String)]| {
+        headers
+            .iter()
+            .filter(|(n, _)| n == "content-security-policy")
+            .map(|(_, v)| v.clone())
+            .collect::<Vec<_>>()
+    };
+    let head = Head {
+        status: 200,
+        headers: vec![
+            ("content-type".into(), "text/html".into()),
+            (
+                "content-security-policy".into(),
+                "default-src 'self'".into(),
+            ),
+        ],
+    };
+    let live = live_head(&head, Confinement::Sandboxed).unwrap();
+    assert_eq!(
+        policy(&live.headers),
+        ["default-src 'self'", "sandbox"],
+        "the origin's kept too"
+    );
+    assert_eq!(
+        policy(&live_head(&head, Confinement::AsIs).unwrap().headers),
+        ["default-src 'self'"]
+    );
+    let cached = CachedResponse {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html".into())],
+        body: b"<script>1</script>".to_vec(),
+        body_omitted: false,
+        body_lost: false,
+    };
+    let replayed = replay(&cached, Confinement::Sandboxed).unwrap();
+    assert_eq!(policy(&replayed.headers), ["sandbox"]);
+    assert_eq!(policy(&Problem::door_off().http().headers), ["sandbox"]);
 }
 
 #[test]
@@ -410,16 +494,80 @@ fn encoded_separators_and_dot_segments_in_the_path_are_refused() {
             "{path}"
         );
     }
-    for path in [
-        "/api/charges",
-        "/api/charges/ch_1/refund",
-        "/api/files/a.b",
-        "/api/files/..hidden",
-        "/api/files/...",
-        "/api/a%20b",
-        "/api/caf%C3%A9",
-        "/api/",
-    ] {
+    for path in PLAIN_PATHS {
+        assert_eq!(check_path(path), Ok(()), "{path}");
+    }
+}
+
+/// Paths no common origin reads as another: each is passed on.
+const PLAIN_PATHS: &[&str] = &[
+    "/api/charges",
+    "/api/charges/ch_1/refund",
+    "/api/files/a.b",
+    "/api/files/..hidden",
+    "/api/files/...",
+    "/api/a%20b",
+    "/api/caf%C3%A9",
+    "/api/search/100%25",
+    "/api/tag/a%2Bb",
+    "/api/",
+    "/api//double",
+];
+
+/// The forms a servlet container, Spring, IIS or a double-decoding proxy reads as a
+/// dot-segment, a separator or a parameter, each refused as a table: path parameters (`..;`,
+/// `.;`, `;jsessionid=`, encoded `;`), dot-segments encoded once, twice, thrice, mixed, with
+/// IIS's `%u`, or overlong in UTF-8, backslashes raw and encoded, control characters, and
+/// malformed escapes. The plain paths beside them pass.
+#[test]
+fn path_parameters_and_every_encoding_of_a_dot_segment_are_refused() {
+    let refused = [
+        // Path parameters: Tomcat, Jetty and older Spring drop them, then resolve `..`.
+        "/api/..;/..;/admin",
+        "/api/.;/admin",
+        "/api/x/..;jsessionid=1/admin",
+        "/api/%2e%2e;/admin",
+        "/api/%2E%2E%3B/admin",
+        "/api/..%3b/admin",
+        "/api/items;v=2",
+        "/api/x;",
+        "/api/..%253b/admin",
+        // Dot-segments, encoded and mixed.
+        "/api/.%2E/admin",
+        "/api/%2e./admin",
+        "/api/%252e./admin",
+        "/api/%25252e%25252e/admin",
+        "/api/%2525252e/admin",
+        "/api/%u002e%u002e/admin",
+        "/api/%25u002e/admin",
+        // Overlong UTF-8 encodings of `.` and `/`, and bytes that are no UTF-8 at all.
+        "/api/%c0%ae%c0%ae/admin",
+        "/api/%e0%80%ae%e0%80%ae/admin",
+        "/api/x%c0%afadmin",
+        "/api/%25c0%25ae/admin",
+        "/api/caf%E9",
+        // Backslashes and separators.
+        "/api/..\\admin",
+        "/api/..%5cadmin",
+        "/api/..%255cadmin",
+        "/api/%2e%2e%2fadmin",
+        // Control characters and malformed escapes.
+        "/api/x%00.json",
+        "/api/x%0d%0aSet-Cookie:a",
+        "/api/x%09",
+        "/api/x%zz",
+        "/api/x%2",
+        "/api/x%",
+    ];
+    for path in refused {
+        let problem = check_path(path).unwrap_err();
+        assert_eq!(
+            (problem.status, problem.slug),
+            (400, "path-refused"),
+            "{path}"
+        );
+    }
+    for path in PLAIN_PATHS {
         assert_eq!(check_path(path), Ok(()), "{path}");
     }
 }
@@ -454,7 +602,7 @@ fn replays_keep_the_cors_and_browser_safety_headers_never_a_cookie() {
         .collect();
     headers.push(("Set-Cookie".into(), "session=secret".into()));
     let cached = to_cache(200, &headers, BodyKept::Whole(b"{}".to_vec()));
-    let replayed = replay(&cached).unwrap();
+    let replayed = replay(&cached, Confinement::AsIs).unwrap();
     for (name, value) in kept {
         let name = name.to_ascii_lowercase();
         assert!(

@@ -138,8 +138,14 @@ pub enum SenderError {
     TimestampInFuture,
     /// No delivery id header.
     MissingId,
-    /// The delivery id is not 1 to 255 printable ASCII characters without spaces.
+    /// The delivery id is not in its sender's alphabet (see [`is_delivery_id`]).
     InvalidId,
+    /// The event type a header names is not in its sender's alphabet (GitHub's event names).
+    InvalidEventType,
+    /// Shopify's topic is not a topic name (`resource/action`).
+    InvalidTopic,
+    /// Shopify's shop domain is not a `*.myshopify.com` host name.
+    InvalidShopDomain,
 }
 
 impl SenderError {
@@ -155,6 +161,9 @@ impl SenderError {
             SenderError::TimestampInFuture => "timestamp_in_future",
             SenderError::MissingId => "missing_delivery_id",
             SenderError::InvalidId => "invalid_delivery_id",
+            SenderError::InvalidEventType => "invalid_event_type",
+            SenderError::InvalidTopic => "invalid_topic",
+            SenderError::InvalidShopDomain => "invalid_shop_domain",
         }
     }
 }
@@ -171,9 +180,17 @@ impl fmt::Display for SenderError {
             SenderError::TimestampInFuture => "the timestamp is further ahead than the tolerance",
             SenderError::MissingId => "no delivery id header",
             SenderError::InvalidId => {
-                "the delivery id (for Shopify, with its topic) must be 1 to 255 printable ASCII \
-                 characters without spaces"
+                "the delivery id is not in its sender's form (GitHub: a GUID; Shopify: letters, \
+                 digits, - and _; Standard Webhooks: printable ASCII without spaces or dots)"
             }
+            SenderError::InvalidEventType => {
+                "the event name is not in its sender's form (GitHub: lower-case letters and _)"
+            }
+            SenderError::InvalidTopic => {
+                "the topic is not a Shopify topic (lower-case words of letters, digits and _, \
+                 joined by / or .)"
+            }
+            SenderError::InvalidShopDomain => "the shop domain is not a *.myshopify.com host name",
         })
     }
 }
@@ -209,9 +226,9 @@ pub struct Unverified {
 }
 
 /// The verdict on an unverified delivery given the MACs `expected` under each configured key:
-/// some signature must match (constant time), then the timestamp, when there is one, must be
-/// within `tolerance_seconds` of `now` both ways; its identity once verified. The MAC is
-/// checked first, so an unsigned request learns nothing about the clock.
+/// some signature must match (constant time), then the timestamp, when there is one, must pass
+/// [`check_time`]; its identity once verified. The webhook door checks the time before it
+/// reads the body too (the clock is no secret: every answer's `Date` tells it).
 pub fn decide(
     unverified: Unverified,
     expected: &[[u8; 32]],
@@ -221,6 +238,17 @@ pub fn decide(
     if !mac::any_matches(&unverified.signed.signatures, expected) {
         return Err(SenderError::SignatureMismatch);
     }
+    check_time(&unverified, now, tolerance_seconds)?;
+    Ok(unverified.identity)
+}
+
+/// The timestamp check alone, needing no body: a signed timestamp (Standard Webhooks) within
+/// `tolerance_seconds` of `now` both ways; a sender without one passes.
+pub fn check_time(
+    unverified: &Unverified,
+    now: i64,
+    tolerance_seconds: u64,
+) -> Result<(), SenderError> {
     if let Some(timestamp) = unverified.timestamp {
         let age = now.saturating_sub(timestamp);
         if age > tolerance_seconds as i64 {
@@ -230,7 +258,7 @@ pub fn decide(
             return Err(SenderError::TimestampInFuture);
         }
     }
-    Ok(unverified.identity)
+    Ok(())
 }
 
 /// Reads a delivery of `provider` (not Stripe) from its headers (`header` looks one up by its
@@ -348,54 +376,78 @@ pub fn refresh_signature(
 /// Longest event type kept from a header (GitHub's event, Shopify's topic).
 pub const MAX_EVENT_TYPE_LEN: usize = 100;
 
-/// True for an event type taken from a header worth logging: 1 to 100 printable ASCII
-/// characters. The header is not signed, so anything else is dropped, never logged.
+/// True for an event type worth keeping: 1 to 100 printable ASCII characters. The event types
+/// of the senders whose type is in their signed body (Stripe, Standard Webhooks) are held to
+/// this; GitHub's and Shopify's, which come from unsigned headers, to their own alphabets
+/// (see [`is_event_type_of`]).
 pub fn is_event_type(value: &str) -> bool {
     is_token(value, MAX_EVENT_TYPE_LEN)
 }
 
-/// The value of signature header `name`: present and not blank.
-fn signature_header(
+/// True for an event type `provider` may name: GitHub's event names
+/// ([`github::is_event_name`]), Shopify's topics ([`shopify::is_topic`]), else
+/// [`is_event_type`]. What the failure index and the notifications keep of a type is held to
+/// it, so no text a sender did not sign reaches them beyond these alphabets.
+pub fn is_event_type_of(provider: Provider, value: &str) -> bool {
+    match provider {
+        Provider::Github => github::is_event_name(value),
+        Provider::Shopify => shopify::is_topic(value),
+        Provider::Stripe | Provider::Standard => is_event_type(value),
+    }
+}
+
+/// The MAC of a signature over the body alone (GitHub, Shopify), read by `decode` from header
+/// `name`: a missing or blank header is `MissingSignature`, one `decode` cannot read
+/// `MalformedSignature`.
+fn body_mac(
     header: &dyn Fn(&str) -> Option<String>,
     name: &str,
-) -> Result<String, SenderError> {
-    header(name)
-        .filter(|v| !v.trim().is_empty())
-        .ok_or(SenderError::MissingSignature)
-}
-
-/// Reads a delivery whose signature is one HMAC-SHA256 of the body alone (GitHub, Shopify):
-/// the MAC from header `signature` (`decode` reads its text), the id from header `id`, the
-/// event type from header `event_type`. No timestamp.
-fn read_body_mac(
-    header: &dyn Fn(&str) -> Option<String>,
-    signature: &str,
     decode: impl Fn(&str) -> Option<[u8; 32]>,
-    id: &str,
-    event_type: &str,
-) -> Result<Unverified, SenderError> {
-    let mac = decode(signature_header(header, signature)?.trim())
-        .ok_or(SenderError::MalformedSignature)?;
-    let id = header_id(header(id).as_deref())?;
-    Ok(Unverified {
-        identity: Identity {
-            id,
-            event_type: header(event_type).filter(|t| is_event_type(t)),
-        },
-        signed: Signed {
-            prefix: Vec::new(),
-            signatures: vec![mac],
-        },
-        timestamp: None,
-    })
+) -> Result<[u8; 32], SenderError> {
+    let value = header(name)
+        .filter(|v| !v.trim().is_empty())
+        .ok_or(SenderError::MissingSignature)?;
+    decode(value.trim()).ok_or(SenderError::MalformedSignature)
 }
 
-/// The header id of a delivery: present, and 1 to 255 printable ASCII without spaces.
-pub fn header_id(value: Option<&str>) -> Result<String, SenderError> {
+/// The value of an unsigned header that must be present and in its sender's alphabet
+/// (`allowed`): `missing` when absent, `invalid` when outside it.
+fn required(
+    value: Option<String>,
+    allowed: fn(&str) -> bool,
+    (missing, invalid): (SenderError, SenderError),
+) -> Result<String, SenderError> {
     match value {
-        None => Err(SenderError::MissingId),
-        Some(id) if is_header_id(id) => Ok(id.to_owned()),
-        Some(_) => Err(SenderError::InvalidId),
+        None => Err(missing),
+        Some(value) if allowed(&value) => Ok(value),
+        Some(_) => Err(invalid),
+    }
+}
+
+/// The value of an unsigned header that may be absent, but when present must be in its
+/// sender's alphabet (`allowed`): `invalid` when outside it.
+fn optional(
+    value: Option<String>,
+    allowed: fn(&str) -> bool,
+    invalid: SenderError,
+) -> Result<Option<String>, SenderError> {
+    match value {
+        Some(value) if !allowed(&value) => Err(invalid),
+        other => Ok(other),
+    }
+}
+
+impl Unverified {
+    /// A delivery signed over its body alone (GitHub, Shopify): no prefix, one MAC, no time.
+    fn body_only(id: String, event_type: Option<String>, mac: [u8; 32]) -> Unverified {
+        Unverified {
+            identity: Identity { id, event_type },
+            signed: Signed {
+                prefix: Vec::new(),
+                signatures: vec![mac],
+            },
+            timestamp: None,
+        }
     }
 }
 
@@ -429,17 +481,11 @@ mod tests {
 
     #[test]
     fn header_ids_are_printable_ascii_without_spaces() {
-        assert_eq!(
-            header_id(Some("72d3162e-cc78-11e3-81ab-4c9367dc0958"))
-                .unwrap()
-                .len(),
-            36
-        );
-        assert_eq!(header_id(None), Err(SenderError::MissingId));
+        assert!(is_header_id("72d3162e-cc78-11e3-81ab-4c9367dc0958"));
         for bad in ["", "a b", "caf\u{e9}", "tab\t", &"x".repeat(256)] {
-            assert_eq!(header_id(Some(bad)), Err(SenderError::InvalidId), "{bad:?}");
+            assert!(!is_header_id(bad), "{bad:?}");
         }
-        assert!(header_id(Some(&"x".repeat(255))).is_ok());
+        assert!(is_header_id(&"x".repeat(255)));
     }
 
     #[test]

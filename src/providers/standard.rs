@@ -8,7 +8,7 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{header_id, Identity, SenderError, Signed, Unverified};
+use super::{Identity, SenderError, Signed, Unverified};
 
 /// The delivery id header.
 pub const ID_HEADER: &str = "webhook-id";
@@ -67,6 +67,14 @@ pub fn resign(
     }
 }
 
+/// True for a message id as the specification allows one: 1 to
+/// [`super::MAX_HEADER_ID_LEN`] printable ASCII characters without spaces, and without `.`,
+/// which the specification forbids in an id (it delimits the signed content), so `.` and `..`
+/// never name a record.
+pub fn is_message_id(id: &str) -> bool {
+    super::is_header_id(id) && !id.contains('.')
+}
+
 /// What is signed before the body: `"{id}.{timestamp}."`.
 fn signed_prefix(id: &str, timestamp: i64) -> Vec<u8> {
     format!("{id}.{timestamp}.").into_bytes()
@@ -77,8 +85,11 @@ fn signed_prefix(id: &str, timestamp: i64) -> Vec<u8> {
 /// are skipped).
 pub fn read(header: &dyn Fn(&str) -> Option<String>) -> Result<Unverified, SenderError> {
     let [id_name, timestamp_name, signature_name] = *family(header);
-    let signature = super::signature_header(header, signature_name)?;
-    let id = header_id(header(id_name).as_deref())?;
+    let signature = header(signature_name)
+        .filter(|v| !v.trim().is_empty())
+        .ok_or(SenderError::MissingSignature)?;
+    let id_errors = (SenderError::MissingId, SenderError::InvalidId);
+    let id = super::required(header(id_name), is_message_id, id_errors)?;
     let timestamp = header(timestamp_name).ok_or(SenderError::MissingTimestamp)?;
     let timestamp: i64 = match timestamp.trim() {
         t if !t.is_empty() && t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit()) => {
@@ -235,6 +246,14 @@ mod tests {
             check(&good, "has space", &NOW.to_string()),
             Err(SenderError::InvalidId)
         );
+        for id in [".", "..", "msg.1"] {
+            let signed = sign(id, NOW, body);
+            assert_eq!(
+                check(&signed, id, &NOW.to_string()),
+                Err(SenderError::InvalidId),
+                "the specification forbids a dot in an id: {id}"
+            );
+        }
         assert_eq!(
             check("", "msg_1", &NOW.to_string()),
             Err(SenderError::MissingSignature)

@@ -12,6 +12,11 @@ use crate::secret::Secret;
 
 use super::{refusal, request, route, view, SettleBody, SignatureVector, TestRoute};
 
+/// The text of the runtime error `POST /_test/error` raises ([`Served::Error`]): the tests
+/// check that it reaches the log line and never the answer.
+pub const TEST_ERROR: &str =
+    "a runtime error asked for by POST /_test/error (https://user:secret@origin.example)";
+
 /// What a test route asks for.
 #[derive(Debug, PartialEq)]
 pub enum Served {

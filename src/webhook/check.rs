@@ -63,6 +63,20 @@ impl Unchecked {
         }
     }
 
+    /// The timestamp check alone, before the body is read: Stripe's `t` and Standard Webhooks'
+    /// `webhook-timestamp` within `tolerance_seconds` of `now` (Unix seconds); senders that sign
+    /// no time pass.
+    pub fn check_time(&self, now: i64, tolerance_seconds: u64) -> Result<(), Refusal> {
+        match self {
+            Unchecked::Stripe(parsed) => {
+                signature::check_time(parsed, now, tolerance_seconds).map_err(Refusal::Signature)
+            }
+            Unchecked::Headers(_, unverified) => {
+                providers::check_time(unverified, now, tolerance_seconds).map_err(Refusal::Sender)
+            }
+        }
+    }
+
     /// The verdict given `expected`, the MACs of the prefix and body under each configured
     /// secret, at `now` (Unix seconds) within `tolerance_seconds`.
     pub fn decide(
@@ -124,6 +138,7 @@ mod tests {
 
     const SECRET: &[u8] = b"whsec_test";
     const BODY: &[u8] = br#"{"id":"evt_1","object":"event","type":"invoice.paid"}"#;
+    const GUID: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
 
     fn lookup<'a>(headers: &'a [(&'a str, String)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {
@@ -182,7 +197,7 @@ mod tests {
                 "x-hub-signature-256",
                 format!("sha256={}", hex::encode(mac)),
             ),
-            ("x-github-delivery", "d-1".to_owned()),
+            ("x-github-delivery", GUID.to_owned()),
             ("x-github-event", "push".to_owned()),
         ];
         let Ok(Checked::Identified(identity)) = check(Provider::Github, &headers) else {
@@ -190,7 +205,7 @@ mod tests {
         };
         assert_eq!(
             (identity.id.as_str(), identity.event_type.as_deref()),
-            ("d-1", Some("push"))
+            (GUID, Some("push"))
         );
         let unchecked = Unchecked::read(Provider::Github, &lookup(&headers)).unwrap();
         assert!(unchecked

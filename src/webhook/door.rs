@@ -1,6 +1,8 @@
 //! A delivery's whole sequence at the webhook door, over the [`Runtime`]: configuration,
-//! sender enabled, method, body, signature (for Stripe, then its envelope), the replay limit,
-//! then the delivery (sync) or its storage (queue), and the answer.
+//! method, the sender's headers (present, well formed, in its alphabet, and a signed time
+//! within tolerance) before any of the body is read, the body, the sender enabled, the
+//! signature (for Stripe, then its envelope), the replay limit, then the delivery (sync) or its
+//! storage (queue), and the answer.
 
 use crate::answer::HttpAnswer;
 use crate::config::{Config, ConfigProblem};
@@ -75,29 +77,35 @@ struct Verified<B> {
     body: B,
 }
 
-/// Sender enabled, method, body within the cap, then the signature (see [`Unchecked`]; for
-/// Stripe, then its envelope), and the replay limit: past it only a delivery its object
-/// already knows is served (a repeat is still answered as a duplicate); one that would make a
-/// new record is refused.
+/// Method, then the sender's headers before any of the body is read (present, well formed, in
+/// the sender's alphabet, a signed time within tolerance: see [`Unchecked`]), so a request that
+/// fails them is answered at once, its body never read; then the body within the cap, the
+/// sender enabled, the signature (for Stripe, then its envelope), and the replay limit: past it
+/// only a delivery its object already knows is served (a repeat is still answered as a
+/// duplicate); one that would make a new record is refused.
+///
+/// A sender that is off runs the same steps and is refused where its signature would be
+/// checked, answered as a signature that matches no secret (see [`Refusal::NotEnabled`]): to
+/// a caller without its secret it is indistinguishable from one that is on.
 async fn verify<R: Runtime>(
     runtime: &R,
     provider: Provider,
     config: &Config,
     method: &str,
 ) -> Result<Verified<R::Body>, Refusal> {
-    let Some((keys, _)) = config.sender(provider) else {
-        return Err(Refusal::NotEnabled(provider));
-    };
-    // After the sender check, so that a disabled route answers as an unknown path does.
     if method != "POST" {
         return Err(Refusal::MethodNotAllowed);
     }
-    let body = runtime.body(&config.delivery).await?;
     let unchecked = Unchecked::read(provider, &|name: &str| runtime.header(name))?;
-    let expected = runtime.macs(&keys, &unchecked.prefix(), &body).await;
-    let replay_key = unchecked.replay_key(&expected);
     let now_seconds = (runtime.now_ms() / 1_000) as i64;
     let tolerance = config.webhook.signature_tolerance_seconds;
+    unchecked.check_time(now_seconds, tolerance)?;
+    let body = runtime.body(&config.delivery).await?;
+    let Some((keys, _)) = config.sender(provider) else {
+        return Err(Refusal::NotEnabled(provider));
+    };
+    let expected = runtime.macs(&keys, &unchecked.prefix(), &body).await;
+    let replay_key = unchecked.replay_key(&expected);
     let identity = match unchecked.decide(&expected, now_seconds, tolerance)? {
         Checked::Identified(identity) => identity,
         Checked::ReadEnvelope => super::identity_of(runtime.envelope(&body))?,
@@ -128,6 +136,7 @@ mod tests {
     use crate::secret::Secret;
 
     const NOW_MS: u64 = 1_700_000_000_000;
+    const GUID: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
     const EVENT: &[u8] = br#"{"id":"evt_1","object":"event","type":"charge.succeeded"}"#;
 
     fn config(github: bool) -> Config {
@@ -153,7 +162,7 @@ mod tests {
         let signature = format!("sha256={}", hex::encode(mac));
         let headers = [
             ("x-hub-signature-256", signature.as_str()),
-            ("x-github-delivery", "d1"),
+            ("x-github-delivery", GUID),
             ("x-github-event", "push"),
         ];
         Memory::new(NOW_MS, &headers, body)
@@ -191,16 +200,131 @@ mod tests {
         assert_eq!(runtime.calls(), []);
     }
 
-    /// A sender that is not enabled answers as an unknown path does, whatever the method; the
-    /// method is checked next; neither reads the body.
+    /// The method is checked first, for a sender that is on and one that is off alike; it
+    /// reads nothing.
     #[test]
-    fn the_sender_then_the_method_are_checked_before_the_body_is_read() {
+    fn the_method_is_checked_before_anything_is_read() {
         let runtime = github_signed(b"{}");
         let off = serve(&runtime, Provider::Github, &config(false), "GET");
-        assert_eq!(off.status, 404);
-        let wrong = serve(&runtime, Provider::Github, &config(true), "GET");
-        assert_eq!((wrong.status, wrong.allow), (405, Some("POST")));
+        let on = serve(&runtime, Provider::Github, &config(true), "GET");
+        assert_eq!((on.status, on.allow), (405, Some("POST")));
+        assert_eq!(off.http(), on.http());
         assert_eq!(runtime.calls(), []);
+    }
+
+    /// A request to a sender's door: the sender, its headers, and the code it is refused with.
+    type Case<'a> = (Provider, Vec<(&'a str, &'a str)>, &'a str);
+
+    /// Before any of the body is read: the sender's signature headers present and well formed,
+    /// its unsigned headers in its alphabet, and a signed time within tolerance. A request that
+    /// fails is refused with its code and the body is never read (nor anything asked).
+    #[test]
+    fn the_senders_headers_are_checked_before_the_body_is_read() {
+        let t = (NOW_MS / 1_000) as i64;
+        let stale = format!("t={},v1={}", t - 301, "ab".repeat(32));
+        let ahead = format!("t={},v1={}", t + 61, "ab".repeat(32));
+        let cases: Vec<Case> = vec![
+            (Provider::Stripe, vec![], "missing_signature"),
+            (
+                Provider::Stripe,
+                vec![("stripe-signature", "v1=zz")],
+                "malformed_signature",
+            ),
+            (
+                Provider::Stripe,
+                vec![("stripe-signature", &stale)],
+                "timestamp_too_old",
+            ),
+            (
+                Provider::Stripe,
+                vec![("stripe-signature", &ahead)],
+                "timestamp_in_future",
+            ),
+            (
+                Provider::Github,
+                vec![("x-github-delivery", GUID)],
+                "missing_signature",
+            ),
+        ];
+        let sig = format!("sha256={}", "ab".repeat(32));
+        let github = |id: &'static str, event: &'static str| {
+            vec![
+                ("x-hub-signature-256", sig.as_str()),
+                ("x-github-delivery", id),
+                ("x-github-event", event),
+            ]
+        };
+        let more: Vec<Case> = vec![
+            (
+                Provider::Github,
+                github("..", "push"),
+                "invalid_delivery_id",
+            ),
+            (
+                Provider::Github,
+                github(GUID, "<https://evil.example|x>"),
+                "invalid_event_type",
+            ),
+        ];
+        for (provider, headers, code) in cases.into_iter().chain(more) {
+            let runtime = Memory::new(NOW_MS, &headers, EVENT);
+            let answer = serve(&runtime, provider, &config(true), "POST");
+            assert_eq!(
+                (answer.status, answer.outcome.word()),
+                (400, code),
+                "{headers:?}"
+            );
+            assert_eq!(runtime.calls(), [], "{code}: nothing read, nothing asked");
+        }
+        let standard = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("https://origin.example/stripe".into()),
+            "STANDARD_WEBHOOK_SECRET" => Some("whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3".into()),
+            _ => None,
+        })
+        .unwrap();
+        let old = (t - 301).to_string();
+        let headers = [
+            ("webhook-id", "msg_1"),
+            ("webhook-timestamp", old.as_str()),
+            (
+                "webhook-signature",
+                "v1,q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=",
+            ),
+        ];
+        let runtime = Memory::new(NOW_MS, &headers, EVENT);
+        let answer = serve(&runtime, Provider::Standard, &standard, "POST");
+        assert_eq!(
+            (answer.status, answer.outcome.word()),
+            (400, "timestamp_too_old")
+        );
+        assert_eq!(runtime.calls(), []);
+    }
+
+    /// A sender that is off answers a caller without its secret exactly as one that is on and
+    /// refuses the request: unsigned, at once, unread; signed with a secret it does not hold,
+    /// after the body as a mismatch. Only the log line tells them apart.
+    #[test]
+    fn a_sender_that_is_off_answers_as_one_that_is_on_and_refuses() {
+        let unsigned = |runtime: &Memory, on: bool| {
+            serve(runtime, Provider::Github, &config(on), "POST").http()
+        };
+        let bare = Memory::new(NOW_MS, &[("x-github-delivery", GUID)], b"{}");
+        assert_eq!(unsigned(&bare, false), unsigned(&bare, true));
+        assert_eq!(bare.calls(), []);
+        let mut forged = github_signed(b"{}");
+        forged.body = Ok(b"{\"other\":1}".to_vec());
+        let off = serve(&forged, Provider::Github, &config(false), "POST");
+        assert_eq!(
+            forged.calls(),
+            [Call::Body],
+            "off: nothing asked past the body"
+        );
+        let on = serve(&forged, Provider::Github, &config(true), "POST");
+        assert_eq!(off.http(), on.http());
+        assert_eq!(on.outcome.word(), "signature_mismatch");
+        assert_eq!(off.outcome.word(), "sender_off");
+        assert!(off.note.unwrap().contains("GITHUB_WEBHOOK_SECRET"));
     }
 
     #[test]
@@ -295,7 +419,10 @@ mod tests {
             else {
                 panic!("GitHub's deliveries are stored for the queue: {calls:?}");
             };
-            assert_eq!((key.as_str(), *known_only), ("github:d1", over_limit));
+            assert_eq!(
+                (key.as_str(), *known_only),
+                (format!("github:{GUID}").as_str(), over_limit)
+            );
         }
     }
 

@@ -72,7 +72,10 @@ impl Answer {
 pub enum Refusal {
     /// Not a `POST` (405, `Allow: POST`).
     MethodNotAllowed,
-    /// A provider whose secret is not set: its route is off (404).
+    /// A provider whose secret is not set: its route is off. Answered exactly as a signature
+    /// that matches no secret (400 `signature_mismatch`), since no signature can match one that
+    /// is not set: a caller without the secret cannot tell an off sender from one that is on
+    /// (its log line says which key would turn it on; `/healthz` tells the operator).
     NotEnabled(Provider),
     /// The worker's configuration is incomplete or invalid (500; names the keys only).
     Misconfigured(Vec<ConfigProblem>),
@@ -138,13 +141,12 @@ fn refusal_table(refusal: &Refusal) -> Answer {
             allow: Some("POST"),
             ..Answer::error(405, "method_not_allowed", "this route accepts POST")
         },
-        // As for any unknown path: which senders are off is not told to the caller (the log
-        // line says which key would enable it, see `log_detail`).
-        Refusal::NotEnabled(provider) => Answer::error(
-            404,
-            "not_found",
-            format!("no route for /webhooks/{provider}"),
-        ),
+        // As a signature that matches no secret: which senders are off is not told to the
+        // caller (the log line says which key would enable it, see `log_detail`).
+        Refusal::NotEnabled(_) => Answer {
+            outcome: Outcome::Code("sender_off"),
+            ..refusal_table(&Refusal::Sender(SenderError::SignatureMismatch))
+        },
         Refusal::Misconfigured(problems) => Answer::error(
             500,
             "misconfigured",
@@ -566,7 +568,13 @@ mod tests {
         );
         let off = Refusal::NotEnabled(Provider::Github);
         let answer = refusal_answer(&off);
-        assert_eq!(answer.status, 404);
+        let mismatch = refusal_answer(&Refusal::Sender(SenderError::SignatureMismatch));
+        assert_eq!(
+            answer.http(),
+            mismatch.http(),
+            "an off sender answers as a signature that matches no secret"
+        );
+        assert_eq!(answer.outcome, Outcome::Code("sender_off"), "the log tells");
         assert!(
             !answer.body.to_string().contains("SECRET"),
             "no hint to callers"

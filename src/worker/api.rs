@@ -12,11 +12,11 @@ use super::inbound::Inbound;
 use super::runtime::Doorway;
 use crate::authority::Head;
 use crate::idempotency::door::{self, Step};
-use crate::idempotency::{self as idem, Problem};
+use crate::idempotency::{self as idem, Confinement, Problem};
 use crate::log_line::{LogLine, Route};
 
 /// Serves one `/api/...` request (see [`door::serve`]) and writes its log line.
-pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
+pub async fn serve(req: &Inbound, env: &Env, ctx: &Context) -> Result<Response> {
     let mut visit = Visit::start(Route::Idempotency, &req.method());
     match answer(req, env, ctx, &mut visit.line).await {
         Ok(response) => Ok(visit.finish(env, response)),
@@ -30,7 +30,7 @@ pub async fn serve(req: Inbound, env: &Env, ctx: &Context) -> Result<Response> {
 /// Runs the door's sequence, then carries out its step: the origin's live answer, a replay,
 /// or the request passed through.
 async fn answer(
-    req: Inbound,
+    req: &Inbound,
     env: &Env,
     ctx: &Context,
     line: &mut LogLine,
@@ -39,20 +39,17 @@ async fn answer(
     let loaded = config.as_deref().map_err(|problems| &**problems);
     let url = req.url().map_err(internal)?;
     let method = req.method();
-    let doorway = Doorway {
-        req: &req,
-        env,
-        ctx,
-    };
-    let path = (url.path(), url.query());
+    let doorway = Doorway { req, env, ctx };
+    let path = (url.host_str(), url.path(), url.query());
     match door::serve(&doorway, loaded, method.as_ref(), path, line).await? {
-        Step::Live(head, stream) => live(&head, stream.as_ref(), line),
+        Step::Live(head, stream, confined) => live((&head, confined), stream.as_ref(), line),
         Step::Replay(answer) => super::door::render(answer).map_err(internal),
         Step::PassThrough {
             target,
             headers,
             timeout_ms,
-        } => pass_through(&req, (&target, &headers), timeout_ms, line).await,
+            confinement,
+        } => pass_through(req, (&target, &headers, confinement), timeout_ms, line).await,
     }
 }
 
@@ -60,7 +57,7 @@ async fn answer(
 /// redirects included; 504 / 502 problems when it does not answer in time or at all.
 async fn pass_through(
     req: &Inbound,
-    (target, headers): (&str, &[(String, String)]),
+    (target, headers, confinement): (&str, &[(String, String)], Confinement),
     timeout_ms: u64,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
@@ -75,17 +72,17 @@ async fn pass_through(
         headers: forward::answer_headers(&response),
     };
     line.origin_status = Some(head.status);
-    live(&head, response.body().as_ref(), line)
+    live((&head, confinement), response.body().as_ref(), line)
 }
 
-/// The origin's answer passed on as it streams (see [`idem::live_head`]); its status is the
-/// origin's, logged as such, unless no response can carry it (this service's own 502).
+/// The origin's answer passed on as it streams, confined (see [`idem::live_head`]); its status
+/// is the origin's, logged as such, unless no response can carry it (this service's own 502).
 fn live(
-    head: &Head,
+    (head, confinement): (&Head, Confinement),
     body: Option<&ReadableStream>,
     line: &mut LogLine,
 ) -> std::result::Result<Response, Problem> {
-    let live = idem::live_head(head)?;
+    let live = idem::live_head(head, confinement)?;
     let body = match body {
         Some(stream) if live.drop_body => {
             let _ = stream.cancel();

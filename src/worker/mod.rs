@@ -35,44 +35,39 @@ use crate::log_line::Route;
 use crate::routing::{self, Destination};
 use crate::runtime::Fault;
 use crate::secret::Secret;
-use crate::test_routes::door::Served;
+use crate::test_routes::door::{self as test_door, Served};
 use crate::{admin, health, test_routes, webhook};
 
 /// Serves one request (see [`route`]). A runtime error on the way is logged with its text and
 /// answered 500 `internal_error` with a fixed detail: its text can quote URLs, headers or
-/// values, and never reaches the caller.
+/// values, and never reaches the caller. A body nothing read is cancelled before the answer
+/// leaves (see [`Inbound::cancel_unread`]).
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response> {
     let req = Inbound::new(req);
-    let path = req.path();
-    let method = req.method();
-    match route(req, &path, &env, &ctx).await {
+    let (path, method) = (req.path(), req.method());
+    let served = match route(&req, &path, &env, &ctx).await {
         Ok(response) => Ok(response),
-        Err(error) => {
-            let route = Destination::of(&path).route();
-            door::internal_error(&env, route, &method, &error)
-        }
-    }
+        Err(error) => door::internal_error(&env, Destination::of(&path).route(), &method, &error),
+    };
+    req.cancel_unread();
+    served
 }
 
 /// Serves one request at its path's [`Destination`] (the webhook, Idempotency-Key, admin and
 /// test doors' sequences are [`crate::webhook::door`], [`crate::idempotency::door`],
 /// [`crate::admin::door`] and [`crate::test_routes::door`]); an unknown path gets 404.
-async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Response> {
+async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Response> {
     let destination = Destination::of(path);
     match destination {
-        Destination::Health => return health(&req, env),
+        Destination::Health => return health(req, env),
         Destination::Api => return api::serve(req, env, ctx).await,
         _ => {}
     }
     let method = req.method();
     let loaded = env_config::config(env);
     let config = loaded.as_deref().map_err(|problems| &**problems);
-    let doorway = Doorway {
-        req: &req,
-        env,
-        ctx,
-    };
+    let doorway = Doorway { req, env, ctx };
     let token = || env_config::admin_token(env, &loaded);
     let mut visit = Visit::start(destination.route(), &method);
     let line = &mut visit.line;
@@ -84,8 +79,9 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
         Destination::Admin(rest) => {
             let token = token();
             let token = token.as_ref().map(Secret::expose_str);
-            let pairs: Vec<(String, String)> = req.url()?.query_pairs().into_owned().collect();
-            let request = (method.as_ref(), rest, pairs.as_slice());
+            let url = req.url()?;
+            let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+            let request = (method.as_ref(), rest, pairs.as_slice(), url.host_str());
             let served = admin::door::serve(&doorway, request, token, config, line).await;
             served.map_err(fault)?.http()
         }
@@ -97,7 +93,9 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
             match served.map_err(fault)? {
                 Served::Answer(answer) => answer,
                 Served::Panic => panic!("a panic asked for by POST /_test/panic"),
-                Served::Error => return Err(worker::Error::RustError(TEST_ERROR.into())),
+                Served::Error => {
+                    return Err(worker::Error::RustError(test_door::TEST_ERROR.into()))
+                }
             }
         }
         Destination::Unknown => {
@@ -113,11 +111,6 @@ async fn route(req: Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Res
 fn fault(Fault(detail): Fault) -> worker::Error {
     worker::Error::RustError(detail)
 }
-
-/// The text of the runtime error `POST /_test/error` raises: the tests check that it reaches
-/// the log line and never the answer.
-const TEST_ERROR: &str =
-    "a runtime error asked for by POST /_test/error (https://user:secret@origin.example)";
 
 /// `GET /healthz` (see [`health::answer`]): the sender details only for a caller with the
 /// admin token; a broken configuration is logged at `error`, naming its keys.

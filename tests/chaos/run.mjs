@@ -7,6 +7,7 @@
 // Every time in the history is Date.now() milliseconds: the clock the runtime's objects use
 // for their claims, so an attempt's claim time (read from its object's storage when its
 // forward reaches the origin) compares with the origin's and the driver's own times.
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -197,7 +198,13 @@ export async function runChaos(options) {
   });
   origin.readClaimsWith(claimReader(worker.persistDir));
   const run = `${Date.now().toString(36)}${o.seed}`;
-  const events = Array.from({ length: o.events }, (_, i) => `evt_chaos_${run}_${i}`);
+  // Each sender's ids in its own form: GitHub's are GUIDs (the run's time and seed, then the
+  // event's number, in hexadecimal); the others take the Stripe-like name.
+  const guid = (i) => {
+    const hex = createHash('sha256').update(run).digest('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${i.toString(16).padStart(12, '0')}`;
+  };
+  const events = Array.from({ length: o.events }, (_, i) => (o.provider === 'github' ? guid(i) : `evt_chaos_${run}_${i}`));
   // The record key of an event (what log lines carry), and how the admin API addresses it.
   const keyOf = (id) => (o.provider === 'stripe' ? id : `${o.provider}:${claimId(o.provider, id)}`);
   const deliveries = [];

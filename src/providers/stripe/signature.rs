@@ -177,9 +177,9 @@ pub fn verify(
 /// The verdict on a parsed header, given the MACs `expected` of `"{t}.{body}"` under each
 /// configured secret (however they were computed: here with the `hmac` crate, in the worker
 /// with the runtime's WebCrypto): accepted when some `v1` equals some expected MAC, compared in
-/// constant time, and the timestamp is neither older than the tolerance nor further ahead than
-/// [`MAX_FUTURE_SKEW_SECONDS`] or the tolerance, whichever is shorter. The MAC is checked first,
-/// so an unsigned request learns nothing about the clock.
+/// constant time, and the timestamp passes [`check_time`]. The MAC is checked first here; the
+/// webhook door checks the time before it reads the body too (the clock is no secret: every
+/// answer's `Date` tells it).
 pub fn decide(
     parsed: &SignatureHeader,
     expected: &[[u8; 32]],
@@ -189,6 +189,18 @@ pub fn decide(
     if !mac::any_matches(&parsed.v1, expected) {
         return Err(SignatureError::Mismatch);
     }
+    check_time(parsed, now, tolerance_seconds)?;
+    Ok(parsed.timestamp)
+}
+
+/// The timestamp check alone, needing no body: the signed timestamp is neither older than the
+/// tolerance nor further ahead than [`MAX_FUTURE_SKEW_SECONDS`] or the tolerance, whichever is
+/// shorter.
+pub fn check_time(
+    parsed: &SignatureHeader,
+    now: i64,
+    tolerance_seconds: u64,
+) -> Result<(), SignatureError> {
     let age = now.saturating_sub(parsed.timestamp);
     if age > tolerance_seconds as i64 {
         return Err(SignatureError::TimestampTooOld { age_seconds: age });
@@ -198,7 +210,7 @@ pub fn decide(
             ahead_seconds: -age,
         });
     }
-    Ok(parsed.timestamp)
+    Ok(())
 }
 
 /// The bytes a `v1` signature covers: `"{t}."` then the body (this is the prefix).
