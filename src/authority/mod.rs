@@ -15,6 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::claim::frame::{frame_json_range, frame_prefix};
+pub use crate::claim::SettleStep;
 use crate::claim::{
     self, CachedResponse, ClaimOutcome, ClaimPolicy, ClaimRecord, ClaimRequest, ClaimStore,
     EnqueueOutcome, Fence, FinalizeOutcome, ForgetOutcome, Millis, Nonce, RedeliverOutcome,
@@ -32,30 +34,12 @@ pub mod queue;
 
 pub use attempt::Attempt;
 pub use delivery::{
-    begin, settle, Begin, Deliver, Delivery, Forward, Head, Report, Settle, SettleStep, Won,
+    begin, settle, Begin, Deliver, Delivery, Forward, Head, Report, Settle, Won,
 };
 pub use door::{attempt_headers, is_final, to_cache, BodyKept, Door};
 
 /// The reply header that carries the JSON reply when the body carries the origin's answer.
 pub const REPLY_HEADER: &str = "x-authority-reply";
-
-/// The start of a request frame: the length of `json` (4 bytes, big-endian), then `json`; the
-/// delivery's raw body follows it.
-pub fn frame_prefix(json: &[u8]) -> Vec<u8> {
-    let mut prefix = Vec::with_capacity(4 + json.len());
-    prefix.extend_from_slice(&(json.len() as u32).to_be_bytes());
-    prefix.extend_from_slice(json);
-    prefix
-}
-
-/// Where a frame's JSON lies: `(start, end)`; the body starts at `end`. `None` when `frame` is
-/// too short for the length it announces. `head` is the frame's first four bytes and `len` its
-/// whole length.
-pub fn frame_json_range(head: [u8; 4], len: usize) -> Option<(usize, usize)> {
-    let json_len = u32::from_be_bytes(head) as usize;
-    let end = 4usize.checked_add(json_len)?;
-    (end <= len).then_some((4, end))
-}
 
 /// One operation on one key's claim.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,39 +1,15 @@
 //! Queue mode's pure pieces: the stored form of a queued event, and the plan of one attempt.
 //!
-//! A queued event is stored as one value: a frame (see [`super::frame_prefix`]) holding the
-//! headers to forward as JSON, then the raw body.
+//! A queued event is stored as one value (see [`crate::claim::frame::payload`]).
 
-use super::{frame_json_range, frame_prefix, WakeBy, Watched, Won};
+use super::{WakeBy, Watched, Won};
+pub use crate::claim::frame::{payload, read_payload, Headers};
 use crate::claim::{
     self, AttemptOutcome, AttemptTerms, ClaimPolicy, ClaimStore, FailedOutcome, Failure, Fence,
     FinalizeOutcome, Millis, Nonce, RetryPolicy, StoreError,
 };
 use crate::origin::{Reason, Verdict};
 use crate::providers::{self, Provider};
-
-/// Headers to forward, in order.
-pub type Headers = Vec<(String, String)>;
-
-/// The stored form of a queued event: its headers, then its body.
-pub fn payload(headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
-    let json = serde_json::to_vec(headers).expect("headers always serialise");
-    let mut stored = frame_prefix(&json);
-    stored.extend_from_slice(body);
-    stored
-}
-
-/// Reads a stored event back: its headers and its body. Unreadable data is a fatal store
-/// error (never delivered half-read).
-pub fn read_payload(stored: &[u8]) -> Result<(Headers, &[u8]), StoreError> {
-    let unreadable = || StoreError::Fatal("a stored event is unreadable".into());
-    let head: [u8; 4] = stored
-        .get(..4)
-        .and_then(|head| head.try_into().ok())
-        .ok_or_else(unreadable)?;
-    let (start, end) = frame_json_range(head, stored.len()).ok_or_else(unreadable)?;
-    let headers = serde_json::from_slice(&stored[start..end]).map_err(|_| unreadable())?;
-    Ok((headers, &stored[end..]))
-}
 
 /// What a queued attempt sends: the stored headers (signed anew where the sender's signature
 /// carries a time, with `secrets`' first, at `now_seconds`), the attempt headers, and the

@@ -8,11 +8,13 @@ mod codec;
 mod engine;
 mod error;
 mod fence;
+pub mod frame;
 mod kv;
 mod legacy;
 mod queue;
 mod record;
 mod report;
+mod settle;
 mod store;
 
 pub use codec::{decode_record, encode_record, SCHEMA_VERSION};
@@ -27,6 +29,7 @@ pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,
     AttemptTerms, EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
+pub use settle::SettleStep;
 pub use record::{
     Budget, CachedResponse, Change, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,
     PendingReport, QueueStage, QueueStep, Source, Stage, Transition,

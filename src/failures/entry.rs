@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::authority::queue::read_payload;
+use crate::claim::frame::read_payload;
 use crate::claim::{self, Change, ClaimRecord, ClaimStore, Millis, StoreError, Transition};
 use crate::origin::Reason;
 use crate::providers::{self, Provider};

@@ -21,7 +21,8 @@
 
 use std::collections::VecDeque;
 
-use super::delivery::{Deliver, Head, Report, Settle, SettleStep, Won};
+use super::delivery::{Deliver, Head, Report, Settle, Won};
+use crate::claim::SettleStep;
 use super::door::{to_cache, BodyKept, Door};
 use super::queue::{settle_attempt, AttemptEnd};
 use super::WakeBy;
