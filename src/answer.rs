@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::authority::AuthorityReply;
 use crate::claim::Millis;
+use crate::claim_authority::AuthorityReply;
 
 /// An HTTP answer, decided by a front door's rules; the worker renders it as it is.
 #[derive(Clone, Debug, PartialEq, Eq)]

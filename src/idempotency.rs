@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 use crate::answer::{
     retry_after_seconds, BodyError, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS,
 };
-use crate::authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::claim::{CachedResponse, ClaimOutcome, Millis};
+use crate::claim_authority::{is_final, AuthorityReply, Delivery, Head};
 use crate::config::{self, ApiConfig, ConfigProblem};
 use crate::log_line::{LogLine, Outcome};
 use crate::origin::OriginOutcome;

@@ -7,14 +7,15 @@
 //! | module | what it decides |
 //! | --- | --- |
 //! | [`claim`] | the claim record and its transitions: claim, finalize, release, forget, expire |
-//! | [`authority`] | the messages to the claim authority (one Durable Object per key), and a delivery's rules: what to claim, how to settle |
+//! | [`claim_authority`] | the claim authority (one Durable Object per key, the only writer of its claim): its messages, a delivery's and a queued attempt's rules, the attempt driver, and its sequences as tasks with their executor ([`claim_authority::object`]) |
 //! | [`origin`] | what an origin's answer (or its absence) means for a claim |
 //! | [`webhook`] | the webhook doors' refusals and answer table (every sender) |
 //! | [`providers`] | the senders: names, record keys, default modes, and each sender's signature and id rules (Stripe's `Stripe-Signature` and event envelope among them) |
 //! | [`idempotency`] | the Idempotency-Key door's rules and answer table |
-//! | [`keeper`] | the claim authority object without its I/O: its store and alarm, and its sequences (a request served, the alarm, a queued attempt, the reports to the failure index) |
 //! | [`admin`] | the admin API's routes, token check and answer table, and the operator page |
-//! | [`failures`] | the failure index (dead letters, redeliveries, recoveries), its queries and the operational notifications |
+//! | [`failure_index`] | the failure index (one Durable Object): dead letters, redeliveries and recoveries, its queries, the operational notifications, and its sequences |
+//! | [`object`] | what the runtime does for both Durable Objects (the `Host` trait), and the alarm timing they share |
+//! | [`reverts`] | test-only switches that take a fix out again (off in every build of the worker) |
 //! | [`rfc3339`] | times as RFC 3339 text, both ways |
 //! | [`rate_limit`] | the rate limiters' verdicts, and failing open when a limiter fails |
 //! | [`answer`] | what every door shares in its answers (`Retry-After`, store failures) |
@@ -29,18 +30,18 @@
 //!
 //! A front door is a pure module (its decisions, one answer table, and its sequence over the
 //! [`runtime`] in its `door` module); the worker's router (`worker/mod.rs`) runs it over the
-//! request, with one log line and one metric per request (`worker/door.rs`). The claim
-//! authority object is [`keeper`] over the object's I/O.
+//! request, with one log line and one metric per request (`worker/door.rs`). Each Durable
+//! Object's adapter is its folder of `worker/`: `worker/claim_authority/` and
+//! `worker/failure_index/`.
 
 pub mod admin;
 pub mod answer;
-pub mod authority;
 pub mod claim;
+pub mod claim_authority;
 pub mod config;
-pub mod failures;
+pub mod failure_index;
 pub mod health;
 pub mod idempotency;
-pub mod keeper;
 pub mod log_line;
 pub mod mac;
 pub mod object;

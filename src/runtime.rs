@@ -4,10 +4,10 @@
 //! host over [`memory::Memory`]; the worker's adapter carries each call out.
 
 use crate::answer::BodyError;
-use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{Millis, Nonce};
+use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
-use crate::failures::{IndexReply, IndexRequest};
+use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
 use crate::providers::stripe::envelope::{Envelope, EnvelopeError};
 

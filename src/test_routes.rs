@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use crate::admin;
 use crate::answer::{HttpAnswer, StoreFailure};
-use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{ClaimPolicy, Fence, Nonce, Source};
+use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::{self, Config, ConfigProblem};
 use crate::origin::{Reason, UnknownReason};
 use crate::providers::Provider;

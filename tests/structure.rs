@@ -24,22 +24,23 @@ const LAYERS: &[&[&str]] = &[
     &["claim"],
     // Every configuration key.
     &["config"],
-    // The claim authority: its messages, the attempt driver, the alarm.
-    &["authority"],
-    // What the doors and objects share: answers and the log line.
-    &["answer", "log_line"],
+    // The log line.
+    &["log_line"],
     // What the runtime does for every Durable Object.
     &["object"],
-    // The failure index and its notifications, fed by the claim authority's objects.
-    &["failures"],
+    // The failure index (one Durable Object): its rules, its notifications and its sequences.
+    &["failure_index"],
+    // The claim authority (one Durable Object per key): its messages, the attempt driver, its
+    // sequences and their executor.
+    &["claim_authority"],
+    // What the doors share: their answers.
+    &["answer"],
     // Which door a path leads to.
     &["routing"],
     // What the doors ask of the runtime.
     &["runtime"],
     // The doors' rules.
     &["webhook", "idempotency", "admin"],
-    // The claim authority object's sequences.
-    &["keeper"],
     // The test routes, which show records as the admin API does, and `/healthz`, which shows
     // the operator more than anyone else.
     &["test_routes", "health"],
@@ -247,7 +248,7 @@ struct Paths<'k> {
     public: bool,
     /// Absolute paths named, each with the module that names it.
     found: Vec<(Vec<String>, Vec<String>)>,
-    /// Re-exports: the path a module makes public (`failures::IndexStore`), and what it names.
+    /// Re-exports: the path a module makes public (`failure_index::IndexStore`), and what it names.
     aliases: Vec<(Vec<String>, Vec<String>)>,
 }
 
@@ -403,8 +404,8 @@ fn nested(a: &[String], b: &[String]) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
-/// `path` with every re-export on its way replaced by what it names (`failures::IndexStore`
-/// becomes `failures::store::IndexStore`), so a path through a parent's `pub use` counts as
+/// `path` with every re-export on its way replaced by what it names (`failure_index::IndexStore`
+/// becomes `failure_index::store::IndexStore`), so a path through a parent's `pub use` counts as
 /// a path to the module that defines the item.
 fn through_aliases(
     mut path: Vec<String>,
@@ -413,7 +414,7 @@ fn through_aliases(
 ) -> Vec<String> {
     for _ in 0..8 {
         // A module's name followed by more of the path is the module, even where a function of
-        // the same name is re-exported (`failures::entry` the module, `failures::entry` the
+        // the same name is re-exported (`failure_index::entry` the module, `failure_index::entry` the
         // function).
         let hit = (1..=path.len())
             .rev()
@@ -485,7 +486,7 @@ fn no_module_imports_another_that_imports_it_back() {
         }
     }
     assert!(
-        edges.contains_key(&vec!["worker".to_owned(), "keeper".to_owned()]),
+        edges.contains_key(&vec!["worker".to_owned(), "runtime".to_owned()]),
         "the check sees `super::` imports between sibling modules"
     );
     let mut cycles = Vec::new();

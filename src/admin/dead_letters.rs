@@ -6,10 +6,10 @@ use serde_json::{json, Value};
 
 use super::AdminAnswer;
 use crate::answer::StoreFailure;
-use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{ClaimPolicy, ForgetOutcome, Millis, RedeliverOutcome};
-use crate::failures::query::{self, ListQuery};
-use crate::failures::{Entry, EntryState, IndexReply, IndexRequest, Page, Report};
+use crate::claim_authority::{AuthorityReply, AuthorityRequest};
+use crate::failure_index::query::{self, ListQuery};
+use crate::failure_index::{Entry, EntryState, IndexReply, IndexRequest, Page, Report};
 
 /// The most events one bulk redelivery call redelivers; `next_cursor` goes on from there.
 pub const REDELIVER_BATCH: usize = 25;
@@ -256,7 +256,7 @@ mod tests {
     /// was queued, skips the rest with why, and tells the index of each event found gone.
     #[test]
     fn a_bulk_redelivery_asks_each_object_in_turn_and_reports_what_is_gone() {
-        use crate::failures::{Cursor, EntryState};
+        use crate::failure_index::{Cursor, EntryState};
         use crate::providers::Provider;
         let entry = |id: &str, storage_id| Entry {
             key: Provider::Github.key(id),

@@ -3,10 +3,10 @@
 //! for a route over the failure index the index's answer or a bulk redelivery.
 
 use crate::answer::HttpAnswer;
-use crate::authority::AuthorityRequest;
 use crate::claim::ClaimPolicy;
+use crate::claim_authority::AuthorityRequest;
 use crate::config::{Config, ConfigProblem};
-use crate::failures::{IndexRequest, ListQuery};
+use crate::failure_index::{IndexRequest, ListQuery};
 use crate::log_line::{Level, LogLine, Outcome};
 use crate::runtime::{Fault, Runtime};
 

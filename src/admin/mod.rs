@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::answer::{HttpAnswer, StoreFailure};
-use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{
     ClaimPolicy, ClaimRecord, ClaimState, Fence, ForgetOutcome, Millis, RedeliverOutcome,
     ReleaseOutcome,
 };
+use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::log_line::Outcome;
 use crate::origin::Reason;
 use crate::providers::stripe::envelope::is_event_id;
@@ -1086,7 +1086,7 @@ mod tests {
         use super::*;
         use crate::admin::door::{serve, Served};
         use crate::config::Config;
-        use crate::failures::{IndexReply, IndexRequest};
+        use crate::failure_index::{IndexReply, IndexRequest};
         use crate::log_line::{Level, LogLine, Route};
         use crate::runtime::memory::{run, Call, Memory};
 
@@ -1202,8 +1202,8 @@ mod tests {
             );
         }
 
-        fn entry(id: &str, storage_id: u64) -> crate::failures::Entry {
-            crate::failures::Entry {
+        fn entry(id: &str, storage_id: u64) -> crate::failure_index::Entry {
+            crate::failure_index::Entry {
                 key: Provider::Github.key(id),
                 storage_id,
                 stored_at: 1,
@@ -1214,7 +1214,7 @@ mod tests {
                 dead_at: 2,
                 attempts: 3,
                 last_reason: None,
-                state: crate::failures::EntryState::Dead,
+                state: crate::failure_index::EntryState::Dead,
                 expires_at: 100,
                 history: Vec::new(),
             }
@@ -1227,7 +1227,7 @@ mod tests {
             let queued = AuthorityReply::Redeliver(RedeliverOutcome::Queued);
             let gone = AuthorityReply::Redeliver(RedeliverOutcome::NoBody);
             let runtime = operator(vec![queued, gone]);
-            let page = crate::failures::Page {
+            let page = crate::failure_index::Page {
                 items: vec![entry("d-1", 11), entry("d-2", 12)],
                 next_cursor: None,
             };
@@ -1262,7 +1262,7 @@ mod tests {
         fn a_missing_binding_is_a_runtime_fault() {
             let mut runtime = operator(Vec::new());
             runtime.no_binding = true;
-            let page = crate::failures::Page {
+            let page = crate::failure_index::Page {
                 items: vec![entry("d-1", 11)],
                 next_cursor: None,
             };

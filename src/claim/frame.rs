@@ -45,4 +45,3 @@ pub fn read_payload(stored: &[u8]) -> Result<(Headers, &[u8]), StoreError> {
     let headers = serde_json::from_slice(&stored[start..end]).map_err(|_| unreadable())?;
     Ok((headers, &stored[end..]))
 }
-

@@ -29,12 +29,12 @@ pub use queue::{
     attempt_failed, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,
     AttemptTerms, EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
 };
-pub use settle::SettleStep;
 pub use record::{
     Budget, CachedResponse, Change, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,
     PendingReport, QueueStage, QueueStep, Source, Stage, Transition,
 };
 pub use report::{holds, report_due, report_failed, report_sent};
+pub use settle::SettleStep;
 pub use store::{ClaimStore, MemoryClaimStore};
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! the body and its fingerprint, the delivery through its scope's claim authority, and what to
 //! answer from the reply.
 
-use crate::authority::{AuthorityRequest, Deliver, Forward, Head};
+use crate::claim_authority::{AuthorityRequest, Deliver, Forward, Head};
 use crate::config::{ApiConfig, Config, ConfigProblem};
 use crate::log_line::{LogLine, Outcome, Route};
 use crate::runtime::Runtime;
@@ -145,8 +145,8 @@ async fn admit<'a, R: Runtime>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authority::{AuthorityReply, Delivery, Report, SettleStep};
     use crate::claim::{CachedResponse, ClaimOutcome};
+    use crate::claim_authority::{AuthorityReply, Delivery, Report, SettleStep};
     use crate::origin::{OriginOutcome, Verdict};
     use crate::runtime::memory::{run, Call, Memory, NONCE};
 

@@ -1,8 +1,8 @@
 //! Host tests of the Idempotency-Key rules.
 
 use super::*;
-use crate::authority::{to_cache, BodyKept, Report, SettleStep};
 use crate::claim::FinalizeOutcome;
+use crate::claim_authority::{to_cache, BodyKept, Report, SettleStep};
 use crate::config::ConfigProblem;
 use crate::log_line::{LogLine, Outcome, Route};
 use crate::origin::Verdict;

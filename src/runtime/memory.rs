@@ -6,15 +6,13 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use super::{Fault, Runtime};
 use crate::answer::BodyError;
-use crate::authority::{AuthorityReply, AuthorityRequest};
 use crate::claim::{Millis, Nonce};
+use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
-use crate::failures::{IndexReply, IndexRequest};
+use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
 
@@ -184,12 +182,5 @@ impl Runtime for Memory {
 
 /// Runs a door's future to its end: over [`Memory`] nothing waits, so one poll finishes it.
 pub fn run<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a door waited on a runtime in memory, where nothing waits"),
-    }
+    crate::object::run_at_once(future)
 }

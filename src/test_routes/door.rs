@@ -122,7 +122,7 @@ async fn cross_check<R: Runtime>(runtime: &R, config: &Config, line: &mut LogLin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authority::{AuthorityReply, AuthorityRequest};
+    use crate::claim_authority::{AuthorityReply, AuthorityRequest};
     use crate::log_line::Route;
     use crate::runtime::memory::{run, Call, Memory};
 

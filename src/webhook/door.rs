@@ -128,8 +128,8 @@ async fn verify<R: Runtime>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authority::{AuthorityReply, AuthorityRequest, Delivery};
     use crate::claim::ClaimOutcome;
+    use crate::claim_authority::{AuthorityReply, AuthorityRequest, Delivery};
     use crate::log_line::Outcome;
     use crate::providers::stripe::signature;
     use crate::runtime::memory::{run, Call, Memory, NONCE};
@@ -443,12 +443,12 @@ mod tests {
         assert_eq!(answer.status, 405);
         assert_eq!(line.provider, Some(Provider::Github));
         assert_eq!(line.outcome, Outcome::Code("method_not_allowed"));
-        let report = crate::authority::Report {
+        let report = crate::claim_authority::Report {
             attempt: 2,
             takeover: true,
             outcome: crate::origin::OriginOutcome::Answered { status: 200 },
             verdict: crate::origin::Verdict::Succeeded,
-            settle: crate::authority::SettleStep::Finalized,
+            settle: crate::claim_authority::SettleStep::Finalized,
             origin_ms: 7,
             head: None,
         };
@@ -467,6 +467,9 @@ mod tests {
             (line.attempt, line.takeover, line.origin_status),
             (Some(2), Some(true), Some(200))
         );
-        assert_eq!(line.settle, Some(crate::authority::SettleStep::Finalized));
+        assert_eq!(
+            line.settle,
+            Some(crate::claim_authority::SettleStep::Finalized)
+        );
     }
 }

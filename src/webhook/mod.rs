@@ -17,8 +17,10 @@ use serde_json::{json, Value};
 use crate::answer::{
     retry_after_seconds, BodyError, HttpAnswer, StoreFailure, STORE_RETRY_AFTER_SECONDS,
 };
-use crate::authority::{AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward, Report};
 use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis, Nonce, Source};
+use crate::claim_authority::{
+    AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward, Report,
+};
 use crate::config::{self, Config, ConfigProblem, DeliveryMode};
 use crate::log_line::Outcome;
 use crate::origin::{OriginOutcome, Verdict};
@@ -356,7 +358,7 @@ pub fn store_failure_answer(failure: StoreFailure) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authority::{Report, SettleStep};
+    use crate::claim_authority::{Report, SettleStep};
     use crate::origin::{NetworkError, Reason};
 
     fn forwarded(outcome: OriginOutcome, verdict: Verdict, settle: SettleStep) -> AuthorityReply {

@@ -10,7 +10,7 @@ use super::env_config;
 use super::forward::{self, Exchange};
 use super::inbound::Inbound;
 use super::runtime::Doorway;
-use crate::authority::Head;
+use crate::claim_authority::Head;
 use crate::idempotency::door::{self, Step};
 use crate::idempotency::{self as idem, Confinement, Problem};
 use crate::log_line::{LogLine, Route};

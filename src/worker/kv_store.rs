@@ -1,5 +1,5 @@
 //! An object's synchronous key-value table (`ctx.storage.kv`, SQLite-backed objects only) as a
-//! [`KvTable`]. The stores over the table are in [`crate::claim`] and [`crate::failures`].
+//! [`KvTable`]. The stores over the table are in [`crate::claim`] and [`crate::failure_index`].
 
 use js_sys::{Array, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;

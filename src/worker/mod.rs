@@ -2,21 +2,15 @@
 //! the clients it uses. Every decision is made by the pure modules; this only moves bytes.
 
 mod api;
-mod authority_client;
-mod authority_wire;
 mod background;
 mod body;
-mod claim_object;
+mod claim_authority;
 mod clock;
-mod delivery;
 mod door;
-mod drive;
 mod env_config;
 mod failure_index;
 mod forward;
 mod inbound;
-mod index_client;
-mod keeper;
 mod kv_store;
 mod log;
 mod native;

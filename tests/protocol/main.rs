@@ -9,9 +9,9 @@
 //! The model drives the product's own rules: the claim engine over an in-memory store, the
 //! attempt driver, the alarm rules, the admin API's decisions, the doors' answer tables, the
 //! failure index's rules over its own in-memory store, and the configuration loader (a deploy can only choose a configuration the real check accepts).
-//! Only the object's sequencing (`src/keeper/`: a rule, then the alarm it needs) is written
+//! Only the object's sequencing (`src/executor/`: a rule, then the alarm it needs) is written
 //! again, in `object.rs`, one step per transition so that a crash or another request can come
-//! between any two of its I/O calls (`Keeper`'s async sequences run each to its end).
+//! between any two of its I/O calls (`Executor`'s async sequences run each to its end).
 //!
 //! Each scenario is checked exhaustively (breadth first), prints the states it explored, and
 //! fails on the shortest path to a broken invariant, or when a scenario it must reach (a
@@ -29,10 +29,10 @@ use std::time::Instant;
 
 use stateright::{Checker, HasDiscoveries, Model, Property};
 use webhook_dedup::admin::Action as AdminAction;
-use webhook_dedup::authority::attempt::{Event, Wants};
 use webhook_dedup::claim::{self, Change, ClaimState, Millis, StoreError, Transition};
+use webhook_dedup::claim_authority::attempt::{Event, Wants};
 use webhook_dedup::config::{Config, DeliveryMode};
-use webhook_dedup::failures::{self, EntryState};
+use webhook_dedup::failure_index::{self, EntryState};
 use webhook_dedup::providers::Provider;
 
 use world::{Budget, Door, RunEnd, World};
@@ -667,7 +667,7 @@ fn index_knows_dead_letters(model: &Protocol, world: &World) -> bool {
         return true;
     }
     let mut index = world.index.clone();
-    failures::entry(&mut index, &key)
+    failure_index::entry(&mut index, &key)
         .ok()
         .flatten()
         .is_some_and(|entry| {

@@ -1,4 +1,4 @@
-//! The claim authority object in the model: the product's own tasks (`webhook_dedup::keeper::
+//! The claim authority object in the model: the product's own tasks (`webhook_dedup::claim_authority::object::
 //! task`: a request served, a delivery begun, the alarm, a forward) run over the model's world.
 //! Nothing here decides the order of the object's calls: each task hands out its calls, and
 //! this file only carries each one out over the world (the store with its faults, the alarm,
@@ -8,20 +8,20 @@
 //! forward wait for the failure index, as separate steps.
 
 use webhook_dedup::admin::{self, dead_letters, Action as AdminAction, Family};
-use webhook_dedup::authority::alarm::KnownAlarm;
-use webhook_dedup::authority::attempt::Event;
-use webhook_dedup::authority::{
+use webhook_dedup::claim::{self, ClaimRecord, ClaimState, Nonce};
+use webhook_dedup::claim_authority::alarm::KnownAlarm;
+use webhook_dedup::claim_authority::attempt::Event;
+use webhook_dedup::claim_authority::object::task::{
+    AlarmTask, BeginTask, Call, Done, Ended, ForwardIo, ForwardTask, ServeTask, Task,
+};
+use webhook_dedup::claim_authority::object::Outgoing;
+use webhook_dedup::claim_authority::{
     Attempt, AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward as ForwardTerms, Head,
     SettleStep, Won,
 };
-use webhook_dedup::claim::{self, ClaimRecord, ClaimState, Nonce};
 use webhook_dedup::config::{Config, DeliveryMode};
-use webhook_dedup::failures::{self, EntryState, IndexReply, IndexRequest};
+use webhook_dedup::failure_index::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
-use webhook_dedup::keeper::task::{
-    AlarmTask, BeginTask, Call, Done, Ended, ForwardIo, ForwardTask, ServeTask, Task,
-};
-use webhook_dedup::keeper::Outgoing;
 use webhook_dedup::log_line::{LogLine, Outcome};
 use webhook_dedup::origin::OriginOutcome;
 use webhook_dedup::providers::Provider;
@@ -652,9 +652,12 @@ impl World {
         };
         let applied = match answer {
             IndexAnswer::Failed => None,
-            IndexAnswer::Applied | IndexAnswer::Lost => {
-                Some(failures::handle(&mut self.index, &request, self.now, None))
-            }
+            IndexAnswer::Applied | IndexAnswer::Lost => Some(failure_index::handle(
+                &mut self.index,
+                &request,
+                self.now,
+                None,
+            )),
         };
         let reply = match (answer, applied) {
             (IndexAnswer::Applied, Some(reply)) => reply,
@@ -668,7 +671,7 @@ impl World {
                 IndexAnswer::Applied => {}
                 _ => self.ghost.report_lost = true,
             }
-            match failures::entry(&mut self.index, &model.key())
+            match failure_index::entry(&mut self.index, &model.key())
                 .ok()
                 .flatten()
                 .map(|entry| entry.state)
@@ -785,7 +788,7 @@ impl World {
             AuthorityReply::Forget(claim::ForgetOutcome::Forgotten) => {
                 // The admin API tells the index, best effort.
                 if let Some(report) = dead_letters::forgotten_report(&read, &reply, self.now) {
-                    let _ = failures::apply(&mut self.index, &report, self.now, None);
+                    let _ = failure_index::apply(&mut self.index, &report, self.now, None);
                 }
                 self.ghost.operator_at = Some(self.now);
                 self.reach(Reached::Forgotten);

@@ -2,12 +2,12 @@
 //! alarm, and what its instance holds in memory), the handler runs at the origin, the senders,
 //! an operator, and the ghost facts the invariants are judged on.
 
-use webhook_dedup::authority::alarm::KnownAlarm;
-use webhook_dedup::authority::attempt::Event;
-use webhook_dedup::authority::AuthorityReply;
 use webhook_dedup::claim::{MemoryClaimStore, Millis};
-use webhook_dedup::failures::{IndexRequest, MemoryIndexStore};
-use webhook_dedup::keeper::task::{AlarmTask, ForwardTask};
+use webhook_dedup::claim_authority::alarm::KnownAlarm;
+use webhook_dedup::claim_authority::attempt::Event;
+use webhook_dedup::claim_authority::object::task::{AlarmTask, ForwardTask};
+use webhook_dedup::claim_authority::AuthorityReply;
+use webhook_dedup::failure_index::{IndexRequest, MemoryIndexStore};
 
 /// Which front door a delivery comes through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
