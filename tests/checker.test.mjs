@@ -456,6 +456,34 @@ test('every attempt after an unknown outcome is a takeover claimed once its leas
   assert.deepEqual(check(missing).failures, []);
 });
 
+test('a line the stopped runtime printed proves nothing either way: a release it printed may have been kept', () => {
+  // evt_a's attempt 1 answered 500; the runtime printed its release at 1000 ms, as a restart
+  // began; attempt 2 was claimed at once after the restart, not as a takeover. Sound if the
+  // release was kept, which the next claim shows.
+  const h = history({ restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }] });
+  Object.assign(h.log.find((l) => l.key === 'evt_a' && l.attempt === 1), { seenAt: 1_000, runtime: 0 });
+  Object.assign(h.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 2), { receivedAt: 2_100, answeredAt: 2_101 });
+  h.log.find((l) => l.key === 'evt_a' && l.attempt === 2).seenAt = 2_102;
+  const verdict = check(h);
+  assert.deepEqual(verdict.failures, []);
+  assert.equal(row(verdict.table, 'attempts at once after a definite failure the stopped runtime printed as a restart began (its release kept)'), 1);
+  // Had it printed a 2xx (finalized), nothing but a takeover after the lease may follow.
+  const done = history({ restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }] });
+  Object.assign(done.log.find((l) => l.key === 'evt_a' && l.attempt === 1), { origin_status: 200, settle: 'finalized', seenAt: 1_000, runtime: 0 });
+  done.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 1).status = 200;
+  Object.assign(done.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 2), { receivedAt: 2_100, answeredAt: 2_101 });
+  assert.match(check(done).failures.join('\n'), /evt_a: attempt 2 followed attempt 1's unknown outcome \(a restart began at 1000 ms, before the product had learned its answer \(given at 2 ms\)\) without X-Webhook-Dedup-Takeover: true/);
+  // Queue mode: a refusal printed as a restart began, on the last attempt, and the event dead:
+  // the dead letter was kept, and is sound.
+  const refused = history({
+    mode: 'queue', retryMaxAttempts: 3, finalStates: { evt_a: 'done', evt_b: 'dead' }, finalAttempts: { evt_a: 2, evt_b: 1 },
+    restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'dead_lettered', origin_status: 404, seenAt: 1_000, runtime: 0 }],
+  });
+  refused.origin.find((r) => r.eventId === 'evt_b').status = 404;
+  assert.deepEqual(check(refused).failures, []);
+});
+
 test('after a definite failure the product learned, the next attempt is no takeover: a 4xx in sync mode is released', () => {
   // evt_a's attempt 1 answered 404; the product released the claim and the sender's retry ran
   // at once, not as a takeover.

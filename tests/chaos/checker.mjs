@@ -119,6 +119,10 @@ export function check(history) {
     if (!known || (l.seenAt ?? -Infinity) < (known.seenAt ?? -Infinity)) learned.set(at, l);
   }
   const learnedLine = (id, r) => learned.get(`${keyOf(id)} ${r.attempt}`);
+  // The statuses of an attempt in lines that prove nothing: the product printed that it learned
+  // them, but the restart that stopped its runtime may have lost what it wrote.
+  const unprovenStatuses = (id, r) => (linesOf.get(`${keyOf(id)} ${r.attempt}`) ?? [])
+    .filter((l) => l.origin_status !== undefined && !proves(l)).map((l) => l.origin_status);
   const learnedStatus = (id, r) => learnedLine(id, r)?.origin_status;
   // When the product had recorded each key done, at the latest: the first line that proves it
   // (a `finalized` settle, or `delivered` in queue mode), by the time it arrived. A done record
@@ -219,11 +223,12 @@ export function check(history) {
     }
     return null;
   };
-  // A definite failure the product learned: a non-2xx other than a gateway's 502/504 (the
-  // Cloudflare codes 520 and 524 never come from this origin), from a line that proves it.
+  // A definite failure: a non-2xx other than a gateway's 502/504 (the Cloudflare codes 520 and
+  // 524 never come from this origin). One the product learned, from a line that proves it.
+  const isDefiniteFailure = (status) => status !== undefined && !(status >= 200 && status < 300) && status !== 502 && status !== 504;
   const definiteFailure = (id, r) => {
     const status = learnedStatus(id, r);
-    return status !== undefined && !(status >= 200 && status < 300) && status !== 502 && status !== 504 ? status : undefined;
+    return isDefiniteFailure(status) ? status : undefined;
   };
   // Queue mode: the product learned a refusal, which dead-letters the event at once.
   const refusal = (id, r) => {
@@ -238,6 +243,7 @@ export function check(history) {
   const successCounts = new Map();
   const excused = { restart: 0, horizon: 0, reset: 0, gateway: 0 };
   const afterUnknown = { restart: 0, horizon: 0, reset: 0, gateway: 0, missing: 0 };
+  let releasedBeforeRestart = 0;
   let lateButLearned = 0;
   let afterDefinite = 0;
   let refusals = 0;
@@ -263,12 +269,20 @@ export function check(history) {
       // marked `X-Webhook-Dedup-Takeover: true`.
       const unknown = prev && unknownOutcome(id, prev, next);
       if (unknown) {
-        afterUnknown[unknown.kind] += 1;
-        if (claimOf(next) < leaseEndOf(prev)) {
-          fail(id, `attempt ${next.attempt} was claimed at ${rel(claimOf(next))} ms, inside the lease of attempt ${prev.attempt} (claimed at ${rel(claimOf(prev))} ms${prev.claimedAt === undefined ? ', its claim time unknown: its arrival at the origin' : ''}, lease until ${rel(leaseEndOf(prev))} ms), whose outcome was unknown: ${unknown.why}`);
-        }
-        if (!next.takeover) {
-          fail(id, `attempt ${next.attempt} followed attempt ${prev.attempt}'s unknown outcome (${unknown.why}) without X-Webhook-Dedup-Takeover: true`);
+        if (unknown.kind === 'restart' && !next.takeover && unprovenStatuses(id, prev).some(isDefiniteFailure)) {
+          // A restart cut it off, but the stopped runtime had printed that it learned a
+          // definite failure. If what it wrote was kept, the claim was released, and the next
+          // attempt may start at once, not as a takeover: sound either way. (A takeover is
+          // judged against the lease below.)
+          releasedBeforeRestart += 1;
+        } else {
+          afterUnknown[unknown.kind] += 1;
+          if (claimOf(next) < leaseEndOf(prev)) {
+            fail(id, `attempt ${next.attempt} was claimed at ${rel(claimOf(next))} ms, inside the lease of attempt ${prev.attempt} (claimed at ${rel(claimOf(prev))} ms${prev.claimedAt === undefined ? ', its claim time unknown: its arrival at the origin' : ''}, lease until ${rel(leaseEndOf(prev))} ms), whose outcome was unknown: ${unknown.why}`);
+          }
+          if (!next.takeover) {
+            fail(id, `attempt ${next.attempt} followed attempt ${prev.attempt}'s unknown outcome (${unknown.why}) without X-Webhook-Dedup-Takeover: true`);
+          }
         }
       } else if (next.attempt > (prev?.attempt ?? 0) + 1 && !missingKnown(id, next.attempt - 1)) {
         // The attempt before it never reached the origin, and the product never said why.
@@ -318,8 +332,13 @@ export function check(history) {
       }
       if (judgeEnds && final !== 'dead') fail(id, `the origin refused attempt ${refused.attempt} (${refusal(id, refused)}), which dead-letters the event at once, but it ended ${final ?? 'unknown'}`);
     }
+    // A refusal the stopped runtime printed as a restart began, on the last attempt: if the
+    // event ended dead with nothing after it, what it wrote was kept.
+    const lastSeen = inOrder.at(-1);
+    const refusedAtEnd = refused || (queue && !history.retryClientErrors && lastSeen !== undefined
+      && unprovenStatuses(id, lastSeen).some(isRefusal) && (history.finalAttempts?.[id] ?? lastSeen.attempt) === lastSeen.attempt);
     if (judgeEnds && queue && e.acknowledged) {
-      if (final === 'dead' && !refused) {
+      if (final === 'dead' && !refusedAtEnd) {
         // An attempt the product claimed whose forward a restart cut off before it reached the
         // origin is an attempt too (the product cannot know it never arrived): each attempt
         // number the origin never saw counts only when a restart began between the arrival of
@@ -414,6 +433,7 @@ export function check(history) {
     ['second successes allowed: a gateway answered 502 or 504 for the first', excused.gateway],
     ['attempts after an unknown outcome (each a takeover, claimed once its lease ended)', `${sum(afterUnknown)} (restart ${afterUnknown.restart}, after the horizon ${afterUnknown.horizon}, reset ${afterUnknown.reset}, gateway ${afterUnknown.gateway}, never reached the origin ${afterUnknown.missing})`],
     ['attempts after a definite failure the product learned (none a takeover)', afterDefinite],
+    ['attempts at once after a definite failure the stopped runtime printed as a restart began (its release kept)', releasedBeforeRestart],
     ['answers after the wait horizon that the product still learned', lateButLearned],
     ['log lines seen after their runtime was stopped (they prove nothing)', history.log.filter((l) => !proves(l)).length],
     ['late answers settled by the claim authority', history.log.filter((l) => l.outcome === 'late_answer').length],
