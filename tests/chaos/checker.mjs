@@ -377,7 +377,10 @@ export function check(history) {
       // learned its 2xx.
       const learnable = successes.find((r) => !unknownOutcome(id, r, nextOf(r))
         || (learnedStatus(id, r) >= 200 && learnedStatus(id, r) < 300));
-      if (learnable) fail(id, `dead-lettered although attempt ${learnable.attempt} succeeded and the product could know it (answered within the attempt's time-out, or its success was learned)`);
+      if (learnable) {
+        const said = (linesOf.get(`${keyOf(id)} ${learnable.attempt}`) ?? []).find((l) => l.origin_ms !== undefined);
+        fail(id, `dead-lettered although attempt ${learnable.attempt} succeeded and the product could know it (answered within the attempt's time-out, or its success was learned)${said ? `; its line: ${said.outcome}, ${said.detail ?? 'no detail'}, origin_ms ${said.origin_ms}` : ''}`);
+      }
     }
     for (let i = 1; i < successes.length; i += 1) {
       const first = successes[i - 1];
@@ -394,7 +397,10 @@ export function check(history) {
       } else if (unknown) {
         fail(id, `${twice}; the first's outcome was unknown (${unknown.why}), but attempt ${next.attempt} was claimed at ${rel(claimOf(next))} ms${claimOf(next) < leaseEndOf(first) ? `, inside its lease (claimed at ${rel(claimOf(first))} ms, until ${rel(leaseEndOf(first))} ms)` : ''}${next.takeover ? '' : ', without X-Webhook-Dedup-Takeover: true'}`);
       } else {
-        fail(id, `${twice}, the first's outcome known: answered ${first.gateway ?? first.status} ${(first.answeredAt - claimOf(first)).toFixed(0)} ms after its claim, within the wait horizon (${history.horizonMs} ms), no restart cutting it off, and the product did not learn it`);
+        // What the product printed about the first instead (a time-out, when its runtime read
+        // the answer too late), for the report.
+        const said = (linesOf.get(`${keyOf(id)} ${first.attempt}`) ?? []).find((l) => l.origin_ms !== undefined);
+        fail(id, `${twice}, the first's outcome known: answered ${first.gateway ?? first.status} ${(first.answeredAt - claimOf(first)).toFixed(0)} ms after its claim, within the wait horizon (${history.horizonMs} ms), no restart cutting it off, and the product did not learn it${said ? ` (its line: ${said.outcome}, ${said.detail ?? 'no detail'}, origin_ms ${said.origin_ms})` : ''}`);
       }
     }
   }
