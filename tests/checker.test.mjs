@@ -54,6 +54,12 @@ test('a sound history passes and is counted', () => {
   assert.equal(row(table, 'answers 200'), 3);
   assert.equal(row(table, 'origin attempts'), 3);
   assert.equal(row(table, 'events with 1 origin success'), 2);
+  // How late forwards reached the origin after their claims (a starved runtime sends late).
+  const label = 'time from claim to arrival at the origin, ms (median, 99th percentile, longest)';
+  assert.equal(row(table, label), 'none');
+  const timed = history();
+  timed.origin.forEach((r, i) => Object.assign(r, { claimedAt: r.receivedAt - [10, 20, 1_500][i] }));
+  assert.equal(row(check(timed).table, label), '20, 20, 1500');
 });
 
 test('an event acknowledged but never successful at the origin is lost', () => {

@@ -415,6 +415,7 @@ export function check(history) {
   const gateways = history.origin.filter((r) => r.gateway);
   const resets = history.origin.filter((r) => r.reset);
   const sum = (o) => Object.values(o).reduce((x, y) => x + y, 0);
+  const lags = history.origin.filter((r) => r.claimedAt !== undefined).map((r) => Math.round(r.receivedAt - r.claimedAt)).sort((a, b) => a - b);
   const table = [
     ['mode', history.mode ?? 'sync'],
     ['events', history.events.length],
@@ -424,6 +425,8 @@ export function check(history) {
     ...[...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([s, n]) => [`answers ${s}`, n]),
     ['origin attempts', history.origin.length],
     ['origin attempts whose claim time was not read (their arrival stands in)', claimTimesUnknown],
+    // How late forwards left a busy runtime: a starved one also reads answers late.
+    ['time from claim to arrival at the origin, ms (median, 99th percentile, longest)', lags.length === 0 ? 'none' : `${lags[Math.floor((lags.length - 1) / 2)]}, ${lags[Math.floor((lags.length - 1) * 0.99)]}, ${lags.at(-1)}`],
     ...(history.claimTimesDisagreeing ? [['claim times where storage and log lines disagree', history.claimTimesDisagreeing]] : []),
     ['origin answers 500', count(answered, (r) => r.status === 500)],
     ['origin answers 4xx that refuse (400, 404, 410, 422)', count(answered, (r) => isRefusal(r.status))],
