@@ -7,8 +7,17 @@ import { test } from 'node:test';
 
 import { check } from './chaos/checker.mjs';
 
+// The product's own lines for evt_a's two attempts (it learned a 500, then a 200); evt_b's
+// lines are left to each test. Lines a test gives come after these.
+const LEARNED = [
+  { key: 'evt_a', attempt: 1, outcome: 'origin_failed', origin_status: 500, settle: 'released', seenAt: 2 },
+  { key: 'evt_a', attempt: 2, outcome: 'processed', origin_status: 200, settle: 'finalized', seenAt: 3 },
+];
+
 function history(overrides = {}) {
+  const { log = [], ...rest } = overrides;
   return {
+    mode: 'sync',
     events: ['evt_a', 'evt_b'],
     deliveries: [
       { eventId: 'evt_a', status: 502 },
@@ -22,12 +31,16 @@ function history(overrides = {}) {
       { eventId: 'evt_a', attempt: 2, receivedAt: 2, answeredAt: 3, takeover: false, status: 200 },
       { eventId: 'evt_b', attempt: 1, receivedAt: 3, answeredAt: 4, takeover: false, status: 200 },
     ],
-    log: [],
+    log: [...LEARNED.map((l) => ({ ...l })), ...log],
     restartsAt: [],
     leaseMs: 6_000,
     forwardTimeoutMs: 1_000,
     horizonMs: 4_000,
-    ...overrides,
+    // Queue mode: the failure index was read, and lists the dead letters.
+    ...(rest.mode === 'queue' ? {
+      indexedDead: Object.keys(rest.finalStates ?? {}).filter((id) => rest.finalStates[id] === 'dead'), retryMaxAttempts: 8,
+    } : {}),
+    ...rest,
   };
 }
 
@@ -41,6 +54,12 @@ test('a sound history passes and is counted', () => {
   assert.equal(row(table, 'answers 200'), 3);
   assert.equal(row(table, 'origin attempts'), 3);
   assert.equal(row(table, 'events with 1 origin success'), 2);
+  // How late forwards reached the origin after their claims (a starved runtime sends late).
+  const label = 'time from claim to arrival at the origin, ms (median, 99th percentile, longest)';
+  assert.equal(row(table, label), 'none');
+  const timed = history();
+  timed.origin.forEach((r, i) => Object.assign(r, { claimedAt: r.receivedAt - [10, 20, 1_500][i] }));
+  assert.equal(row(check(timed).table, label), '20, 20, 1500');
 });
 
 test('an event acknowledged but never successful at the origin is lost', () => {
@@ -61,7 +80,7 @@ test('a delivery that never got a 2xx within its budget is lost', () => {
   assert.match(check(h).failures.join('\n'), /evt_a: a delivery never got a 2xx/);
 });
 
-test('a second success is a double unless a restart cut off the first or the first outlasted the horizon', () => {
+test('a second success is a double unless the first\'s outcome was unknown (a restart before the product learned it, an answer after the horizon) and a takeover came after its lease', () => {
   const second = { eventId: 'evt_b', attempt: 2, receivedAt: 9_000, answeredAt: 9_001, takeover: true, status: 200 };
   const h = history();
   h.origin.push(second);
@@ -73,15 +92,18 @@ test('a second success is a double unless a restart cut off the first or the fir
   const crash = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
   crash.origin.push(second);
   const crashed = check(crash);
-  assert.deepEqual(crashed.failures, [], 'a crash within the settle grace after the first answer');
-  assert.equal(row(crashed.table, 'second successes allowed: a restart cut off the first'), 1);
+  assert.deepEqual(crashed.failures, [], 'a crash before the product had learned the first answer (it logged none)');
+  assert.equal(row(crashed.table, 'second successes allowed: a restart cut off the first before the product learned its answer'), 1);
   const held = history({ restartsAt: [{ from: 3.5, to: 1_000 }] });
   held.origin[2].answeredAt = 1_500; // the handler finished after the crash: nobody learned it
   held.origin.push(second);
   assert.deepEqual(check(held).failures, [], 'a crash while the first run was under way');
-  const afterSettle = history({ restartsAt: [{ from: 5_000, to: 6_000 }] });
+  const afterSettle = history({
+    restartsAt: [{ from: 5_000, to: 6_000 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'processed', origin_status: 200, settle: 'finalized', seenAt: 10 }],
+  });
   afterSettle.origin.push(second);
-  assert.match(check(afterSettle).failures.join('\n'), /evt_b: succeeded at the origin twice/, 'a restart after the first was settled excuses nothing');
+  assert.match(check(afterSettle).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\), although the product learned the first's 200 \(logged by 10 ms\)/, 'a restart after the first was settled excuses nothing');
   const slow = history();
   slow.origin[2].answeredAt = 3 + 4_001; // slower than the horizon: its answer could not be learned
   slow.origin.push(second);
@@ -93,12 +115,12 @@ test('a second success is a double unless a restart cut off the first or the fir
   assert.match(check(before).failures.join('\n'), /evt_b: succeeded at the origin twice/, 'a restart before the first success excuses nothing');
   const tooSoon = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
   tooSoon.origin.push({ ...second, receivedAt: 2_100, answeredAt: 2_101, takeover: false });
-  assert.match(check(tooSoon).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\); a restart cut off the first, but attempt 2 was claimed at 2100 ms, inside its lease \(claimed at 3 ms, until 6003 ms\)/,
+  assert.match(check(tooSoon).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\); the first's outcome was unknown \(a restart began at 1000 ms, before the product had learned its answer \(given at 4 ms\)\), but attempt 2 was claimed at 2100 ms, inside its lease \(claimed at 3 ms, until 6003 ms\), without X-Webhook-Dedup-Takeover: true/,
     'a restart excuses a second run only once the first one\'s lease has run out');
   const laterRetry = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
   laterRetry.origin.push({ ...second, attempt: 3 });
   laterRetry.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: 2_100, answeredAt: 2_101, takeover: false, status: 500 });
-  assert.match(check(laterRetry).failures.join('\n'), /a restart cut off the first, but attempt 2 was claimed at/,
+  assert.match(check(laterRetry).failures.join('\n'), /the first's outcome was unknown \(a restart began at 1000 ms[^\n]*, but attempt 2 was claimed at 2100 ms, inside its lease/,
     'nor when a failed attempt inside the lease came between them');
 });
 
@@ -120,18 +142,17 @@ test('an attempt inside the lease of one whose answer came after the horizon fai
     h.origin.push({ eventId: 'evt_b', attempt: 2, receivedAt: first.receivedAt + 3_000, answeredAt: first.receivedAt + 3_001, takeover: false, status: 200 });
     h.finalStates = { evt_a: 'done', evt_b: 'done' };
     const { failures, table } = check(h);
-    assert.match(failures.join('\n'), /evt_b: attempt 2 was claimed at 3003 ms, inside the lease of attempt 1 \(claimed at 3 ms, its claim time unknown: its arrival at the origin, lease until 6003 ms\), whose answer came 5000 ms after its claim, after the wait horizon, and was not learned/, mode);
-    assert.equal(row(table, 'attempts after an answer slower than the wait horizon (none may start inside its lease)'), 1);
-    // The same attempt once the lease has ended passes.
-    h.origin.at(-1).receivedAt = first.receivedAt + 6_000;
-    h.origin.at(-1).answeredAt = first.receivedAt + 6_001;
+    assert.match(failures.join('\n'), /evt_b: attempt 2 was claimed at 3003 ms, inside the lease of attempt 1 \(claimed at 3 ms, its claim time unknown: its arrival at the origin, lease until 6003 ms\), whose outcome was unknown: its answer came 5000 ms after its claim, after the wait horizon, and was not learned/, mode);
+    assert.match(row(table, 'attempts after an unknown outcome (each a takeover, claimed once its lease ended)'), /^1 \(.*after the horizon 1,/);
+    // The same attempt once the lease has ended, as a takeover, passes.
+    Object.assign(h.origin.at(-1), { receivedAt: first.receivedAt + 6_000, answeredAt: first.receivedAt + 6_001, takeover: true });
     assert.deepEqual(check(h).failures, [], mode);
     // A run that never answered (cut off by a restart) is as lost: a retry inside its lease fails.
     delete first.answeredAt;
     first.status = undefined;
     h.restartsAt = [{ from: first.receivedAt + 100, to: first.receivedAt + 900 }];
     h.origin.at(-1).receivedAt = first.receivedAt + 2_000;
-    assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 was claimed at 2003 ms, inside the lease of attempt 1 .*whose answer never came/, mode);
+    assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 was claimed at 2003 ms, inside the lease of attempt 1 .*whose outcome was unknown: a restart began at 103 ms, before the product had learned its answer \(it never came\)/, mode);
   }
 });
 
@@ -181,10 +202,10 @@ test('connection errors during a restart and fence conflicts are counted, not fa
 test('a send without an answer outside a restart fails the run, as does one with no time', () => {
   const stray = history({ restartsAt: [{ from: 100, to: 200 }] });
   stray.deliveries.push({ eventId: 'evt_a', error: 'timed out', at: 9_000 });
-  assert.match(check(stray).failures.join('\n'), /1 sends got no answer outside a restart .*evt_a at 9000 ms: timed out/);
+  assert.match(check(stray).failures.join('\n'), /1 sends got no answer and were not in flight during a restart .*evt_a sent at \? ms, failed at 9000 ms: timed out/);
   const untimed = history();
   untimed.deliveries.push({ eventId: 'evt_a', error: 'ECONNRESET' });
-  assert.match(check(untimed).failures.join('\n'), /1 sends got no answer outside a restart/);
+  assert.match(check(untimed).failures.join('\n'), /1 sends got no answer and were not in flight during a restart/);
 });
 
 test('queue mode: an event dead-lettered although an attempt succeeded in time is a failure', () => {
@@ -258,7 +279,7 @@ test('the lease is measured from the claim it replaced, to the millisecond: no s
   h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 5_500, receivedAt: 6_300, answeredAt: 6_301, takeover: true, status: 200 });
   const failures = check(h).failures.join('\n');
   assert.match(failures, /evt_b: attempt 2 took over at 5500 ms, inside the lease of attempt 1 \(claimed at 0 ms, lease until 6000 ms\)/);
-  assert.match(failures, /evt_b: attempt 2 was claimed at 5500 ms, inside the lease of attempt 1 .*whose answer never came/);
+  assert.match(failures, /evt_b: attempt 2 was claimed at 5500 ms, inside the lease of attempt 1 .*whose outcome was unknown: a restart began at 900 ms, before the product had learned its answer \(it never came\)/);
   // Claimed when the lease ended: sound, whatever the arrival times.
   Object.assign(h.origin.at(-1), { claimedAt: 6_000 });
   assert.deepEqual(check(h).failures, []);
@@ -274,7 +295,7 @@ test('an answer just past the wait horizon excuses nothing: no band', () => {
   Object.assign(first, { claimedAt: 3, receivedAt: 3, answeredAt: 3 + 4_100 });
   band.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 3_003, receivedAt: 3_004, answeredAt: 3_005, takeover: false, status: 200 });
   const verdict = check(band);
-  assert.match(verdict.failures.join('\n'), /evt_b: attempt 2 was claimed at 3003 ms, inside the lease of attempt 1 \(claimed at 3 ms, lease until 6003 ms\), whose answer came 4100 ms after its claim, after the wait horizon, and was not learned/);
+  assert.match(verdict.failures.join('\n'), /evt_b: attempt 2 was claimed at 3003 ms, inside the lease of attempt 1 \(claimed at 3 ms, lease until 6003 ms\), whose outcome was unknown: its answer came 4100 ms after its claim, after the wait horizon, and was not learned/);
   assert.deepEqual(verdict.failing, ['evt_b']);
   // Slower than the horizon from its own claim, not from its arrival: claimed at 3, reached
   // the origin at 300, answered 3_900 after arriving, 4_197 after its claim. The second run,
@@ -287,7 +308,7 @@ test('an answer just past the wait horizon excuses nothing: no band', () => {
   assert.equal(row(excused.table, 'second successes allowed: the first slower than the wait horizon'), 1);
   // The same answer 1 ms inside its horizon excuses nothing.
   measured.origin.find((r) => r.eventId === 'evt_b' && r.attempt === 1).answeredAt = 4_003;
-  assert.match(check(measured).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\) with no restart cutting off the first, which was answered 4000 ms after its claim, within the wait horizon/);
+  assert.match(check(measured).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\), the first's outcome known: answered 200 4000 ms after its claim, within the wait horizon \(4000 ms\), no restart cutting it off/);
 });
 
 test('an answer past the horizon that the product still learned: no lease to wait for, but no second success either', () => {
@@ -334,22 +355,202 @@ test('nothing runs after the product recorded the event done, restart or not', (
   assert.match(check(queue).failures.join('\n'), /evt_b: attempt 2 reached the origin at 9001 ms, after the product had recorded the event done \(attempt 1's delivered/);
 });
 
-test('a done line logged as a restart began proves nothing: the write may not have been durable', () => {
+test('a done line the stopped runtime printed as a restart began proves nothing: the write may not have been durable', () => {
   // Seed 1541284132: attempt 1's late 2xx answered 35 ms before a restart began; its
-  // \`finalized\` line arrived 1 ms after; the record was still processing after the restart,
-  // and attempt 2 took over once the lease had ended. A crash within the settle grace.
+  // \`finalized\` line, printed by the runtime the restart stopped, arrived 1 ms after; the
+  // record was still processing after the restart, and attempt 2 took over once the lease had
+  // ended. The product had not learned the answer before the restart began, by the log.
   const h = history({
-    restartsAt: [{ from: 28_445, to: 30_014 }],
-    log: [{ key: 'evt_b', attempt: 1, outcome: 'late_answer', origin_status: 200, settle: 'finalized', seenAt: 28_446 }],
+    restartsAt: [{ from: 28_445, to: 30_014, ended: 0 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'late_answer', origin_status: 200, settle: 'finalized', seenAt: 28_446, runtime: 0 }],
   });
   Object.assign(h.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 26_096, receivedAt: 26_139, answeredAt: 28_410 });
   h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 32_674, receivedAt: 32_689, answeredAt: 32_689, takeover: true, status: 200 });
   const verdict = check(h);
   assert.deepEqual(verdict.failures, []);
-  assert.equal(row(verdict.table, 'second successes allowed: a restart cut off the first'), 1);
-  // Logged well before the restart, the same line is proof: nothing may run after it.
-  h.log[0].seenAt = 20_000;
+  assert.equal(row(verdict.table, 'second successes allowed: a restart cut off the first before the product learned its answer'), 1);
+  assert.equal(row(verdict.table, 'log lines seen after their runtime was stopped (they prove nothing)'), 1);
+  // Seen 1 ms before the restart began, the same line is proof: nothing may run after it.
+  h.log.at(-1).seenAt = 28_444;
   assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 32689 ms, after the product had recorded the event done/);
+});
+
+// The checker once had slack of its own: a 2 s grace after a restart excused a second success
+// even when the product had logged learning the first's answer before the restart began;
+// "done" lines within 2 s of a restart were dropped; a send that failed up to 2 s after a
+// restart ended was excused; a missing failure index skipped its check; and the takeover
+// header was never checked. Every history below passed that checker; each must fail now.
+
+test('the restart excuse holds only for an answer the product had not learned when the restart began, to the millisecond', () => {
+  // evt_b's first run answered 200 at 4 ms; the product's line for it (a failed settle: it
+  // says nothing about the record being done) was seen at 999 ms; a restart began at 1000 ms;
+  // attempt 2 took over after the lease and ran the handler again.
+  const run = (seenAt, runtime) => {
+    const h = history({
+      restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }],
+      log: [{ key: 'evt_b', attempt: 1, outcome: 'processed', origin_status: 200, settle: 'settle_failed', seenAt, runtime }],
+    });
+    h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: true, status: 200 });
+    return check(h);
+  };
+  assert.match(run(999, 0).failures.join('\n'), /evt_b: succeeded at the origin twice \(attempts 1 and 2\), although the product learned the first's 200 \(logged by 999 ms\)/,
+    'learned 1 ms before the restart began: no excuse');
+  // Seen as the restart began, printed by the runtime it stopped: not learned before it.
+  const cut = run(1_000, 0);
+  assert.deepEqual(cut.failures, []);
+  assert.equal(row(cut.table, 'second successes allowed: a restart cut off the first before the product learned its answer'), 1);
+  // Printed by the runtime that started after it (seen before the restart was over): learned.
+  assert.match(run(1_500, 1).failures.join('\n'), /although the product learned the first's 200 \(logged by 1500 ms\)/);
+});
+
+test('a done line is never dropped: one logged 1.5 s before a restart began still proves the event done', () => {
+  const h = history({
+    restartsAt: [{ from: 2_000, to: 3_000, ended: 0 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'processed', origin_status: 200, settle: 'finalized', seenAt: 500, runtime: 0 }],
+  });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: true, status: 500 });
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 2 reached the origin at 6004 ms, after the product had recorded the event done \(attempt 1's finalized, logged by 500 ms\)/);
+});
+
+test('a line proves what it says when the runtime that printed it was not stopped before it was seen', () => {
+  // Queue mode: attempt 1 was cut off by a restart (1000 to 9000 ms); the new runtime took it
+  // over at 6003 ms and delivered it (its line seen at 6010 ms, before the restart was over);
+  // a third attempt at 8000 ms must not run.
+  const h = history({
+    mode: 'queue', finalStates: { evt_a: 'done', evt_b: 'done' },
+    restartsAt: [{ from: 1_000, to: 9_000, ended: 0 }],
+    log: [{ key: 'evt_b', attempt: 2, outcome: 'delivered', origin_status: 200, seenAt: 6_010, runtime: 1 }],
+  });
+  Object.assign(h.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 3, status: undefined, answeredAt: undefined, held: true });
+  h.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: true, status: 200 });
+  h.origin.push({ eventId: 'evt_b', attempt: 3, claimedAt: 8_000, receivedAt: 8_001, answeredAt: 8_002, takeover: false, status: 500 });
+  assert.match(check(h).failures.join('\n'), /evt_b: attempt 3 reached the origin at 8001 ms, after the product had recorded the event done \(attempt 2's delivered, logged by 6010 ms\)/);
+  // Printed by the runtime the restart stopped, the same line would prove nothing.
+  h.log.at(-1).runtime = 0;
+  assert.doesNotMatch(check(h).failures.join('\n'), /after the product had recorded the event done/);
+});
+
+test('every attempt after an unknown outcome is a takeover claimed once its lease ended: a reset, a gateway, a forward that never arrived', () => {
+  // A reset after the handler ran (it succeeded, hidden from the product): attempt 2 after the
+  // lease, but without the takeover header.
+  const reset = history();
+  Object.assign(reset.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 3, reset: true });
+  reset.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: false, status: 200 });
+  assert.match(check(reset).failures.join('\n'), /evt_b: attempt 2 followed attempt 1's unknown outcome \(the origin reset the connection after the handler ran \(handler 200\)\) without X-Webhook-Dedup-Takeover: true/);
+  reset.origin.at(-1).takeover = true;
+  const resetOk = check(reset);
+  assert.deepEqual(resetOk.failures, []);
+  assert.equal(row(resetOk.table, 'second successes allowed: the first\'s connection reset after the handler ran'), 1);
+  // A gateway's 502 (the handler succeeded behind it): the product logged the 502 and held the
+  // claim; a retry inside the lease runs the handler alongside itself.
+  const gateway = history({ log: [{ key: 'evt_b', attempt: 1, outcome: 'origin_failed', origin_status: 502, settle: 'held', seenAt: 5 }] });
+  Object.assign(gateway.origin.find((r) => r.eventId === 'evt_b'), { claimedAt: 3, gateway: 502 });
+  gateway.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 1_000, receivedAt: 1_001, answeredAt: 1_002, takeover: false, status: 200 });
+  const inside = check(gateway).failures.join('\n');
+  assert.match(inside, /evt_b: attempt 2 was claimed at 1000 ms, inside the lease of attempt 1 \(claimed at 3 ms, lease until 6003 ms\), whose outcome was unknown: a gateway answered 502 for the handler \(handler 200\)/);
+  assert.match(inside, /evt_b: attempt 2 followed attempt 1's unknown outcome \(a gateway answered 502/);
+  Object.assign(gateway.origin.at(-1), { claimedAt: 6_003, receivedAt: 6_004, answeredAt: 6_005, takeover: true });
+  const gatewayOk = check(gateway);
+  assert.deepEqual(gatewayOk.failures, []);
+  assert.equal(row(gatewayOk.table, 'second successes allowed: a gateway answered 502 or 504 for the first'), 1);
+  // Attempt 1 was claimed but never reached the origin (a restart cut it off): attempt 2 is a
+  // takeover, unless the product logged that it released attempt 1.
+  const missing = history();
+  Object.assign(missing.origin.find((r) => r.eventId === 'evt_b'), { attempt: 2, takeover: false });
+  assert.match(check(missing).failures.join('\n'), /evt_b: attempt 2 followed attempt 1, which never reached the origin \(its outcome unknown\), without X-Webhook-Dedup-Takeover: true/);
+  missing.log.push({ key: 'evt_b', attempt: 1, outcome: 'origin_unreachable', settle: 'released', detail: 'request not sent' });
+  assert.deepEqual(check(missing).failures, []);
+});
+
+test('a line the stopped runtime printed proves nothing either way: a release it printed may have been kept', () => {
+  // evt_a's attempt 1 answered 500; the runtime printed its release at 1000 ms, as a restart
+  // began; attempt 2 was claimed at once after the restart, not as a takeover. Sound if the
+  // release was kept, which the next claim shows.
+  const h = history({ restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }] });
+  Object.assign(h.log.find((l) => l.key === 'evt_a' && l.attempt === 1), { seenAt: 1_000, runtime: 0 });
+  Object.assign(h.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 2), { receivedAt: 2_100, answeredAt: 2_101 });
+  h.log.find((l) => l.key === 'evt_a' && l.attempt === 2).seenAt = 2_102;
+  const verdict = check(h);
+  assert.deepEqual(verdict.failures, []);
+  assert.equal(row(verdict.table, 'attempts at once after a definite failure the stopped runtime printed as a restart began (its release kept)'), 1);
+  // Had it printed a 2xx (finalized), nothing but a takeover after the lease may follow.
+  const done = history({ restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }] });
+  Object.assign(done.log.find((l) => l.key === 'evt_a' && l.attempt === 1), { origin_status: 200, settle: 'finalized', seenAt: 1_000, runtime: 0 });
+  done.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 1).status = 200;
+  Object.assign(done.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 2), { receivedAt: 2_100, answeredAt: 2_101 });
+  assert.match(check(done).failures.join('\n'), /evt_a: attempt 2 followed attempt 1's unknown outcome \(a restart began at 1000 ms, before the product had learned its answer \(given at 2 ms\)\) without X-Webhook-Dedup-Takeover: true/);
+  // Queue mode: a refusal printed as a restart began, on the last attempt, and the event dead:
+  // the dead letter was kept, and is sound.
+  const refused = history({
+    mode: 'queue', retryMaxAttempts: 3, finalStates: { evt_a: 'done', evt_b: 'dead' }, finalAttempts: { evt_a: 2, evt_b: 1 },
+    restartsAt: [{ from: 1_000, to: 2_000, ended: 0 }],
+    log: [{ key: 'evt_b', attempt: 1, outcome: 'dead_lettered', origin_status: 404, seenAt: 1_000, runtime: 0 }],
+  });
+  refused.origin.find((r) => r.eventId === 'evt_b').status = 404;
+  assert.deepEqual(check(refused).failures, []);
+});
+
+test('after a definite failure the product learned, the next attempt is no takeover: a 4xx in sync mode is released', () => {
+  // evt_a's attempt 1 answered 404; the product released the claim and the sender's retry ran
+  // at once, not as a takeover.
+  const h = history();
+  h.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 1).status = 404;
+  Object.assign(h.log.find((l) => l.key === 'evt_a' && l.attempt === 1), { origin_status: 404 });
+  const verdict = check(h);
+  assert.deepEqual(verdict.failures, []);
+  assert.equal(row(verdict.table, 'attempts after a definite failure the product learned (none a takeover)'), 1);
+  assert.equal(row(verdict.table, 'origin answers 4xx that refuse (400, 404, 410, 422)'), 1);
+  h.origin.find((r) => r.eventId === 'evt_a' && r.attempt === 2).takeover = true;
+  assert.match(check(h).failures.join('\n'), /evt_a: attempt 2 was marked a takeover, but attempt 1's 404 was a definite failure the product learned/);
+});
+
+test('queue mode: a refusal (a 4xx but 408, 409, 425, 429) dead-letters at once, and nothing runs after it', () => {
+  const refused = (status, overrides = {}) => {
+    const h = history({
+      mode: 'queue', retryMaxAttempts: 3, finalStates: { evt_a: 'done', evt_b: 'dead' }, finalAttempts: { evt_a: 2, evt_b: 1 },
+      log: [{ key: 'evt_b', attempt: 1, outcome: 'dead_lettered', origin_status: status, seenAt: 5 }],
+      ...overrides,
+    });
+    h.origin.find((r) => r.eventId === 'evt_b').status = status;
+    return h;
+  };
+  const dead = check(refused(400));
+  assert.deepEqual(dead.failures, []);
+  assert.equal(row(dead.table, 'events dead-lettered at once after a refusal'), 1);
+  // 429 says "later": a failed attempt, retried; dead after one attempt of three is too soon.
+  assert.match(check(refused(429)).failures.join('\n'), /evt_b: dead-lettered after 1 attempts, before RETRY_MAX_ATTEMPTS \(1 seen at the origin, 1 claimed; the last answered 429, which is retried\)/);
+  // Under RETRY_CLIENT_ERRORS a refusal is retried too.
+  assert.match(check(refused(400, { retryClientErrors: true })).failures.join('\n'), /evt_b: dead-lettered after 1 attempts, before RETRY_MAX_ATTEMPTS .*the last answered 400, a refusal retried under RETRY_CLIENT_ERRORS/);
+  // An attempt after a refusal, and a refused event that did not end dead.
+  const again = refused(400, { finalStates: { evt_a: 'done', evt_b: 'done' } });
+  again.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 2_000, receivedAt: 2_001, answeredAt: 2_002, takeover: false, status: 200 });
+  const failures = check(again).failures.join('\n');
+  assert.match(failures, /evt_b: attempt 2 ran after attempt 1's 400, a refusal that dead-letters the event at once/);
+  assert.match(failures, /evt_b: the origin refused attempt 1 \(400\), which dead-letters the event at once, but it ended done/);
+});
+
+test('queue mode: a failure index that was not read fails the run', () => {
+  const h = history({ mode: 'queue', finalStates: { evt_a: 'done', evt_b: 'done' }, indexedDead: null });
+  assert.match(check(h).failures.join('\n'), /the failure index was not read \(GET \/admin\/dead-letters gave no list\): its dead letters cannot be checked/);
+  assert.equal(row(check(h).table, 'dead letters in the failure index'), 'not read');
+  // Sync mode has no dead letters: nothing to read.
+  assert.deepEqual(check(history({ indexedDead: null })).failures, []);
+});
+
+test('a send without an answer, or the dev server\'s 500, is excused only while it was in flight during a restart: no grace after it', () => {
+  // Sent 500 ms after the restart ended, it failed 100 ms later.
+  const after = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
+  after.deliveries.push({ eventId: 'evt_a', sentAt: 2_500, at: 2_600, error: 'ECONNRESET' });
+  assert.match(check(after).failures.join('\n'), /1 sends got no answer and were not in flight during a restart \(restarts from\/to 1000-2000 ms\): evt_a sent at 2500 ms, failed at 2600 ms: ECONNRESET/);
+  const fiveHundred = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
+  fiveHundred.deliveries.push({ eventId: 'evt_a', sentAt: 2_100, at: 2_150, status: 500, body: 'Error: Network connection lost.' });
+  assert.match(check(fiveHundred).failures.join('\n'), /1 answers were 500/);
+  // In flight across the restart (sent before it ended, failed after it began): excused,
+  // however long after the restart the failure came.
+  const across = history({ restartsAt: [{ from: 1_000, to: 2_000 }] });
+  across.deliveries.push({ eventId: 'evt_a', sentAt: 900, at: 2_600, error: 'ECONNRESET' });
+  across.deliveries.push({ eventId: 'evt_b', sentAt: 1_900, at: 2_100, status: 500, body: 'Error: Network connection lost.' });
+  assert.deepEqual(check(across).failures, []);
 });
 
 test('the chaos command parses (it runs only by hand, so npm test checks its syntax)', () => {

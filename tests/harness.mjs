@@ -115,11 +115,16 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
     persistDir: dir,
     logDir: copy?.logs,
     output: '',
-    // When each chunk of `output` arrived (Date.now() ms), as [end offset, time] pairs, so a
-    // log line can be given the time it was written (to within the pipe's delay).
+    // When each chunk of `output` arrived (Date.now() ms), and which start of the runtime
+    // printed it (0 for the first, 1 after the first restart, …), as [end offset, time, start]
+    // triples, so a log line can be given the time it was written (to within the pipe's delay)
+    // and the runtime that wrote it.
     outputTimes: [],
+    starts: 0,
     child: null,
     async start() {
+      const generation = this.starts;
+      this.starts += 1;
       const inspector = await freePort();
       const mark = this.output.length;
       const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(this.port),
@@ -138,7 +143,7 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
       this.child = child;
       const take = (chunk) => {
         this.output += chunk;
-        this.outputTimes.push([this.output.length, Date.now()]);
+        this.outputTimes.push([this.output.length, Date.now(), generation]);
       };
       child.stdout.on('data', take);
       child.stderr.on('data', take);
@@ -200,7 +205,9 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
     },
     /**
      * Every line of the runtime's output so far, each with `at`, the time (Date.now() ms) its
-     * chunk arrived: `{ at, text, json }`, `json` the parsed log line when it is one.
+     * chunk arrived, and `runtime`, the start of the runtime that printed it (0 for the first,
+     * 1 after the first restart, …): `{ at, runtime, text, json }`, `json` the parsed log line
+     * when it is one.
      */
     timedLines() {
       const lines = [];
@@ -217,7 +224,7 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
         if (brace !== -1 && text.startsWith('{"level"', brace)) {
           try { json = JSON.parse(text.slice(brace)); } catch { /* not a whole log line */ }
         }
-        lines.push({ at: times[chunk]?.[1], text, json });
+        lines.push({ at: times[chunk]?.[1], runtime: times[chunk]?.[2], text, json });
         start = end + 1;
       }
       return lines;
@@ -248,6 +255,7 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
       worker.url = `http://127.0.0.1:${worker.port}`;
       worker.output = '';
       worker.outputTimes = [];
+      worker.starts = 0;
     }
   }
 }

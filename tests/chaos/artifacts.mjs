@@ -31,16 +31,17 @@ export function timeline(history, eventId) {
     if (r.eventId !== eventId) continue;
     entries.push({
       at: rel(r.receivedAt), kind: 'origin', attempt: r.attempt, takeover: r.takeover, claimedAt: rel(r.claimedAt),
-      leaseUntil: rel(r.leaseUntil), answeredAt: rel(r.answeredAt), status: r.status, delayMs: Math.round(r.delayMs ?? 0), held: r.held ?? false,
+      leaseUntil: rel(r.leaseUntil), answeredAt: rel(r.answeredAt), status: r.status, gateway: r.gateway, reset: r.reset ?? false,
+      delayMs: Math.round(r.delayMs ?? 0), held: r.held ?? false,
     });
   }
   for (const l of history.log) {
     if (l.key !== key) continue;
-    const { seenAt, ...line } = l;
-    entries.push({ at: rel(seenAt), kind: 'log', line });
+    const { seenAt, runtime, ...line } = l;
+    entries.push({ at: rel(seenAt), kind: 'log', runtime, line });
   }
   for (const r of history.restartsAt ?? []) {
-    entries.push({ at: rel(r.from), kind: 'restart', until: rel(r.to) });
+    entries.push({ at: rel(r.from), kind: 'restart', until: rel(r.to), ended: r.ended });
   }
   for (const o of history.runtimeOutput ?? []) {
     if (o.text.includes(key)) entries.push({ at: rel(o.at), kind: 'runtime', text: o.text });
@@ -57,11 +58,11 @@ function describe(e) {
       return `send #${e.send} → ${e.status ?? e.error} ${e.answer ?? ''} (answered at ${ms(e.answeredAt)})${e.body ? ` ${e.body}` : ''}`;
     case 'origin':
       return `origin attempt ${e.attempt}${e.takeover ? ' (takeover)' : ''}, claimed at ${ms(e.claimedAt)}, lease until ${ms(e.leaseUntil)}: `
-        + `${e.held ? 'held, never answered (restart)' : `answered ${e.status ?? 'never'} at ${ms(e.answeredAt)} (delay ${e.delayMs} ms)`}`;
+        + `${e.held ? 'held, never answered (restart)' : `${e.reset ? 'reset the connection' : `answered ${e.gateway ? `${e.gateway} (a gateway)` : (e.status ?? 'never')}`} at ${ms(e.answeredAt)} (delay ${e.delayMs} ms${e.reset || e.gateway ? `; the handler's own answer ${e.status}` : ''})`}`;
     case 'log':
-      return `log ${JSON.stringify(e.line)}`;
+      return `log${e.runtime === undefined ? '' : ` (runtime ${e.runtime})`} ${JSON.stringify(e.line)}`;
     case 'restart':
-      return `RESTART of the runtime, until ${ms(e.until)}`;
+      return `RESTART of the runtime${e.ended === undefined ? '' : ` (stops runtime ${e.ended})`}, until ${ms(e.until)}`;
     default:
       return `runtime: ${e.text}`;
   }

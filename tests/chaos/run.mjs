@@ -46,17 +46,32 @@ export function random(seed) {
 /** The clock of every time in the history (see above). */
 const now = () => Date.now();
 
+/** The 4xx answers the origin gives: refusals (a queued event is dead-lettered at once), then
+ * the four that say "later" (408, 409, 425, 429: a failed attempt like any other). */
+export const REFUSALS = [400, 404, 410, 422];
+export const LATER = [408, 409, 425, 429];
+
 /**
- * The recording origin: fails `failureRate` of requests (500); answers `slowRate` of them
- * after a delay between the forward time-out and the end of the wait horizon, and
- * `beyondRate` of them only after the horizon. Every answer it decides on is recorded as
- * given (the handler ran), whether or not anyone was still listening. `keyOf(req)` names the
+ * The recording origin. Of its requests it answers `failureRate` 500; `gatewayRate` 502 or 504
+ * as a gateway in front of the handler does when it gives up on it (the 504 after a wait:
+ * after the forward time-out in sync mode); `resetRate` by resetting the connection after the
+ * handler ran, with no answer; `clientErrorRate` a 4xx (half refusals, half of the four that
+ * say "later"); `slowRate` after a delay between the forward time-out and the end of the wait
+ * horizon (queue mode: within the attempt's time-out); `beyondRate` only after the horizon;
+ * the rest 200 at once. Behind a gateway or a reset the handler's own outcome (`status`) is
+ * hidden from the worker: 200 or 500, half each, so that an unknown outcome sometimes hides a
+ * success that must not run again inside its lease. Every outcome it decides on is recorded as
+ * the handler's (it ran), whether or not anyone was still listening: `status` the handler's
+ * answer, `gateway` the status a gateway answered instead, `reset` when the connection was
+ * reset instead. `keyOf(req)` names the
  * claim record a request belongs to; once `origin.claims` is set (a [claimReader]), each
  * request's claim time is read from its object's storage as it arrives: the record then holds
  * the claim whose forward this is (the claim is written before the forward leaves, and no
  * other claim can replace it before the forward is answered or its lease runs out).
  */
-async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, timeoutMs, horizonMs, slowFrom, keyOf }) {
+async function startRecordingOrigin({
+  rand, failureRate, gatewayRate = 0, resetRate = 0, clientErrorRate = 0, slowRate, beyondRate, horizonMs, slowFrom, keyOf,
+}) {
   const records = [];
   let hold = null; // { resolve }: the next request is held (never answered) and reported
   let claims = null;
@@ -73,11 +88,27 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
       setTimeout(() => readClaim(record, tries + 1), 20);
     }
   };
+  // A delay between the forward time-out and the horizon, with a margin on each side: 300 ms
+  // for timers after the time-out, 1.5 s before the horizon, which the claim authority counts
+  // from the claim (before the forward reached the origin) and which the answer must reach.
+  const slowDelay = () => slowFrom + 300 + rand() * Math.max(0, horizonMs - slowFrom - 1_800);
+  const bands = [
+    ['failure', failureRate], ['gateway', gatewayRate], ['reset', resetRate], ['clientError', clientErrorRate],
+    ['slow', slowRate], ['beyond', beyondRate],
+  ];
 
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      const roll = rand();
+      let roll = rand();
+      let kind = 'ok';
+      for (const [name, rate] of bands) {
+        if (roll < rate) {
+          kind = name;
+          break;
+        }
+        roll -= rate;
+      }
       const record = {
         // The sender's own id (a Shopify delivery is claimed as `{topic}:{event id}`; each
         // event here has one topic).
@@ -86,17 +117,22 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
         receivedAt: now(),
-        status: roll < failureRate ? 500 : 200,
+        status: 200,
         delayMs: 0,
       };
-      if (roll >= failureRate && roll < failureRate + slowRate) {
-        // Between the time-out and the horizon, with a margin on each side: 300 ms for timers
-        // after the time-out, 1.5 s before the horizon, which the claim authority counts from
-        // the claim (before the forward reached the origin) and which the answer must reach.
-        record.delayMs = slowFrom + 300 + rand() * Math.max(0, horizonMs - slowFrom - 1_800);
-      } else if (roll >= failureRate + slowRate && roll < failureRate + slowRate + beyondRate) {
-        record.delayMs = horizonMs + 500 + rand() * 1_000;
+      if (kind === 'failure') record.status = 500;
+      if (kind === 'gateway' || kind === 'reset') record.status = rand() < 0.5 ? 200 : 500;
+      if (kind === 'gateway') {
+        record.gateway = rand() < 0.5 ? 502 : 504;
+        if (record.gateway === 504) record.delayMs = slowDelay();
       }
+      if (kind === 'reset') record.reset = true;
+      if (kind === 'clientError') {
+        const codes = rand() < 0.5 ? REFUSALS : LATER;
+        record.status = codes[Math.floor(rand() * codes.length)];
+      }
+      if (kind === 'slow') record.delayMs = slowDelay();
+      if (kind === 'beyond') record.delayMs = horizonMs + 500 + rand() * 1_000;
       records.push(record);
       readClaim(record);
       if (hold) {
@@ -105,13 +141,21 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
         hold = null;
         record.held = true;
         record.status = undefined; // it never answers
+        delete record.gateway;
+        delete record.reset;
+        record.delayMs = 0;
         resolve(record);
         return;
       }
       const answer = () => {
         record.answeredAt = now(); // the handler finished, listened to or not
         if (req.socket.destroyed) return; // the claim authority stopped waiting, or died
-        res.writeHead(record.status).end(record.status === 200 ? 'ok' : 'failed');
+        if (record.reset) {
+          req.socket.resetAndDestroy(); // no answer: the connection is reset (RST) after the handler ran
+          return;
+        }
+        const status = record.gateway ?? record.status;
+        res.writeHead(status).end(status === 200 ? 'ok' : 'failed');
       };
       if (record.delayMs) setTimeout(answer, record.delayMs);
       else answer();
@@ -145,16 +189,18 @@ async function startRecordingOrigin({ rand, failureRate, slowRate, beyondRate, t
 }
 
 /**
- * Runs one chaos run. Options: events, maxDuplicates, concurrency, failureRate, slowRate
- * (answers between the time-out and the horizon), beyondRate (answers after the horizon),
- * restarts, leaseSeconds, forwardTimeoutMs, lateWaitSeconds, maxSends (retry budget per
- * delivery), seed.
+ * Runs one chaos run. Options: events, maxDuplicates, concurrency, failureRate (500),
+ * gatewayRate (502 or 504), resetRate (the connection reset after the handler ran),
+ * clientErrorRate (a 4xx), slowRate (answers between the time-out and the horizon), beyondRate
+ * (answers after the horizon), restarts, leaseSeconds, forwardTimeoutMs, lateWaitSeconds,
+ * maxSends (retry budget per delivery), retryClientErrors (queue mode), seed.
  */
 export async function runChaos(options) {
   const o = {
-    provider: 'stripe', mode: 'sync', events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, slowRate: 0.05, beyondRate: 0,
+    provider: 'stripe', mode: 'sync', events: 1000, maxDuplicates: 10, concurrency: 64, failureRate: 0.2, gatewayRate: 0, resetRate: 0,
+    clientErrorRate: 0, slowRate: 0.05, beyondRate: 0,
     restarts: 2, leaseSeconds: 6, forwardTimeoutMs: 1000, lateWaitSeconds: 3, maxSends: 25, seed: Date.now() % 2 ** 31,
-    queueTimeoutMs: 2000, retryMaxAttempts: 8,
+    queueTimeoutMs: 2000, retryMaxAttempts: 8, retryClientErrors: false,
     ...options,
   };
   const queue = o.mode === 'queue';
@@ -171,8 +217,9 @@ export async function runChaos(options) {
     return o.provider === 'stripe' ? id : `${o.provider}:${id}`;
   };
   const origin = await startRecordingOrigin({
-    rand: random(o.seed + 1), failureRate: o.failureRate, slowRate: o.slowRate, beyondRate: o.beyondRate,
-    timeoutMs: o.forwardTimeoutMs, horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs, keyOf: keyOfRequest,
+    rand: random(o.seed + 1), failureRate: o.failureRate, gatewayRate: o.gatewayRate, resetRate: o.resetRate,
+    clientErrorRate: o.clientErrorRate, slowRate: o.slowRate, beyondRate: o.beyondRate,
+    horizonMs, slowFrom: queue ? 0 : o.forwardTimeoutMs, keyOf: keyOfRequest,
   });
   const startedAt = now();
   // A frozen copy of the build, unbundled: nothing written outside the run's folder (a new
@@ -193,6 +240,7 @@ export async function runChaos(options) {
         RETRY_MAX_DELAY_SECONDS: '2',
         RETRY_MAX_ATTEMPTS: String(o.retryMaxAttempts),
         QUEUE_FORWARD_TIMEOUT_MS: String(o.queueTimeoutMs),
+        RETRY_CLIENT_ERRORS: String(o.retryClientErrors),
       } : {}),
     },
   });
@@ -351,9 +399,10 @@ export async function runChaos(options) {
       all.push(origin.holdNext().then(async (held) => {
         if (held === null) return; // the run was cut short
         const from = now();
+        const ended = worker.starts - 1; // the start of the runtime this restart ends
         isRestarting = true;
         restarting = worker.restart().then(() => {
-          restartsAt.push({ from, to: now() });
+          restartsAt.push({ from, to: now(), ended });
           isRestarting = false;
         });
         await restarting;
@@ -425,10 +474,12 @@ export async function runChaos(options) {
     const lines = readFileSync(path.join(worker.logDir, name), 'utf8').split('\n');
     devServerLogs.push({ name, lines: lines.length, tail: lines.slice(stalls.length > 0 ? -400 : -40).join('\n') });
   }
-  // The runtime's log lines, each with the time it arrived (`seenAt`), and the rest of what it
+  // The runtime's log lines, each with the time it arrived (`seenAt`) and the start of the
+  // runtime that printed it (`runtime`: 0 for the first, 1 after the first restart, …; restart
+  // `ended` names the start it stopped), and the rest of what it
   // printed (errors, stack traces), but not the dev proxy's line per request.
   const lines = worker.timedLines();
-  const log = lines.filter((l) => l.json).map((l) => ({ ...l.json, seenAt: l.at }));
+  const log = lines.filter((l) => l.json).map((l) => ({ ...l.json, seenAt: l.at, runtime: l.runtime }));
   const runtimeOutput = lines
     .filter((l) => !l.json && l.text.trim() !== '' && !/^\[wrangler:info\] (GET|POST|HEAD|PUT|DELETE) /.test(l.text))
     .map((l) => ({ at: l.at, text: l.text.slice(0, 2_000) }));
@@ -454,7 +505,7 @@ export async function runChaos(options) {
       startedAt, endedAt: now(), deliveries, chains, origin: origin.records, log, runtimeOutput, restartsAt, finalStates, finalAttempts, indexedDead, stalls, devServerLogs,
       cutShort: aborted, claimTimesDisagreeing,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
-      retryMaxAttempts: o.retryMaxAttempts,
+      retryMaxAttempts: o.retryMaxAttempts, retryClientErrors: queue ? o.retryClientErrors : undefined,
     },
   };
 }
