@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 use crate::claim::{ClaimState, SettleStep};
 use crate::origin::Reason;
 use crate::providers::Provider;
-use crate::rate_limit::Fault;
+use crate::rate_limit::LimiterFault;
 
 /// How much a line matters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -290,7 +290,7 @@ impl LogLine {
 
     /// The line of a rate limiter (the binding `binding`) that gave no verdict on a request
     /// to `route`: the request went on unlimited (see [`crate::rate_limit::Check::admits`]).
-    pub fn rate_limit_failed(route: Route, binding: &str, fault: Fault) -> LogLine {
+    pub fn rate_limit_failed(route: Route, binding: &str, fault: LimiterFault) -> LogLine {
         LogLine {
             level: Level::Error,
             outcome: Outcome::RateLimitFailed,

@@ -4,7 +4,7 @@
 
 /// Why a rate limiter could not give a verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub enum LimiterFault {
     /// The binding exists but is not a rate limiter (another kind of binding, or a var, under
     /// its name).
     NotALimiter,
@@ -12,12 +12,12 @@ pub enum Fault {
     CallFailed,
 }
 
-impl Fault {
+impl LimiterFault {
     /// What the log line says.
     pub fn describe(self) -> &'static str {
         match self {
-            Fault::NotALimiter => "the binding is not a rate limiter",
-            Fault::CallFailed => "a call to the rate limiter failed",
+            LimiterFault::NotALimiter => "the binding is not a rate limiter",
+            LimiterFault::CallFailed => "a call to the rate limiter failed",
         }
     }
 }
@@ -32,13 +32,13 @@ pub enum Check {
     /// A key is over the limit.
     Over,
     /// The limiter gave no verdict for a key, and no other key was over the limit.
-    Failed(Fault),
+    Failed(LimiterFault),
 }
 
 impl Check {
     /// The check of a request from each key's result (`Ok(within)`, or the fault): over as soon
     /// as one key is over, even when another could not be checked.
-    pub fn of(results: impl IntoIterator<Item = Result<bool, Fault>>) -> Check {
+    pub fn of(results: impl IntoIterator<Item = Result<bool, LimiterFault>>) -> Check {
         let mut check = Check::Within;
         for result in results {
             match result {
@@ -66,11 +66,11 @@ mod tests {
     fn a_failed_limiter_lets_the_request_through_unless_another_key_is_over() {
         assert_eq!(Check::of([Ok(true), Ok(true)]), Check::Within);
         assert_eq!(Check::of([Ok(true), Ok(false)]), Check::Over);
-        let failed = Check::of([Err(Fault::CallFailed), Ok(true)]);
-        assert_eq!(failed, Check::Failed(Fault::CallFailed));
+        let failed = Check::of([Err(LimiterFault::CallFailed), Ok(true)]);
+        assert_eq!(failed, Check::Failed(LimiterFault::CallFailed));
         assert!(failed.admits(), "fails open");
         assert_eq!(
-            Check::of([Err(Fault::CallFailed), Ok(false)]),
+            Check::of([Err(LimiterFault::CallFailed), Ok(false)]),
             Check::Over,
             "a definite over wins"
         );

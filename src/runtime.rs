@@ -18,7 +18,7 @@ pub mod memory;
 /// deploy, no random bytes): the request ends as a runtime error does, 500 `internal_error`,
 /// the text in its log line only.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fault(pub String);
+pub struct RuntimeFault(pub String);
 
 /// One request being served, as a door sees the runtime under it.
 #[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
@@ -68,8 +68,8 @@ pub trait Runtime {
     ) -> (AuthorityReply, Option<Self::Stream>);
 
     /// Sends `request` to its key's claim authority; a failure on the way comes back as
-    /// `StoreFailed`, a binding missing from the deploy as a [`Fault`].
-    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault>;
+    /// `StoreFailed`, a binding missing from the deploy as a [`RuntimeFault`].
+    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, RuntimeFault>;
 
     /// Sends `request` to the failure index; a failure comes back as `StoreFailed`.
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply;

@@ -219,8 +219,8 @@ fn every_import_runs_down_the_layers() {
     );
 }
 
-/// The module path of a source file: `["failures", "index"]` for `src/failures/index.rs`,
-/// `["failures"]` for `src/failures/mod.rs`.
+/// The module path of a source file: `["failure_index", "index"]` for `src/failure_index/index.rs`,
+/// `["failure_index"]` for `src/failure_index/mod.rs`.
 fn module_path(path: &Path) -> Vec<String> {
     let relative = path.strip_prefix(src()).unwrap().with_extension("");
     let mut parts: Vec<String> = relative
@@ -236,7 +236,7 @@ fn module_path(path: &Path) -> Vec<String> {
 /// Every path a file names (in `use` trees and in code, not inside macros, which the parser
 /// does not read), made absolute from its module, tests and inline test modules left out:
 /// `crate::`, `super::` and `self::` paths, and paths that start with a module's own child
-/// (`store::IndexStore` in `failures/mod.rs`). A path that starts with another name is a
+/// (`store::IndexStore` in `failure_index/mod.rs`). A path that starts with another name is a
 /// crate's or an item in scope. Its `pub use` items are kept as aliases: what a module
 /// re-exports is the defining module's.
 struct Paths<'k> {
@@ -462,7 +462,7 @@ fn no_module_imports_another_that_imports_it_back() {
         found.len()
     );
     assert!(
-        aliases.contains_key(&vec!["failures".to_owned(), "IndexStore".to_owned()]),
+        aliases.contains_key(&vec!["failure_index".to_owned(), "IndexStore".to_owned()]),
         "the check reads re-exports"
     );
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();

@@ -9,7 +9,7 @@ use crate::answer::StoreFailure;
 use crate::claim::{ClaimPolicy, ForgetOutcome, Millis, RedeliverOutcome};
 use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::failure_index::query::{self, ListQuery};
-use crate::failure_index::{Entry, EntryState, IndexReply, IndexRequest, Page, Report};
+use crate::failure_index::{Entry, EntryState, IndexReply, IndexReport, IndexRequest, Page};
 
 /// The most events one bulk redelivery call redelivers; `next_cursor` goes on from there.
 pub const REDELIVER_BATCH: usize = 25;
@@ -154,7 +154,7 @@ pub fn forgotten_report(
     inspected: &AuthorityReply,
     changed: &AuthorityReply,
     now: Millis,
-) -> Option<Report> {
+) -> Option<IndexReport> {
     let AuthorityReply::Record {
         record: Some(record),
     } = inspected
@@ -162,7 +162,7 @@ pub fn forgotten_report(
         return None;
     };
     matches!(changed, AuthorityReply::Forget(ForgetOutcome::Forgotten))
-        .then(|| Report::forgotten(record, now))
+        .then(|| IndexReport::forgotten(record, now))
         .flatten()
 }
 

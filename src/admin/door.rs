@@ -8,26 +8,26 @@ use crate::claim_authority::AuthorityRequest;
 use crate::config::{Config, ConfigProblem};
 use crate::failure_index::{IndexRequest, ListQuery};
 use crate::log_line::{Level, LogLine, Outcome};
-use crate::runtime::{Fault, Runtime};
+use crate::runtime::{Runtime, RuntimeFault};
 
 use super::dead_letters::{self, Bulk, IndexCall};
 use super::{after_change, after_inspect, route, AdminAnswer, AdminRoute, RecordCall};
 
 /// What an admin request is answered with.
 #[derive(Debug, PartialEq)]
-pub enum Served {
+pub enum AdminServed {
     /// An admin API answer.
     Api(AdminAnswer),
     /// The operator page or one of its assets.
     Page(HttpAnswer),
 }
 
-impl Served {
+impl AdminServed {
     /// The answer as HTTP.
     pub fn http(self) -> HttpAnswer {
         match self {
-            Served::Api(answer) => answer.http(),
-            Served::Page(asset) => asset,
+            AdminServed::Api(answer) => answer.http(),
+            AdminServed::Page(asset) => asset,
         }
     }
 }
@@ -43,12 +43,12 @@ pub async fn serve<R: Runtime>(
     token: Option<&str>,
     loaded: Result<&Config, &[ConfigProblem]>,
     line: &mut LogLine,
-) -> Result<Served, Fault> {
+) -> Result<AdminServed, RuntimeFault> {
     let authorization = runtime.header("authorization");
     let answer = match route(request, token, authorization.as_deref(), loaded) {
         AdminRoute::Page(asset) => {
             line.outcome = Outcome::Code("admin_page");
-            return Ok(Served::Page(asset));
+            return Ok(AdminServed::Page(asset));
         }
         AdminRoute::Answer(answer, detail) => {
             line.detail = detail;
@@ -58,7 +58,7 @@ pub async fn serve<R: Runtime>(
         AdminRoute::Record(call) => record_call(runtime, call, line).await?,
     };
     line.outcome = answer.outcome;
-    Ok(Served::Api(answer))
+    Ok(AdminServed::Api(answer))
 }
 
 /// A call on one record: inspect it, then release, forget or redeliver it as the answer
@@ -68,7 +68,7 @@ async fn record_call<R: Runtime>(
     runtime: &R,
     record: RecordCall,
     line: &mut LogLine,
-) -> Result<AdminAnswer, Fault> {
+) -> Result<AdminAnswer, RuntimeFault> {
     let RecordCall {
         call,
         force,
@@ -102,7 +102,7 @@ async fn index_call<R: Runtime>(
     runtime: &R,
     policy: ClaimPolicy,
     call: IndexCall,
-) -> Result<AdminAnswer, Fault> {
+) -> Result<AdminAnswer, RuntimeFault> {
     Ok(match call {
         IndexCall::List(query) => {
             dead_letters::list_answer(runtime.ask_index(&IndexRequest::List(query)).await)
@@ -120,7 +120,7 @@ async fn redeliver<R: Runtime>(
     runtime: &R,
     policy: ClaimPolicy,
     query: ListQuery,
-) -> Result<AdminAnswer, Fault> {
+) -> Result<AdminAnswer, RuntimeFault> {
     let listed = runtime.ask_index(&IndexRequest::List(query)).await;
     let page = match dead_letters::page(listed) {
         Ok(page) => page,

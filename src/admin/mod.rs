@@ -103,7 +103,7 @@ pub enum Action {
 
 /// An admin request, parsed: which record, and what to do with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Call {
+pub struct AdminCall {
     /// Events, a provider's deliveries, or keys.
     pub family: Family,
     /// The record's key (event id, `{provider}:{id}`, or scope).
@@ -134,7 +134,7 @@ pub fn is_scope(key: &str) -> bool {
 }
 
 /// Parses `path` (after `/admin/`) with `method` into a call.
-pub fn call(method: &str, path: &str) -> Result<Call, CallError> {
+pub fn call(method: &str, path: &str) -> Result<AdminCall, CallError> {
     let (family, rest) = if let Some(rest) = path.strip_prefix("events/") {
         (Family::Events, rest)
     } else if let Some(rest) = path.strip_prefix("keys/") {
@@ -181,7 +181,7 @@ pub fn call(method: &str, path: &str) -> Result<Call, CallError> {
     if !valid {
         return Err(CallError::InvalidKey(family));
     }
-    Ok(Call {
+    Ok(AdminCall {
         family,
         key,
         action,
@@ -903,7 +903,7 @@ mod tests {
         let scope = format!("idem_{}", "ab".repeat(32));
         assert_eq!(
             call("GET", "events/evt_1"),
-            Ok(Call {
+            Ok(AdminCall {
                 family: Family::Events,
                 key: "evt_1".into(),
                 action: Action::Inspect
@@ -1084,11 +1084,11 @@ mod tests {
 
     mod door {
         use super::*;
-        use crate::admin::door::{serve, Served};
+        use crate::admin::door::{serve, AdminServed};
         use crate::config::Config;
         use crate::failure_index::{IndexReply, IndexRequest};
         use crate::log_line::{Level, LogLine, Route};
-        use crate::runtime::memory::{run, Call, Memory};
+        use crate::runtime::memory::{run, Memory, RuntimeCall};
 
         const TOKEN: &str = "a-long-admin-token-0123456789";
 
@@ -1107,7 +1107,7 @@ mod tests {
             Memory::new(10, &[("authorization", &bearer)], b"").replying(replies)
         }
 
-        fn serve_on(runtime: &Memory, method: &str, rest: &str) -> (Served, LogLine) {
+        fn serve_on(runtime: &Memory, method: &str, rest: &str) -> (AdminServed, LogLine) {
             let mut line = LogLine::new(Route::Admin);
             let config = config();
             let request = (method, rest, &[][..], None);
@@ -1122,10 +1122,10 @@ mod tests {
         fn the_page_or_a_locked_answer_asks_nothing() {
             let anonymous = Memory::new(10, &[], b"");
             let (page, line) = serve_on(&anonymous, "GET", "");
-            assert!(matches!(page, Served::Page(_)), "{page:?}");
+            assert!(matches!(page, AdminServed::Page(_)), "{page:?}");
             assert_eq!(line.outcome, Outcome::Code("admin_page"));
             let (locked, _) = serve_on(&anonymous, "GET", "events/evt_1");
-            let Served::Api(locked) = locked else {
+            let AdminServed::Api(locked) = locked else {
                 panic!("an API answer");
             };
             assert_eq!(locked.status, 401);
@@ -1139,7 +1139,7 @@ mod tests {
             let released = AuthorityReply::Release(ReleaseOutcome::Released { already: false });
             let runtime = operator(vec![read(record(ClaimState::Processing, 5)), released]);
             let (answer, line) = serve_on(&runtime, "POST", "events/evt_1/release");
-            let Served::Api(answer) = answer else {
+            let AdminServed::Api(answer) = answer else {
                 panic!("an API answer");
             };
             assert_eq!((answer.status, line.outcome), (200, answer.outcome));
@@ -1148,7 +1148,7 @@ mod tests {
                 (Some("evt_1"), Level::Warn)
             );
             let calls = runtime.calls();
-            let [Call::Ask(AuthorityRequest::Inspect { key }), Call::Ask(AuthorityRequest::Release { .. })] =
+            let [RuntimeCall::Ask(AuthorityRequest::Inspect { key }), RuntimeCall::Ask(AuthorityRequest::Release { .. })] =
                 calls.as_slice()
             else {
                 panic!("inspect, then release: {calls:?}");
@@ -1174,7 +1174,7 @@ mod tests {
                 let calls = runtime.calls();
                 let reported = calls
                     .iter()
-                    .any(|call| matches!(call, Call::Index(IndexRequest::Report(_))));
+                    .any(|call| matches!(call, RuntimeCall::Index(IndexRequest::Report(_))));
                 assert_eq!(reported, told, "{state:?}: {calls:?}");
             }
         }
@@ -1191,13 +1191,16 @@ mod tests {
                     detail: "down".into(),
                 });
             let (answer, _) = serve_on(&runtime, "POST", "dead-letters/redeliver");
-            let Served::Api(answer) = answer else {
+            let AdminServed::Api(answer) = answer else {
                 panic!("an API answer");
             };
             assert!(answer.status >= 500, "{answer:?}");
             let calls = runtime.calls();
             assert!(
-                matches!(calls.as_slice(), [Call::Index(IndexRequest::List(_))]),
+                matches!(
+                    calls.as_slice(),
+                    [RuntimeCall::Index(IndexRequest::List(_))]
+                ),
                 "{calls:?}"
             );
         }
@@ -1236,7 +1239,7 @@ mod tests {
                 .borrow_mut()
                 .push_back(IndexReply::Page(page));
             let (answer, _) = serve_on(&runtime, "POST", "dead-letters/redeliver");
-            let Served::Api(answer) = answer else {
+            let AdminServed::Api(answer) = answer else {
                 panic!("an API answer");
             };
             assert_eq!(
@@ -1247,9 +1250,9 @@ mod tests {
             let asked: Vec<&str> = calls
                 .iter()
                 .map(|call| match call {
-                    Call::Index(IndexRequest::List(_)) => "list",
-                    Call::Ask(AuthorityRequest::Redeliver { .. }) => "redeliver",
-                    Call::Index(IndexRequest::Gone { .. }) => "gone",
+                    RuntimeCall::Index(IndexRequest::List(_)) => "list",
+                    RuntimeCall::Ask(AuthorityRequest::Redeliver { .. }) => "redeliver",
+                    RuntimeCall::Index(IndexRequest::Gone { .. }) => "gone",
                     other => panic!("unexpected {other:?}"),
                 })
                 .collect();

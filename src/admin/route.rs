@@ -3,7 +3,7 @@
 //! index, or a call on one record.
 
 use super::dead_letters::{self, IndexCall};
-use super::{call, gate, page, policy_for, Action, AdminAnswer, Call};
+use super::{call, gate, page, policy_for, Action, AdminAnswer, AdminCall};
 use crate::answer::HttpAnswer;
 use crate::claim::ClaimPolicy;
 use crate::config::{self, Config, ConfigProblem};
@@ -25,7 +25,7 @@ pub enum AdminRoute {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordCall {
     /// Which record and what to do.
-    pub call: Call,
+    pub call: AdminCall,
     /// `?force=true`: release a claim whose lease is still live.
     pub force: bool,
     /// The claim policy a change to the record is made with.

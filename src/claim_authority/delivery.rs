@@ -215,12 +215,12 @@ pub enum Delivery {
     /// Not forwarded; the claim outcome says why.
     Declined(ClaimOutcome),
     /// Forwarded; the report says how it went so far.
-    Forwarded(Report),
+    Forwarded(ForwardReport),
 }
 
 /// What happened to a forwarded delivery, as far as known when the sender is answered.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Report {
+pub struct ForwardReport {
     /// Which attempt of the key this was.
     pub attempt: u32,
     /// True when it took over a claim whose lease ran out.

@@ -1,7 +1,7 @@
 //! The claim authority's own log lines: what its reply to a delivery reports, and how an
 //! attempt ended without a caller to tell.
 
-use super::attempt::{End, LateWord, Summary};
+use super::attempt::{AttemptSummary, End, LateWord};
 use super::queue::AttemptEnd;
 use super::{AuthorityReply, Delivery};
 use crate::claim::Millis;
@@ -37,7 +37,7 @@ impl LogLine {
     /// The line for an attempt that ended without a caller to tell (a delivery settled after
     /// its sender was answered, or a queued attempt) at `now`: a lost answer, a refused or
     /// failed settle and a retry are warnings, a dead letter or a failed queue settle an error.
-    pub fn ended(summary: &Summary, now: Millis) -> LogLine {
+    pub fn ended(summary: &AttemptSummary, now: Millis) -> LogLine {
         let mut line = LogLine {
             provider: summary.provider,
             key: Some(summary.key.clone()),

@@ -40,7 +40,9 @@ pub mod object;
 pub mod queue;
 
 pub use attempt::Attempt;
-pub use delivery::{begin, settle, Begin, Deliver, Delivery, Forward, Head, Report, Settle, Won};
+pub use delivery::{
+    begin, settle, Begin, Deliver, Delivery, Forward, ForwardReport, Head, Settle, Won,
+};
 pub use door::{attempt_headers, is_final, to_cache, BodyKept, Door};
 
 /// The reply header that carries the JSON reply when the body carries the origin's answer.
@@ -214,8 +216,8 @@ pub enum AuthorityReply {
 }
 
 /// A forward's report is the reply to its delivery.
-impl From<Report> for AuthorityReply {
-    fn from(report: Report) -> Self {
+impl From<ForwardReport> for AuthorityReply {
+    fn from(report: ForwardReport) -> Self {
         AuthorityReply::Delivery(Delivery::Forwarded(report))
     }
 }

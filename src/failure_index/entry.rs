@@ -64,7 +64,7 @@ impl EntryState {
 /// What an event's object tells the index: the event as it stands, and the changes not yet
 /// acknowledged, oldest first.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Report {
+pub struct IndexReport {
     /// The event's record key (its object's name).
     pub key: String,
     /// Which stored event of that key (see [`crate::claim::QueueStage::storage_id`]).
@@ -89,12 +89,12 @@ pub struct Report {
     pub changes: Vec<Change>,
 }
 
-impl Report {
+impl IndexReport {
     /// The report of `record` with `changes`; `payload` is its stored event, when it still has
     /// one (its type is read from it). `None` for a record of no webhook sender.
     pub fn of(record: &ClaimRecord, changes: Vec<Change>, payload: Option<&[u8]>) -> Option<Self> {
         let provider = record.source.provider()?;
-        Some(Report {
+        Some(IndexReport {
             key: record.key.clone(),
             storage_id: record.queue().map_or(0, |queue| queue.storage_id),
             stored_at: record.queue().map_or(0, |queue| queue.accepted_at),
@@ -118,7 +118,7 @@ impl Report {
             at: now,
             seq: record.queue()?.changes_noted.saturating_add(1),
         };
-        Report::of(record, vec![change], None)
+        IndexReport::of(record, vec![change], None)
     }
 }
 
@@ -130,12 +130,12 @@ pub fn due_report<S: ClaimStore>(
     store: &mut S,
     key: &str,
     now: Millis,
-) -> Result<Option<(Option<Report>, Vec<Change>)>, StoreError> {
+) -> Result<Option<(Option<IndexReport>, Vec<Change>)>, StoreError> {
     let Some((record, changes)) = claim::report_due(store, key, now)? else {
         return Ok(None);
     };
     let payload = store.load_payload(key)?;
-    let report = Report::of(&record, changes.clone(), payload.as_deref());
+    let report = IndexReport::of(&record, changes.clone(), payload.as_deref());
     Ok(Some((report, changes)))
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::alert::{self, AlertPolicy};
-use super::entry::{Entry, EntryState, Report, MAX_HISTORY};
+use super::entry::{Entry, EntryState, IndexReport, MAX_HISTORY};
 use super::query::{Cursor, ListQuery};
 use super::store::{unreadable, IndexStore};
 use crate::claim::{Change, Millis, Scan, StoreError, Transition};
@@ -71,7 +71,7 @@ pub struct Applied {
 /// again writes nothing.
 pub fn apply<S: IndexStore>(
     store: &mut S,
-    report: &Report,
+    report: &IndexReport,
     now: Millis,
     alerts: Option<&AlertPolicy>,
 ) -> Result<Applied, StoreError> {
@@ -113,7 +113,7 @@ pub fn apply<S: IndexStore>(
 }
 
 /// A new entry for `report`'s event (its state set by the changes applied next).
-fn new_entry(report: &Report) -> Entry {
+fn new_entry(report: &IndexReport) -> Entry {
     let first_change = report.changes.first().map_or(0, |change| change.at);
     Entry {
         key: report.key.clone(),
@@ -133,7 +133,7 @@ fn new_entry(report: &Report) -> Entry {
 }
 
 /// The entry's facts as `report` has them (a fact the report lacks is kept).
-fn refresh(entry: &mut Entry, report: &Report) {
+fn refresh(entry: &mut Entry, report: &IndexReport) {
     if report.event_type.is_some() {
         entry.event_type = report.event_type.clone();
     }
@@ -300,12 +300,12 @@ fn range_end(query: &ListQuery) -> Option<String> {
 
 /// How many entries the index holds, by sender and state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct IndexCounts {
     /// `(sender, state, count)`, for the counts above zero.
     pub counts: Vec<(Provider, EntryState, u64)>,
 }
 
-impl Summary {
+impl IndexCounts {
     /// The summary as the admin API shows it: a total, counts by state (every state, zeros
     /// included) and by sender (the senders with entries).
     pub fn view(&self) -> Value {
@@ -347,7 +347,7 @@ impl Summary {
 }
 
 /// The index's counts.
-pub fn summary<S: IndexStore>(store: &mut S) -> Result<Summary, StoreError> {
+pub fn summary<S: IndexStore>(store: &mut S) -> Result<IndexCounts, StoreError> {
     let scan = Scan {
         prefix: "c:",
         start: None,
@@ -355,7 +355,7 @@ pub fn summary<S: IndexStore>(store: &mut S) -> Result<Summary, StoreError> {
         reverse: false,
         limit: Some(64),
     };
-    let mut summary = Summary::default();
+    let mut summary = IndexCounts::default();
     for (key, value) in store.scan(&scan)? {
         let (provider, state) = key[2..]
             .split_once(':')

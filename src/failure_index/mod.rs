@@ -21,9 +21,11 @@ pub mod query;
 mod store;
 
 pub use alert::{AlertPolicy, Notification};
-pub use entry::{due_report, event_type, Entry, EntryState, Report, MAX_ENTRY_BYTES, MAX_HISTORY};
+pub use entry::{
+    due_report, event_type, Entry, EntryState, IndexReport, MAX_ENTRY_BYTES, MAX_HISTORY,
+};
 pub use index::{
-    apply, entry, expire, gone, list, next_wake, summary, Applied, Page, Summary, MAX_SCANNED,
+    apply, entry, expire, gone, list, next_wake, summary, Applied, IndexCounts, Page, MAX_SCANNED,
 };
 pub use query::{Cursor, ListQuery, QueryError};
 pub use store::{IndexStore, MemoryIndexStore};
@@ -44,7 +46,7 @@ pub const REPLY_TIMEOUT_MS: u64 = 5_000;
 #[serde(rename_all = "snake_case")]
 pub enum IndexRequest {
     /// An event's changes (see [`apply`]).
-    Report(Report),
+    Report(IndexReport),
     /// An attempt at `origin` failed (see [`alert::origin_failed`]).
     OriginFailed {
         /// The origin: scheme, host and port.
@@ -91,7 +93,7 @@ pub enum IndexReply {
     /// A page of entries.
     Page(Page),
     /// The counts.
-    Summary(Summary),
+    Summary(IndexCounts),
     /// The index's storage failed; nothing changed.
     StoreFailed {
         /// What failed.

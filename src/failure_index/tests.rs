@@ -25,8 +25,8 @@ fn change(transition: Transition, at: Millis, seq: u32) -> Change {
     }
 }
 
-fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) -> Report {
-    Report {
+fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) -> IndexReport {
+    IndexReport {
         key: provider.key(key),
         storage_id: 7,
         stored_at: 1,
@@ -41,7 +41,7 @@ fn report(key: &str, provider: Provider, dead_at: Millis, changes: Vec<Change>) 
     }
 }
 
-fn dead(key: &str, provider: Provider, at: Millis) -> Report {
+fn dead(key: &str, provider: Provider, at: Millis) -> IndexReport {
     report(
         key,
         provider,

@@ -146,9 +146,9 @@ async fn admit<'a, R: Runtime>(
 mod tests {
     use super::*;
     use crate::claim::{CachedResponse, ClaimOutcome};
-    use crate::claim_authority::{AuthorityReply, Delivery, Report, SettleStep};
+    use crate::claim_authority::{AuthorityReply, Delivery, ForwardReport, SettleStep};
     use crate::origin::{OriginOutcome, Verdict};
-    use crate::runtime::memory::{run, Call, Memory, NONCE};
+    use crate::runtime::memory::{run, Memory, RuntimeCall, NONCE};
 
     fn config(extra: &[(&str, &str)]) -> Config {
         Config::load(|key| match key {
@@ -183,7 +183,7 @@ mod tests {
     }
 
     fn forwarded(head: Head) -> AuthorityReply {
-        AuthorityReply::Delivery(Delivery::Forwarded(Report {
+        AuthorityReply::Delivery(Delivery::Forwarded(ForwardReport {
             attempt: 1,
             takeover: false,
             outcome: OriginOutcome::Answered {
@@ -255,7 +255,7 @@ mod tests {
         let (step, _) = serve_with(&limited, &config(&[]), "POST");
         assert_eq!(step.unwrap_err(), Problem::rate_limited());
         let calls = limited.calls();
-        let [Call::Limit(binding, keys)] = calls.as_slice() else {
+        let [RuntimeCall::Limit(binding, keys)] = calls.as_slice() else {
             panic!("only the limiter is asked: {calls:?}");
         };
         assert_eq!((binding.as_str(), keys.len()), (RATE_LIMITER, 2));
@@ -303,14 +303,14 @@ mod tests {
         assert_eq!(
             calls[..2],
             [
-                Call::Limit(
+                RuntimeCall::Limit(
                     RATE_LIMITER.into(),
                     rate_limit_keys(Some("Bearer client-a"), Some("192.0.2.1")).to_vec()
                 ),
-                Call::Body
+                RuntimeCall::Body
             ]
         );
-        let Call::Deliver(AuthorityRequest::Deliver(sent), body) = &calls[2] else {
+        let RuntimeCall::Deliver(AuthorityRequest::Deliver(sent), body) = &calls[2] else {
             panic!("a delivery: {calls:?}");
         };
         assert_eq!(body, b"{\"a\":1}");

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::claim::FinalizeOutcome;
-use crate::claim_authority::{to_cache, BodyKept, Report, SettleStep};
+use crate::claim_authority::{to_cache, BodyKept, ForwardReport, SettleStep};
 use crate::config::ConfigProblem;
 use crate::log_line::{LogLine, Outcome, Route};
 use crate::origin::Verdict;
@@ -129,7 +129,7 @@ fn delivery_replies_map_to_answers() {
         headers: vec![("content-type".into(), "text/plain".into())],
     };
     let forwarded = |outcome, head| {
-        AuthorityReply::Delivery(Delivery::Forwarded(Report {
+        AuthorityReply::Delivery(Delivery::Forwarded(ForwardReport {
             attempt: 1,
             takeover: false,
             outcome,

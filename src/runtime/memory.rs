@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 
-use super::{Fault, Runtime};
+use super::{Runtime, RuntimeFault};
 use crate::answer::BodyError;
 use crate::claim::{Millis, Nonce};
 use crate::claim_authority::{AuthorityReply, AuthorityRequest};
@@ -18,7 +18,7 @@ use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
 
 /// What a door asked of the runtime.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Call {
+pub enum RuntimeCall {
     /// Read the body.
     Body,
     /// Compute MACs under this many keys.
@@ -50,7 +50,7 @@ pub struct Memory {
     /// The failure index's replies, in order (a store failure once they run out).
     pub index_replies: RefCell<VecDeque<IndexReply>>,
     /// Every call, in order.
-    pub calls: RefCell<Vec<Call>>,
+    pub calls: RefCell<Vec<RuntimeCall>>,
     /// Whether the claim authority's binding is missing from the deploy.
     pub no_binding: bool,
 }
@@ -83,11 +83,11 @@ impl Memory {
     }
 
     /// The calls made so far.
-    pub fn calls(&self) -> Vec<Call> {
+    pub fn calls(&self) -> Vec<RuntimeCall> {
         self.calls.borrow().clone()
     }
 
-    fn note(&self, call: Call) {
+    fn note(&self, call: RuntimeCall) {
         self.calls.borrow_mut().push(call);
     }
 
@@ -120,7 +120,7 @@ impl Runtime for Memory {
     }
 
     async fn body(&self, limits: &DeliveryConfig) -> Result<Vec<u8>, BodyError> {
-        self.note(Call::Body);
+        self.note(RuntimeCall::Body);
         let body = self.body.clone()?;
         if body.len() as u64 > limits.max_body_bytes {
             return Err(BodyError::TooLarge {
@@ -139,18 +139,18 @@ impl Runtime for Memory {
     }
 
     async fn macs(&self, keys: &[&[u8]], prefix: &[u8], body: &Vec<u8>) -> Vec<[u8; 32]> {
-        self.note(Call::Macs(keys.len()));
+        self.note(RuntimeCall::Macs(keys.len()));
         let mac = |key: &&[u8]| crate::mac::hmac_sha256(key, prefix, body);
         keys.iter().map(mac).collect()
     }
 
     fn envelope(&self, body: &Vec<u8>) -> Result<Envelope, EnvelopeError> {
-        self.note(Call::Envelope);
+        self.note(RuntimeCall::Envelope);
         envelope::parse(body)
     }
 
     async fn within_limit(&self, _route: Route, binding: &str, keys: &[String]) -> bool {
-        self.note(Call::Limit(binding.to_owned(), keys.to_vec()));
+        self.note(RuntimeCall::Limit(binding.to_owned(), keys.to_vec()));
         !self.over_limit
     }
 
@@ -159,20 +159,20 @@ impl Runtime for Memory {
         make: impl FnOnce(Nonce) -> AuthorityRequest,
         body: &Vec<u8>,
     ) -> (AuthorityReply, Option<()>) {
-        self.note(Call::Deliver(make(NONCE), body.clone()));
+        self.note(RuntimeCall::Deliver(make(NONCE), body.clone()));
         (self.next_reply(), None)
     }
 
-    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault> {
-        self.note(Call::Ask(request.clone()));
+    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, RuntimeFault> {
+        self.note(RuntimeCall::Ask(request.clone()));
         if self.no_binding {
-            return Err(Fault("no binding CLAIM_AUTHORITY".into()));
+            return Err(RuntimeFault("no binding CLAIM_AUTHORITY".into()));
         }
         Ok(self.next_reply())
     }
 
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply {
-        self.note(Call::Index(request.clone()));
+        self.note(RuntimeCall::Index(request.clone()));
         let next = self.index_replies.borrow_mut().pop_front();
         next.unwrap_or_else(|| IndexReply::StoreFailed {
             detail: "no reply given".into(),

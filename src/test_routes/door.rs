@@ -7,19 +7,19 @@ use crate::claim::Nonce;
 use crate::config::{Config, ConfigProblem};
 use crate::log_line::{LogLine, Outcome};
 use crate::providers::stripe::signature;
-use crate::runtime::{Fault, Runtime};
+use crate::runtime::{Runtime, RuntimeFault};
 use crate::secret::Secret;
 
 use super::{refusal, request, route, view, SettleBody, SignatureVector, TestRoute};
 
-/// The text of the runtime error `POST /_test/error` raises ([`Served::Error`]): the tests
+/// The text of the runtime error `POST /_test/error` raises ([`TestRouteServed::Error`]): the tests
 /// check that it reaches the log line and never the answer.
 pub const TEST_ERROR: &str =
     "a runtime error asked for by POST /_test/error (https://user:secret@origin.example)";
 
 /// What a test route asks for.
 #[derive(Debug, PartialEq)]
-pub enum Served {
+pub enum TestRouteServed {
     /// Answer with this.
     Answer(HttpAnswer),
     /// Panic in the worker.
@@ -37,20 +37,20 @@ pub async fn serve<R: Runtime>(
     token: Option<&str>,
     loaded: Result<&Config, &[ConfigProblem]>,
     line: &mut LogLine,
-) -> Result<Served, Fault> {
+) -> Result<TestRouteServed, RuntimeFault> {
     let authorization = runtime.header("authorization");
     if let Some(refused) = refusal(loaded, token, authorization.as_deref()) {
         line.outcome = Outcome::Code(refused.code);
         line.detail = Some(refused.note);
-        return Ok(Served::Answer(refused.answer));
+        return Ok(TestRouteServed::Answer(refused.answer));
     }
     let Ok(config) = loaded else {
         return Ok(refuse(line, (500, "misconfigured", "see /healthz")));
     };
     let (key, op) = match route(method, rest) {
         None => return Ok(refuse(line, (404, "not_found", "unknown test route"))),
-        Some(TestRoute::Panic) => return Ok(Served::Panic),
-        Some(TestRoute::Error) => return Ok(Served::Error),
+        Some(TestRoute::Panic) => return Ok(TestRouteServed::Panic),
+        Some(TestRoute::Error) => return Ok(TestRouteServed::Error),
         Some(TestRoute::Signature) => return Ok(cross_check(runtime, config, line).await),
         Some(TestRoute::Claims { key, op }) => (key, op),
     };
@@ -61,29 +61,32 @@ pub async fn serve<R: Runtime>(
         },
         false => None,
     };
-    let nonce = Nonce::random().map_err(|error| Fault(error.to_string()))?;
+    let nonce = Nonce::random().map_err(|error| RuntimeFault(error.to_string()))?;
     Ok(
         match request(&key, op, body, config.webhook.claims, nonce) {
-            Ok(request) => Served::Answer(view(&runtime.ask(&request).await?)),
+            Ok(request) => TestRouteServed::Answer(view(&runtime.ask(&request).await?)),
             Err(error) => refuse(line, (400, "bad_request", &error)),
         },
     )
 }
 
 /// `{ "error": code, "detail": detail }` with `status`, its code and detail on the log line.
-fn refuse(line: &mut LogLine, (status, code, detail): (u16, &'static str, &str)) -> Served {
+fn refuse(
+    line: &mut LogLine,
+    (status, code, detail): (u16, &'static str, &str),
+) -> TestRouteServed {
     line.outcome = Outcome::Code(code);
     line.detail = Some(detail.to_owned());
-    Served::Answer(HttpAnswer::error(status, code, detail))
+    TestRouteServed::Answer(HttpAnswer::error(status, code, detail))
 }
 
 /// 400 for a body that is not the JSON the route reads: a fixed detail; the error's text goes
 /// to the log line only.
-fn bad_body(line: &mut LogLine, error: String) -> Served {
+fn bad_body(line: &mut LogLine, error: String) -> TestRouteServed {
     line.outcome = Outcome::Code("bad_request");
     line.detail = Some(error);
     let detail = "the body is not the JSON this route reads";
-    Served::Answer(HttpAnswer::error(400, "bad_request", detail))
+    TestRouteServed::Answer(HttpAnswer::error(400, "bad_request", detail))
 }
 
 /// The request's body as UTF-8 text.
@@ -102,7 +105,11 @@ async fn json<R: Runtime>(runtime: &R, config: &Config) -> Result<SettleBody, St
 
 /// `POST /_test/signature`: a vector's `v1` MAC computed both ways the worker can (see
 /// [`SignatureVector::answer`]).
-async fn cross_check<R: Runtime>(runtime: &R, config: &Config, line: &mut LogLine) -> Served {
+async fn cross_check<R: Runtime>(
+    runtime: &R,
+    config: &Config,
+    line: &mut LogLine,
+) -> TestRouteServed {
     let read = text(runtime, config)
         .await
         .and_then(|text| SignatureVector::read(&text));
@@ -116,7 +123,7 @@ async fn cross_check<R: Runtime>(runtime: &R, config: &Config, line: &mut LogLin
     let native = runtime
         .macs(&[secret.expose()], prefix.as_bytes(), &signed)
         .await;
-    Served::Answer(vector.answer(&body, native.first().copied()))
+    TestRouteServed::Answer(vector.answer(&body, native.first().copied()))
 }
 
 #[cfg(test)]
@@ -124,7 +131,7 @@ mod tests {
     use super::*;
     use crate::claim_authority::{AuthorityReply, AuthorityRequest};
     use crate::log_line::Route;
-    use crate::runtime::memory::{run, Call, Memory};
+    use crate::runtime::memory::{run, Memory, RuntimeCall};
 
     const TOKEN: &str = "a-long-admin-token-0123456789";
 
@@ -139,7 +146,11 @@ mod tests {
         .unwrap()
     }
 
-    fn serve_on(runtime: &Memory, on: bool, (method, rest): (&str, &str)) -> (Served, LogLine) {
+    fn serve_on(
+        runtime: &Memory,
+        on: bool,
+        (method, rest): (&str, &str),
+    ) -> (TestRouteServed, LogLine) {
         let mut line = LogLine::new(Route::Test);
         let config = config(on);
         let served = run(serve(
@@ -157,9 +168,9 @@ mod tests {
         Memory::new(0, &[("authorization", &bearer)], body)
     }
 
-    fn status(served: &Served) -> u16 {
+    fn status(served: &TestRouteServed) -> u16 {
         match served {
-            Served::Answer(answer) => answer.status,
+            TestRouteServed::Answer(answer) => answer.status,
             other => panic!("an answer: {other:?}"),
         }
     }
@@ -189,14 +200,14 @@ mod tests {
         let asked = AuthorityRequest::Inspect {
             key: "evt_1".into(),
         };
-        assert_eq!(inspect.calls(), [Call::Ask(asked)]);
+        assert_eq!(inspect.calls(), [RuntimeCall::Ask(asked)]);
         let no_fence = operator(b"not json");
         let (served, line) = serve_on(&no_fence, true, ("POST", "claims/evt_1/finalize"));
         assert_eq!(
             (status(&served), line.outcome),
             (400, Outcome::Code("bad_request"))
         );
-        assert_eq!(no_fence.calls(), [Call::Body]);
+        assert_eq!(no_fence.calls(), [RuntimeCall::Body]);
     }
 
     /// The signature route computes a vector's MAC with the runtime and with the `hmac`
@@ -206,14 +217,20 @@ mod tests {
         let vector = br#"{"secret":"whsec_a","timestamp":1,"body_base64":"e30="}"#;
         let runtime = operator(vector);
         let (served, _) = serve_on(&runtime, true, ("POST", "signature"));
-        let Served::Answer(answer) = served else {
+        let TestRouteServed::Answer(answer) = served else {
             panic!("an answer");
         };
         let body: serde_json::Value =
             serde_json::from_slice(answer.body.as_deref().unwrap()).unwrap();
         assert_eq!(body["webcrypto"], body["rust"]);
-        assert_eq!(serve_on(&runtime, true, ("POST", "panic")).0, Served::Panic);
-        assert_eq!(serve_on(&runtime, true, ("POST", "error")).0, Served::Error);
+        assert_eq!(
+            serve_on(&runtime, true, ("POST", "panic")).0,
+            TestRouteServed::Panic
+        );
+        assert_eq!(
+            serve_on(&runtime, true, ("POST", "error")).0,
+            TestRouteServed::Error
+        );
     }
 
     /// A body over `MAX_BODY_BYTES` is refused before anything is asked; without the claim
@@ -227,7 +244,7 @@ mod tests {
             (status(&served), line.outcome),
             (400, Outcome::Code("bad_request"))
         );
-        assert_eq!(big.calls(), [Call::Body]);
+        assert_eq!(big.calls(), [RuntimeCall::Body]);
         let mut unbound = operator(b"");
         unbound.no_binding = true;
         let mut line = LogLine::new(Route::Test);

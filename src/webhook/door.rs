@@ -132,7 +132,7 @@ mod tests {
     use crate::claim_authority::{AuthorityReply, AuthorityRequest, Delivery};
     use crate::log_line::Outcome;
     use crate::providers::stripe::signature;
-    use crate::runtime::memory::{run, Call, Memory, NONCE};
+    use crate::runtime::memory::{run, Memory, RuntimeCall, NONCE};
     use crate::secret::Secret;
 
     const NOW_MS: u64 = 1_700_000_000_000;
@@ -317,7 +317,7 @@ mod tests {
         let off = serve(&forged, Provider::Github, &config(false), "POST");
         assert_eq!(
             forged.calls(),
-            [Call::Body],
+            [RuntimeCall::Body],
             "off: nothing asked past the body"
         );
         let on = serve(&forged, Provider::Github, &config(true), "POST");
@@ -333,7 +333,7 @@ mod tests {
         runtime.body = Err(crate::answer::BodyError::TimedOut { ms: 10 });
         let answer = serve(&runtime, Provider::Stripe, &config(false), "POST");
         assert_eq!(answer.status, 408);
-        assert_eq!(runtime.calls(), [Call::Body]);
+        assert_eq!(runtime.calls(), [RuntimeCall::Body]);
     }
 
     /// A signature that does not match asks nothing of the claim authority (nor reads the
@@ -347,7 +347,7 @@ mod tests {
             (answer.status, answer.outcome.word()),
             (400, "signature_mismatch")
         );
-        assert_eq!(runtime.calls(), [Call::Body, Call::Macs(1)]);
+        assert_eq!(runtime.calls(), [RuntimeCall::Body, RuntimeCall::Macs(1)]);
     }
 
     #[test]
@@ -358,7 +358,14 @@ mod tests {
             (answer.status, answer.outcome.word()),
             (400, "invalid_envelope")
         );
-        assert_eq!(runtime.calls(), [Call::Body, Call::Macs(1), Call::Envelope]);
+        assert_eq!(
+            runtime.calls(),
+            [
+                RuntimeCall::Body,
+                RuntimeCall::Macs(1),
+                RuntimeCall::Envelope
+            ]
+        );
     }
 
     /// A verified Stripe event is delivered under its id, with the body beside the request, the
@@ -380,8 +387,15 @@ mod tests {
         assert_eq!(line.key.as_deref(), Some("evt_1"));
         assert_eq!(line.event_type.as_deref(), Some("charge.succeeded"));
         let calls = runtime.calls();
-        assert_eq!(calls[..3], [Call::Body, Call::Macs(1), Call::Envelope]);
-        let Call::Deliver(AuthorityRequest::Deliver(sent), body) = &calls[3] else {
+        assert_eq!(
+            calls[..3],
+            [
+                RuntimeCall::Body,
+                RuntimeCall::Macs(1),
+                RuntimeCall::Envelope
+            ]
+        );
+        let RuntimeCall::Deliver(AuthorityRequest::Deliver(sent), body) = &calls[3] else {
             panic!("a delivery: {calls:?}");
         };
         assert_eq!(
@@ -406,11 +420,11 @@ mod tests {
             runtime.over_limit = over_limit;
             let _ = serve(&runtime, Provider::Github, &config(true), "POST");
             let calls = runtime.calls();
-            let Call::Limit(binding, keys) = &calls[2] else {
+            let RuntimeCall::Limit(binding, keys) = &calls[2] else {
                 panic!("the replay limiter is asked: {calls:?}");
             };
             assert_eq!((binding.as_str(), keys.len()), (REPLAY_LIMITER, 1));
-            let Call::Deliver(
+            let RuntimeCall::Deliver(
                 AuthorityRequest::Enqueue {
                     known_only, key, ..
                 },
@@ -443,7 +457,7 @@ mod tests {
         assert_eq!(answer.status, 405);
         assert_eq!(line.provider, Some(Provider::Github));
         assert_eq!(line.outcome, Outcome::Code("method_not_allowed"));
-        let report = crate::claim_authority::Report {
+        let report = crate::claim_authority::ForwardReport {
             attempt: 2,
             takeover: true,
             outcome: crate::origin::OriginOutcome::Answered { status: 200 },

@@ -19,7 +19,7 @@ use crate::answer::{
 };
 use crate::claim::{ClaimOutcome, EnqueueOutcome, Millis, Nonce, Source};
 use crate::claim_authority::{
-    AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward, Report,
+    AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward, ForwardReport,
 };
 use crate::config::{self, Config, ConfigProblem, DeliveryMode};
 use crate::log_line::Outcome;
@@ -266,7 +266,7 @@ fn ok(body: Value, outcome: Outcome) -> Answer {
 
 /// The answer to a delivery that was forwarded: 200 `processed` when the origin succeeded,
 /// else 502 / 504 saying what happens next.
-fn forwarded(report: &Report, event_id: &str) -> Answer {
+fn forwarded(report: &ForwardReport, event_id: &str) -> Answer {
     let then = match report.verdict {
         Verdict::Failed(_) => "the event will be processed again on retry",
         Verdict::Pending => "its answer is still awaited; retry later",
@@ -358,11 +358,11 @@ pub fn store_failure_answer(failure: StoreFailure) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim_authority::{Report, SettleStep};
+    use crate::claim_authority::{ForwardReport, SettleStep};
     use crate::origin::{NetworkError, Reason};
 
     fn forwarded(outcome: OriginOutcome, verdict: Verdict, settle: SettleStep) -> AuthorityReply {
-        AuthorityReply::Delivery(Delivery::Forwarded(Report {
+        AuthorityReply::Delivery(Delivery::Forwarded(ForwardReport {
             attempt: 1,
             takeover: false,
             outcome,

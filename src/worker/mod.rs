@@ -27,9 +27,9 @@ use runtime::Doorway;
 
 use crate::log_line::Route;
 use crate::routing::{self, Destination};
-use crate::runtime::Fault;
+use crate::runtime::RuntimeFault;
 use crate::secret::Secret;
-use crate::test_routes::door::{self as test_door, Served};
+use crate::test_routes::door::{self as test_door, TestRouteServed};
 use crate::{admin, health, test_routes, webhook};
 
 /// Serves one request (see [`route`]). A runtime error on the way is logged with its text and
@@ -85,9 +85,9 @@ async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Re
             let request = (method.as_ref(), rest);
             let served = test_routes::door::serve(&doorway, request, token, config, line).await;
             match served.map_err(fault)? {
-                Served::Answer(answer) => answer,
-                Served::Panic => panic!("a panic asked for by POST /_test/panic"),
-                Served::Error => {
+                TestRouteServed::Answer(answer) => answer,
+                TestRouteServed::Panic => panic!("a panic asked for by POST /_test/panic"),
+                TestRouteServed::Error => {
                     return Err(worker::Error::RustError(test_door::TEST_ERROR.into()))
                 }
             }
@@ -102,7 +102,7 @@ async fn route(req: &Inbound, path: &str, env: &Env, ctx: &Context) -> Result<Re
 }
 
 /// A runtime fault as a runtime error (answered 500 `internal_error`, its text logged).
-fn fault(Fault(detail): Fault) -> worker::Error {
+fn fault(RuntimeFault(detail): RuntimeFault) -> worker::Error {
     worker::Error::RustError(detail)
 }
 

@@ -6,7 +6,7 @@ use worker::Env;
 
 use super::log;
 use crate::log_line::{LogLine, Route};
-use crate::rate_limit::{Check, Fault};
+use crate::rate_limit::{Check, LimiterFault};
 
 /// True when every key in `keys` is within the limit of the binding named `binding`; always
 /// true without the binding. A limiter that fails (a binding of another kind under that name,
@@ -28,13 +28,13 @@ async fn check(env: &Env, binding: &str, keys: &[String]) -> Check {
         return Check::Unlimited;
     }
     let Ok(limiter) = env.rate_limiter(binding) else {
-        return Check::Failed(Fault::NotALimiter);
+        return Check::Failed(LimiterFault::NotALimiter);
     };
     let mut results = Vec::with_capacity(keys.len());
     for key in keys {
         results.push(match limiter.limit(key.clone()).await {
             Ok(outcome) => Ok(outcome.success),
-            Err(_) => Err(Fault::CallFailed),
+            Err(_) => Err(LimiterFault::CallFailed),
         });
     }
     Check::of(results)

@@ -20,7 +20,7 @@ use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
-use crate::runtime::{Fault, Runtime};
+use crate::runtime::{Runtime, RuntimeFault};
 
 /// One request being served, with the worker's bindings and its context.
 pub struct Doorway<'a> {
@@ -97,8 +97,9 @@ impl Runtime for Doorway<'_> {
         sent.await.unwrap_or_else(|| (cut_off().into(), None))
     }
 
-    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, Fault> {
-        let client = AuthorityClient::new(self.env).map_err(|error| Fault(error.to_string()))?;
+    async fn ask(&self, request: &AuthorityRequest) -> Result<AuthorityReply, RuntimeFault> {
+        let client =
+            AuthorityClient::new(self.env).map_err(|error| RuntimeFault(error.to_string()))?;
         Ok(client.send(request).await)
     }
 

@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use super::delivery::{Deliver, Head, Report, Settle, Won};
+use super::delivery::{Deliver, ForwardReport, Head, Settle, Won};
 use super::door::{to_cache, BodyKept, Door};
 use super::queue::{settle_attempt, AttemptEnd};
 use super::WakeBy;
@@ -121,7 +121,7 @@ struct Body {
 enum After {
     /// Answer the caller if it waits, else report how the delivery ended after it.
     Answer,
-    /// Report with this word (the caller was answered before).
+    /// ForwardReport with this word (the caller was answered before).
     Report(LateWord),
     /// A non-final Idempotency-Key answer: pass its head and body on to the caller.
     Stream(Head),
@@ -155,11 +155,11 @@ pub enum Event {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Command {
     /// Answer the caller with this report of the forward.
-    Reply(Report),
+    Reply(ForwardReport),
     /// Answer the caller with this report, the origin's body streaming after it ([`Command::Pass`]
     /// each chunk, then [`Command::CloseStream`] or [`Command::AbortStream`]). When no stream
     /// can be made, the adapter hands back [`Event::CallerGone`].
-    ReplyStreaming(Report),
+    ReplyStreaming(ForwardReport),
     /// Stop the forward: abort the request and cancel the answer's body.
     Abort,
     /// Discard the answer's body unread (a webhook needs only the status).
@@ -175,8 +175,8 @@ pub enum Command {
     AbortStream,
     /// Settle now: run [`Attempt::settle_with`] with this and hand back [`Event::Settled`].
     Settle(SettleOp),
-    /// Report how the attempt ended (written as one log line and one metric).
-    Report(Summary),
+    /// ForwardReport how the attempt ended (written as one log line and one metric).
+    Report(AttemptSummary),
 }
 
 /// What the adapter waits for next.
@@ -234,7 +234,7 @@ pub enum End {
 
 /// What an attempt reports when it ends without a caller to tell (written as a log line).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Summary {
+pub struct AttemptSummary {
     /// The key.
     pub key: String,
     /// The front door (`Webhook` for a queued attempt).
@@ -752,8 +752,8 @@ impl Attempt {
         });
     }
 
-    fn report(&self, step: SettleStep, head: Option<Head>, now: Millis) -> Report {
-        Report {
+    fn report(&self, step: SettleStep, head: Option<Head>, now: Millis) -> ForwardReport {
+        ForwardReport {
             attempt: self.won.attempt,
             takeover: self.won.takeover,
             outcome: self.outcome.clone(),
@@ -764,12 +764,12 @@ impl Attempt {
         }
     }
 
-    fn reply(&mut self, reply: Report) {
+    fn reply(&mut self, reply: ForwardReport) {
         self.caller = Caller::Answered;
         self.commands.push_back(Command::Reply(reply));
     }
 
-    fn reply_streaming(&mut self, reply: Report) {
+    fn reply_streaming(&mut self, reply: ForwardReport) {
         self.caller = Caller::Streaming;
         self.commands.push_back(Command::ReplyStreaming(reply));
     }
@@ -777,7 +777,7 @@ impl Attempt {
     /// Queues the report of how the attempt ended.
     fn push_report(&mut self, end: End) {
         let origin_ms = self.now.saturating_sub(self.started);
-        self.commands.push_back(Command::Report(Summary {
+        self.commands.push_back(Command::Report(AttemptSummary {
             key: self.key.clone(),
             door: self.door(),
             provider: self.provider,

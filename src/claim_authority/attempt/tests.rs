@@ -123,14 +123,14 @@ fn step(
     run(attempt, store, now)
 }
 
-fn reply_of(commands: &[Command]) -> Option<&Report> {
+fn reply_of(commands: &[Command]) -> Option<&ForwardReport> {
     commands.iter().find_map(|command| match command {
         Command::Reply(report) | Command::ReplyStreaming(report) => Some(report),
         _ => None,
     })
 }
 
-fn summary_of(commands: &[Command]) -> Option<&Summary> {
+fn summary_of(commands: &[Command]) -> Option<&AttemptSummary> {
     commands.iter().find_map(|command| match command {
         Command::Report(summary) => Some(summary),
         _ => None,

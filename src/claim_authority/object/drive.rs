@@ -4,7 +4,7 @@
 use super::task::{Done, ForwardIo};
 use crate::claim::Millis;
 use crate::claim_authority::attempt::{Event, Wants};
-use crate::claim_authority::{Door, Report};
+use crate::claim_authority::{Door, ForwardReport};
 
 /// A forward's I/O: the request to the origin, its answer and body, and the caller.
 #[allow(async_fn_in_trait)] // used by generics only, never as `dyn`
@@ -14,11 +14,11 @@ pub trait Forwarding {
     async fn next(&mut self, wants: Wants, door: Door, deadline: Millis) -> Event;
 
     /// Answers the caller, if one waits, with `report`.
-    fn reply(&mut self, report: Report);
+    fn reply(&mut self, report: ForwardReport);
 
     /// Answers the caller with `report` and a stream for the origin's body; `false` when no
     /// stream can be made.
-    fn stream(&mut self, report: Report) -> bool;
+    fn stream(&mut self, report: ForwardReport) -> bool;
 
     /// Stops the forward: aborts the request and cancels any body still being read.
     fn abort(&mut self);
@@ -61,9 +61,9 @@ impl Forwarding for NoForward {
         Event::Timeout
     }
 
-    fn reply(&mut self, _report: Report) {}
+    fn reply(&mut self, _report: ForwardReport) {}
 
-    fn stream(&mut self, _report: Report) -> bool {
+    fn stream(&mut self, _report: ForwardReport) -> bool {
         false
     }
 

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::{Executor, Forwarding, ObjectIo, Outgoing};
 use crate::claim::{KvStore, KvTable, KvValue, MemoryTable, Millis, Scan, StoreError};
 use crate::claim_authority::attempt::{Event, Wants};
-use crate::claim_authority::{Attempt, Door, Report};
+use crate::claim_authority::{Attempt, Door, ForwardReport};
 use crate::config::Config;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::LogLine;
@@ -198,11 +198,11 @@ impl Forwarding for Script<'_> {
         event
     }
 
-    fn reply(&mut self, _report: Report) {
+    fn reply(&mut self, _report: ForwardReport) {
         self.note("reply");
     }
 
-    fn stream(&mut self, _report: Report) -> bool {
+    fn stream(&mut self, _report: ForwardReport) -> bool {
         self.note("stream");
         true
     }

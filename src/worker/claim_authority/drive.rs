@@ -12,7 +12,7 @@ use worker::web_sys::{
 use crate::claim::Millis;
 use crate::claim_authority::attempt::{Event, Wants};
 use crate::claim_authority::object::{Executor, Forwarding, ObjectIo};
-use crate::claim_authority::{Attempt, AuthorityReply, Door, Head, Report};
+use crate::claim_authority::{Attempt, AuthorityReply, Door, ForwardReport, Head};
 use crate::origin::OriginOutcome;
 use crate::worker::clock;
 use crate::worker::forward::{self, BodyReader, Exchange};
@@ -84,11 +84,11 @@ impl Forwarding for Io {
         }
     }
 
-    fn reply(&mut self, report: Report) {
+    fn reply(&mut self, report: ForwardReport) {
         self.answer((report.into(), None));
     }
 
-    fn stream(&mut self, report: Report) -> bool {
+    fn stream(&mut self, report: ForwardReport) -> bool {
         let Ok(pipe) = TransformStream::new() else {
             return false;
         };

@@ -14,7 +14,7 @@ use super::{log, Call, Done, Ended, EnsureAlarm};
 use crate::claim::{ClaimStore, Millis, StoreError};
 use crate::claim_authority::alarm::KnownAlarm;
 use crate::claim_authority::attempt::{Command, Event, SettleOp, Settled};
-use crate::claim_authority::{Attempt, Report};
+use crate::claim_authority::{Attempt, ForwardReport};
 use crate::config::Config;
 use crate::failure_index::{alert, IndexReply, IndexRequest};
 use crate::log_line::LogLine;
@@ -26,10 +26,10 @@ use crate::reverts::{reverted, Fix};
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ForwardIo {
     /// Answer the caller, if one waits, with this report. Nothing to hand back.
-    Reply(Report),
+    Reply(ForwardReport),
     /// Answer the caller with this report and a stream for the origin's body; when no stream
     /// can be made, hand back [`Done::Event`] with [`Event::CallerGone`].
-    Stream(Report),
+    Stream(ForwardReport),
     /// Abort the request and cancel any body still being read. Nothing to hand back.
     Abort,
     /// Discard the answer's body unread. Nothing to hand back.

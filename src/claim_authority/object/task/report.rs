@@ -17,7 +17,7 @@ enum Step {
     /// The report due is read.
     Read,
     /// The back-off's jitter is asked for.
-    Jitter(Option<failure_index::Report>, Vec<Change>),
+    Jitter(Option<failure_index::IndexReport>, Vec<Change>),
     /// The index is asked.
     Asking(Vec<Change>, Fraction),
     /// The changes are settled by the index's answer (`refused`: why it did not take them).
