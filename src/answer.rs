@@ -62,6 +62,14 @@ impl HttpAnswer {
 /// Seconds a caller is asked to wait after a retryable store failure.
 pub const STORE_RETRY_AFTER_SECONDS: u64 = 10;
 
+/// The error code of every answer to a request while the configuration is invalid (500), and
+/// so its log line's outcome.
+pub const MISCONFIGURED: &str = "misconfigured";
+
+/// The error code of the answer to a request that met a runtime error (500), and so its log
+/// line's outcome; the error's text goes to the log line only.
+pub const INTERNAL_ERROR: &str = "internal_error";
+
 /// Whole seconds from `now` until `until`, at least 1: a `Retry-After` value.
 pub fn retry_after_seconds(until: Millis, now: Millis) -> u64 {
     until.saturating_sub(now).div_ceil(1_000).max(1)

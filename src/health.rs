@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::answer::HttpAnswer;
+use crate::answer::{HttpAnswer, MISCONFIGURED};
 use crate::config::{self, Config, ConfigProblem, DeliveryMode};
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::providers::Provider;
@@ -86,7 +86,7 @@ pub fn answer(loaded: Result<&Config, &[ConfigProblem]>, view: View) -> HttpAnsw
 pub fn misconfigured_line(problems: &[ConfigProblem]) -> LogLine {
     LogLine {
         level: Level::Error,
-        outcome: Outcome::Code("misconfigured"),
+        outcome: Outcome::Refused(MISCONFIGURED),
         detail: Some(config::describe(problems)),
         ..LogLine::new(Route::Health)
     }
@@ -108,7 +108,7 @@ mod tests {
         let line = misconfigured_line(&problems);
         assert_eq!(line.level, Level::Error);
         assert_eq!(line.route, Route::Health);
-        assert_eq!(line.outcome, Outcome::Code("misconfigured"));
+        assert_eq!(line.outcome, Outcome::Refused(MISCONFIGURED));
         let detail = line.detail.unwrap();
         assert!(detail.contains("ORIGIN_URL"), "{detail}");
         assert!(!detail.contains("not a url"), "{detail}");

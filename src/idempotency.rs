@@ -403,7 +403,7 @@ impl Problem {
     /// Writes this problem on `line`: its slug as the outcome, and its note, if any, as the
     /// detail.
     pub fn log_on(&self, line: &mut LogLine) {
-        line.outcome = Outcome::Code(self.slug);
+        line.outcome = Outcome::Refused(self.slug);
         if self.note.is_some() {
             line.detail.clone_from(&self.note);
         }

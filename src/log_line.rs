@@ -129,11 +129,82 @@ pub enum Outcome {
     /// A rate limiter gave no verdict (a binding of the wrong kind, a failed call): the request
     /// went on without a limit.
     RateLimitFailed,
+    /// A sender that is off was asked: answered as one that is on and refuses.
+    SenderOff,
+    /// An event's changes its object could not hand to the failure index.
+    IndexReportFailed,
+    /// A notification was sent and taken.
+    NotificationSent,
+    /// A notification was not taken; it is sent again.
+    NotificationRetry,
+    /// A notification was dropped once its tries were spent.
+    NotificationDropped,
+    /// What an admin API request did.
+    Admin(AdminWord),
     /// One claim authority operation, for the storage usage log (`claim`, `deliver`, …).
     Operation(&'static str),
-    /// A refusal or a failure, by the stable code of the typed error or problem behind it
-    /// (`signature_mismatch`, `store_unavailable`, `rate-limited`, `admin_released`, …).
-    Code(&'static str),
+    /// A refusal, by the error code of the answer given (`signature_mismatch`,
+    /// `store_unavailable`, `rate-limited`, `not_found`, …): the typed error's or problem's own
+    /// code, never a word of its own.
+    Refused(&'static str),
+}
+
+/// What an admin API request did, as its log line's outcome (`admin_…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AdminWord {
+    /// A record shown.
+    Inspected,
+    /// A claim released.
+    Released,
+    /// A release refused (the lease is live, the record is done, the fence moved on).
+    ReleaseRefused,
+    /// A record forgotten.
+    Forgotten,
+    /// A forget refused.
+    ForgetRefused,
+    /// A dead letter queued again.
+    Redelivered,
+    /// A redelivery refused.
+    RedeliverRefused,
+    /// Dead letters queued again in bulk.
+    BulkRedelivered,
+    /// A page of dead letters listed.
+    DeadLetters,
+    /// The failure index's counts shown.
+    Summary,
+    /// A list query refused (a bad filter, range, cursor or limit).
+    QueryRefused,
+    /// No such record or route.
+    NotFound,
+    /// The failure index failed.
+    IndexFailed,
+    /// The claim store failed.
+    StoreFailed,
+    /// The operator page or one of its assets.
+    Page,
+}
+
+impl AdminWord {
+    /// The word written in the log line.
+    pub fn word(self) -> &'static str {
+        match self {
+            AdminWord::Inspected => "admin_inspected",
+            AdminWord::Released => "admin_released",
+            AdminWord::ReleaseRefused => "admin_release_refused",
+            AdminWord::Forgotten => "admin_forgotten",
+            AdminWord::ForgetRefused => "admin_forget_refused",
+            AdminWord::Redelivered => "admin_redelivered",
+            AdminWord::RedeliverRefused => "admin_redeliver_refused",
+            AdminWord::BulkRedelivered => "admin_bulk_redelivered",
+            AdminWord::DeadLetters => "admin_dead_letters",
+            AdminWord::Summary => "admin_summary",
+            AdminWord::QueryRefused => "admin_query_refused",
+            AdminWord::NotFound => "admin_not_found",
+            AdminWord::IndexFailed => "admin_index_failed",
+            AdminWord::StoreFailed => "admin_store_failed",
+            AdminWord::Page => "admin_page",
+        }
+    }
 }
 
 impl Outcome {
@@ -164,7 +235,13 @@ impl Outcome {
             Outcome::AlarmNotSet => "alarm_not_set",
             Outcome::AlarmFailed => "alarm_failed",
             Outcome::RateLimitFailed => "rate_limit_failed",
-            Outcome::Operation(word) | Outcome::Code(word) => word,
+            Outcome::SenderOff => "sender_off",
+            Outcome::IndexReportFailed => "index_report_failed",
+            Outcome::NotificationSent => "notification_sent",
+            Outcome::NotificationRetry => "notification_retry",
+            Outcome::NotificationDropped => "notification_dropped",
+            Outcome::Admin(word) => word.word(),
+            Outcome::Operation(word) | Outcome::Refused(word) => word,
         }
     }
 }
@@ -316,13 +393,13 @@ impl LogLine {
     /// dropped once its tries were spent (`gave_up`).
     pub fn notification(id: &str, kind: &str, failed: Option<(&str, bool)>) -> LogLine {
         let (level, outcome, detail) = match failed {
-            None => (Level::Info, "notification_sent", None),
-            Some((detail, false)) => (Level::Warn, "notification_retry", Some(detail)),
-            Some((detail, true)) => (Level::Error, "notification_dropped", Some(detail)),
+            None => (Level::Info, Outcome::NotificationSent, None),
+            Some((detail, false)) => (Level::Warn, Outcome::NotificationRetry, Some(detail)),
+            Some((detail, true)) => (Level::Error, Outcome::NotificationDropped, Some(detail)),
         };
         LogLine {
             level,
-            outcome: Outcome::Code(outcome),
+            outcome,
             key: Some(id.to_owned()),
             event_type: Some(kind.to_owned()),
             detail: detail.map(str::to_owned),
@@ -335,7 +412,7 @@ impl LogLine {
     pub fn report_failed(key: &str, detail: &str) -> LogLine {
         LogLine {
             level: Level::Warn,
-            outcome: Outcome::Code("index_report_failed"),
+            outcome: Outcome::IndexReportFailed,
             key: Some(key.to_owned()),
             detail: Some(detail.to_owned()),
             ..LogLine::new(Route::Alarm)
@@ -411,6 +488,121 @@ impl LogLine {
 mod tests {
     use super::*;
 
+    /// Every outcome a line can carry, bar the operation words and the error codes (which
+    /// other tables document). The match fails to build when a variant is added, so that the
+    /// list and the guide grow with it.
+    fn every_named_outcome() -> Vec<Outcome> {
+        use Outcome::*;
+        let named = |outcome: Outcome| match outcome {
+            Unknown
+            | Processed
+            | Duplicate
+            | InFlight
+            | OriginFailed
+            | OriginTimeout
+            | OriginUnreachable
+            | Executed
+            | Replayed
+            | PassedThrough
+            | LateAnswer
+            | AnswerSettled
+            | AnswerLost
+            | Queued
+            | Delivered
+            | RetryScheduled
+            | DeadLettered
+            | FenceConflict
+            | SettleFailed
+            | Expired
+            | ExpiredAbandonedClaim
+            | AlarmNotSet
+            | AlarmFailed
+            | RateLimitFailed
+            | SenderOff
+            | IndexReportFailed
+            | NotificationSent
+            | NotificationRetry
+            | NotificationDropped
+            | Admin(_) => outcome,
+            Operation(_) | Refused(_) => unreachable!("not named here"),
+        };
+        let mut all = vec![
+            Unknown,
+            Processed,
+            Duplicate,
+            InFlight,
+            OriginFailed,
+            OriginTimeout,
+            OriginUnreachable,
+            Executed,
+            Replayed,
+            PassedThrough,
+            LateAnswer,
+            AnswerSettled,
+            AnswerLost,
+            Queued,
+            Delivered,
+            RetryScheduled,
+            DeadLettered,
+            FenceConflict,
+            SettleFailed,
+            Expired,
+            ExpiredAbandonedClaim,
+            AlarmNotSet,
+            AlarmFailed,
+            RateLimitFailed,
+            SenderOff,
+            IndexReportFailed,
+            NotificationSent,
+            NotificationRetry,
+            NotificationDropped,
+        ];
+        use AdminWord::*;
+        all.extend(
+            [
+                Inspected,
+                Released,
+                ReleaseRefused,
+                Forgotten,
+                ForgetRefused,
+                Redelivered,
+                RedeliverRefused,
+                BulkRedelivered,
+                DeadLetters,
+                Summary,
+                QueryRefused,
+                NotFound,
+                IndexFailed,
+                StoreFailed,
+                Page,
+            ]
+            .map(Admin),
+        );
+        all.into_iter().map(named).collect()
+    }
+
+    /// The operating guide's table of outcomes explains every word a line can carry.
+    #[test]
+    fn every_outcome_is_explained_in_the_operating_guide() {
+        let guide = include_str!("../docs/operating.md");
+        let table = guide
+            .split("### Outcomes")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .expect("docs/operating.md has a section \"### Outcomes\"");
+        let outcomes = every_named_outcome();
+        assert!(outcomes.len() > 40, "{} outcomes", outcomes.len());
+        let missing: Vec<&str> = outcomes
+            .iter()
+            .map(|outcome| outcome.word())
+            .filter(|word| !table.contains(&format!("`{word}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/operating.md, Outcomes: no row explains {missing:?}"
+        );
+    }
+
     /// A line's data point carries its words and figures in the dataset's fixed places, with
     /// `""` and 0 where the line has none.
     #[test]
@@ -474,7 +666,7 @@ mod tests {
     #[test]
     fn typed_words_serialise_to_the_documented_words() {
         let line = LogLine {
-            outcome: Outcome::Code("signature_mismatch"),
+            outcome: Outcome::Refused("signature_mismatch"),
             settle: Some(SettleStep::FenceConflict),
             level: Level::Error,
             ..LogLine::new(Route::Alarm)

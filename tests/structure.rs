@@ -571,3 +571,137 @@ fn the_worker_adapter_does_not_grow() {
          into a pure module"
     );
 }
+
+/// The public types a file declares outside its tests, and every `Outcome::Refused("…")` whose
+/// code is written out rather than taken from the error it reports.
+#[derive(Default)]
+struct Names {
+    /// Public structs, enums, traits and type aliases: name and line.
+    types: Vec<(String, usize)>,
+    /// How many refusal outcomes the file builds.
+    refusals: usize,
+    /// Lines holding a refusal outcome with a literal code.
+    literal_refusals: Vec<usize>,
+}
+
+impl Names {
+    fn public(&mut self, vis: &syn::Visibility, name: &syn::Ident) {
+        if matches!(vis, syn::Visibility::Public(_)) {
+            self.types
+                .push((name.to_string(), name.span().start().line));
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Names {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !is_test(&item.attrs) {
+            visit::visit_item_mod(self, item);
+        }
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !is_test(&item.attrs) {
+            visit::visit_item_fn(self, item);
+        }
+    }
+
+    fn visit_item_struct(&mut self, item: &'ast syn::ItemStruct) {
+        self.public(&item.vis, &item.ident);
+        visit::visit_item_struct(self, item);
+    }
+
+    fn visit_item_enum(&mut self, item: &'ast syn::ItemEnum) {
+        self.public(&item.vis, &item.ident);
+        visit::visit_item_enum(self, item);
+    }
+
+    fn visit_item_trait(&mut self, item: &'ast syn::ItemTrait) {
+        self.public(&item.vis, &item.ident);
+        visit::visit_item_trait(self, item);
+    }
+
+    fn visit_item_type(&mut self, item: &'ast syn::ItemType) {
+        self.public(&item.vis, &item.ident);
+        visit::visit_item_type(self, item);
+    }
+
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        if let syn::Expr::Path(function) = &*call.func {
+            let names: Vec<String> = function
+                .path
+                .segments
+                .iter()
+                .map(|segment| segment.ident.to_string())
+                .collect();
+            let literal = matches!(
+                call.args.first(),
+                Some(syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(_),
+                    ..
+                }))
+            );
+            if names.ends_with(&["Outcome".to_owned(), "Refused".to_owned()]) {
+                self.refusals += 1;
+                if literal {
+                    self.literal_refusals
+                        .push(function.path.segments[0].ident.span().start().line);
+                }
+            }
+        }
+        visit::visit_expr_call(self, call);
+    }
+}
+
+#[test]
+fn no_two_public_types_share_a_name() {
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut count = 0;
+    for (_, path, file) in modules() {
+        let mut names = Names::default();
+        names.visit_file(&file);
+        for (name, line) in names.types {
+            count += 1;
+            let place = format!("{}:{line}", path.strip_prefix(src()).unwrap().display());
+            seen.entry(name).or_default().push(place);
+        }
+    }
+    assert!(count > 100, "the check read the types ({count} seen)");
+    let twice: Vec<String> = seen
+        .into_iter()
+        .filter(|(_, places)| places.len() > 1)
+        .map(|(name, places)| format!("{name}: {}", places.join(", ")))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "one name, one idea: these public types share a name\n{}",
+        twice.join("\n")
+    );
+}
+
+#[test]
+fn a_refusal_logs_the_code_of_its_error_never_a_word_of_its_own() {
+    let mut found = Vec::new();
+    let mut refusals = 0;
+    for (_, path, file) in modules() {
+        let mut names = Names::default();
+        names.visit_file(&file);
+        refusals += names.refusals;
+        for line in names.literal_refusals {
+            found.push(format!(
+                "{}:{line}",
+                path.strip_prefix(src()).unwrap().display()
+            ));
+        }
+    }
+    assert!(
+        refusals >= 5,
+        "the check read the refusals ({refusals} seen)"
+    );
+    assert!(
+        found.is_empty(),
+        "Outcome::Refused takes the code of the typed error it reports (or a constant of \
+         answer.rs); a new kind of outcome is a variant of Outcome:\n{}",
+        found.join("\n")
+    );
+}

@@ -10,6 +10,7 @@ use crate::claim::{ClaimPolicy, ForgetOutcome, Millis, RedeliverOutcome};
 use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::failure_index::query::{self, ListQuery};
 use crate::failure_index::{Entry, EntryState, IndexReply, IndexReport, IndexRequest, Page};
+use crate::log_line::{AdminWord, Outcome};
 
 /// The most events one bulk redelivery call redelivers; `next_cursor` goes on from there.
 pub const REDELIVER_BATCH: usize = 25;
@@ -52,7 +53,7 @@ pub fn index_call<'a>(
             return Some(Err(AdminAnswer::new(
                 400,
                 json!({ "error": error.code, "detail": error.detail }),
-                "admin_query_refused",
+                Outcome::Admin(AdminWord::QueryRefused),
             )))
         }
     };
@@ -60,7 +61,7 @@ pub fn index_call<'a>(
         return Some(Err(AdminAnswer::new(
             400,
             json!({ "error": "invalid_state", "detail": "a redelivery takes dead letters only: leave `state` out, or give dead" }),
-            "admin_query_refused",
+            Outcome::Admin(AdminWord::QueryRefused),
         )));
     }
     Some(Ok(match path {
@@ -75,11 +76,11 @@ pub fn index_call<'a>(
 
 /// The index failed or answered out of turn.
 fn index_failed() -> AdminAnswer {
-    AdminAnswer::refused(
+    AdminAnswer::refused_as(
         503,
         "index_unavailable",
         "the failure index did not answer; try again",
-        "admin_index_failed",
+        AdminWord::IndexFailed,
     )
 }
 
@@ -100,7 +101,7 @@ pub fn list_answer(reply: IndexReply) -> AdminAnswer {
                 "items": page.items.iter().map(Entry::view).collect::<Vec<_>>(),
                 "next_cursor": page.next_cursor.map(|cursor| cursor.encode()),
             }),
-            "admin_dead_letters",
+            Outcome::Admin(AdminWord::DeadLetters),
         ),
         Err(answer) => answer,
     }
@@ -109,7 +110,9 @@ pub fn list_answer(reply: IndexReply) -> AdminAnswer {
 /// The answer to `GET /admin/summary`.
 pub fn summary_answer(reply: IndexReply) -> AdminAnswer {
     match reply {
-        IndexReply::Summary(summary) => AdminAnswer::new(200, summary.view(), "admin_summary"),
+        IndexReply::Summary(summary) => {
+            AdminAnswer::new(200, summary.view(), Outcome::Admin(AdminWord::Summary))
+        }
         _ => index_failed(),
     }
 }
@@ -243,7 +246,7 @@ impl Bulk {
         AdminAnswer::new(
             200,
             json!({ "redelivered": self.queued, "skipped": skipped, "next_cursor": next_cursor }),
-            "admin_bulk_redelivered",
+            Outcome::Admin(AdminWord::BulkRedelivered),
         )
     }
 }

@@ -7,7 +7,7 @@ use crate::claim::ClaimPolicy;
 use crate::claim_authority::AuthorityRequest;
 use crate::config::{Config, ConfigProblem};
 use crate::failure_index::{IndexRequest, ListQuery};
-use crate::log_line::{Level, LogLine, Outcome};
+use crate::log_line::{AdminWord, Level, LogLine, Outcome};
 use crate::runtime::{Runtime, RuntimeFault};
 
 use super::dead_letters::{self, Bulk, IndexCall};
@@ -47,7 +47,7 @@ pub async fn serve<R: Runtime>(
     let authorization = runtime.header("authorization");
     let answer = match route(request, token, authorization.as_deref(), loaded) {
         AdminRoute::Page(asset) => {
-            line.outcome = Outcome::Code("admin_page");
+            line.outcome = Outcome::Admin(AdminWord::Page);
             return Ok(AdminServed::Page(asset));
         }
         AdminRoute::Answer(answer, detail) => {

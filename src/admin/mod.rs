@@ -11,7 +11,7 @@ use crate::claim::{
     ReleaseOutcome,
 };
 use crate::claim_authority::{AuthorityReply, AuthorityRequest};
-use crate::log_line::Outcome;
+use crate::log_line::{AdminWord, Outcome};
 use crate::origin::Reason;
 use crate::providers::stripe::envelope::is_event_id;
 use crate::providers::{is_header_id, Provider};
@@ -278,63 +278,69 @@ impl AdminAnswer {
         }
     }
 
-    fn new(status: u16, body: Value, outcome: &'static str) -> AdminAnswer {
+    fn new(status: u16, body: Value, outcome: Outcome) -> AdminAnswer {
         AdminAnswer {
             status,
             body,
-            outcome: Outcome::Code(outcome),
+            outcome,
             allow: None,
         }
     }
 
-    fn refused(status: u16, error: &'static str, detail: &str, outcome: &'static str) -> Self {
-        AdminAnswer::new(status, json!({ "error": error, "detail": detail }), outcome)
+    /// A refusal whose log line names what the admin API did (`admin_…`).
+    fn refused_as(status: u16, error: &'static str, detail: &str, word: AdminWord) -> Self {
+        AdminAnswer::new(
+            status,
+            json!({ "error": error, "detail": detail }),
+            Outcome::Admin(word),
+        )
+    }
+
+    /// A refusal whose log line carries the error code itself.
+    fn refused(status: u16, error: &'static str, detail: &str) -> Self {
+        AdminAnswer::new(
+            status,
+            json!({ "error": error, "detail": detail }),
+            Outcome::Refused(error),
+        )
     }
 
     /// 401 for a request without a valid token, whatever the path and the configuration (see
     /// [`gate`]): it reveals neither routes, nor records, nor whether the admin API is on.
     pub fn unauthorized() -> AdminAnswer {
-        AdminAnswer::refused(401, "unauthorized", UNAUTHORIZED_DETAIL, "unauthorized")
+        AdminAnswer::refused(401, "unauthorized", UNAUTHORIZED_DETAIL)
     }
 
     /// 500 while the configuration is invalid (told only to a caller with the token).
     pub fn misconfigured() -> AdminAnswer {
-        AdminAnswer::refused(500, "misconfigured", "see /healthz", "misconfigured")
+        AdminAnswer::refused(500, "misconfigured", "see /healthz")
     }
 
     /// The answer to a path that is not a usable route.
     pub fn for_call_error(error: CallError) -> AdminAnswer {
         match error {
-            CallError::NotFound => {
-                AdminAnswer::refused(404, "not_found", "no such admin route", "not_found")
-            }
+            CallError::NotFound => AdminAnswer::refused(404, "not_found", "no such admin route"),
             CallError::MethodNotAllowed(allow) => AdminAnswer {
                 allow: Some(allow),
                 ..AdminAnswer::refused(
                     405,
                     "method_not_allowed",
                     &format!("this route accepts {allow}"),
-                    "method_not_allowed",
                 )
             },
-            CallError::InvalidKey(Family::Events) => AdminAnswer::refused(
-                400,
-                "invalid_event_id",
-                "not a Stripe event id",
-                "invalid_event_id",
-            ),
+            CallError::InvalidKey(Family::Events) => {
+                AdminAnswer::refused(400, "invalid_event_id", "not a Stripe event id")
+            }
             CallError::InvalidKey(Family::Deliveries(_)) => AdminAnswer::refused(
                 400,
                 "invalid_delivery_id",
                 "not a delivery id: 1 to 255 printable ASCII characters without spaces \
                  (percent-encoded in the path), or a Stripe event id under stripe",
-                "invalid_delivery_id",
             ),
             CallError::InvalidKey(Family::Keys) => AdminAnswer::refused(
                 400,
                 "invalid_scope",
                 "not an idempotency scope (idem_ + 64 hex)",
-                "invalid_scope",
             ),
         }
     }
@@ -344,20 +350,20 @@ impl AdminAnswer {
             StoreFailure::Unavailable => 503,
             StoreFailure::Failed => 500,
         };
-        AdminAnswer::refused(
+        AdminAnswer::refused_as(
             status,
             "store_failed",
             "the claim store failed",
-            "admin_store_failed",
+            AdminWord::StoreFailed,
         )
     }
 
     fn not_found() -> AdminAnswer {
-        AdminAnswer::refused(
+        AdminAnswer::refused_as(
             404,
             "not_found",
             "no record for this key",
-            "admin_not_found",
+            AdminWord::NotFound,
         )
     }
 }
@@ -441,19 +447,18 @@ pub fn after_inspect(action: Action, reply: &AuthorityReply, now: Millis, force:
         Action::Inspect => Next::Answer(AdminAnswer::new(
             200,
             json!({ "record": record_view(record) }),
-            "admin_inspect",
+            Outcome::Admin(AdminWord::Inspected),
         )),
         Action::Release => release_after_inspect(record, now, force),
         Action::Forget => Next::Forget {
             fence: record.fence().clone(),
         },
         Action::Redeliver if !record.holds_body() => {
-            Next::Answer(AdminAnswer::refused(
+            Next::Answer(AdminAnswer::refused_as(
                 404,
                 "no_body",
                 "no stored body to redeliver (a delivered event, or one not stored by queue mode): resend it from the sender's dashboard after DELETE",
-                "admin_not_found",
-            ))
+                AdminWord::NotFound))
         }
         Action::Redeliver => Next::Redeliver,
     }
@@ -465,7 +470,7 @@ fn release_after_inspect(record: &ClaimRecord, now: Millis, force: bool) -> Next
         return Next::Answer(AdminAnswer::new(
             409,
             json!({ "error": "not_processing", "state": record.state(), "detail": "only a processing claim can be released" }),
-            "admin_release_refused",
+            Outcome::Admin(AdminWord::ReleaseRefused),
         ));
     }
     if record.holds_body() {
@@ -477,7 +482,7 @@ fn release_after_inspect(record: &ClaimRecord, now: Millis, force: bool) -> Next
                 "lease_expires_at_time": rfc3339(record.lease.until),
                 "detail": "an attempt of queue mode: the event's object takes it over itself when its lease ends; redeliver serves a dead event",
             }),
-            "admin_release_refused",
+            Outcome::Admin(AdminWord::ReleaseRefused),
         ));
     }
     if record.has_live_lease(now) && !force {
@@ -500,7 +505,7 @@ fn lease_live(lease_expires_at: Millis) -> AdminAnswer {
             "lease_expires_at_time": rfc3339(lease_expires_at),
             "detail": "the claim's lease is live: its attempt may still be running or waiting for its answer; add ?force=true to release it anyway",
         }),
-        "admin_release_refused",
+        Outcome::Admin(AdminWord::ReleaseRefused),
     )
 }
 
@@ -510,19 +515,19 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
         AuthorityReply::Release(ReleaseOutcome::Released { .. }) => AdminAnswer::new(
             200,
             json!({ "status": "released", "detail": "the next delivery runs the work again" }),
-            "admin_released",
+            Outcome::Admin(AdminWord::Released),
         ),
         AuthorityReply::LeaseLive { lease_expires_at } => lease_live(*lease_expires_at),
-        AuthorityReply::Release(_) => AdminAnswer::refused(
+        AuthorityReply::Release(_) => AdminAnswer::refused_as(
             409,
             "changed",
             "the claim changed while releasing; look again",
-            "admin_release_refused",
+            AdminWord::ReleaseRefused,
         ),
         AuthorityReply::Forget(ForgetOutcome::Forgotten) => AdminAnswer::new(
             200,
             json!({ "status": "forgotten", "detail": "the next delivery is processed as new" }),
-            "admin_forgotten",
+            Outcome::Admin(AdminWord::Forgotten),
         ),
         AuthorityReply::Forget(ForgetOutcome::StillProcessing { lease_expires_at }) => {
             AdminAnswer::new(
@@ -533,15 +538,15 @@ pub fn after_change(reply: &AuthorityReply) -> AdminAnswer {
                     "lease_expires_at_time": rfc3339(*lease_expires_at),
                     "detail": "a claim is held (release it first), or an attempt whose answer was lost may still be running until its lease ends",
                 }),
-                "admin_forget_refused",
+                Outcome::Admin(AdminWord::ForgetRefused),
             )
         }
         AuthorityReply::Forget(ForgetOutcome::NotFound) => AdminAnswer::not_found(),
-        AuthorityReply::Forget(ForgetOutcome::NotOwner) => AdminAnswer::refused(
+        AuthorityReply::Forget(ForgetOutcome::NotOwner) => AdminAnswer::refused_as(
             409,
             "changed",
             "the record changed; look again",
-            "admin_forget_refused",
+            AdminWord::ForgetRefused,
         ),
         AuthorityReply::Redeliver(outcome) => after_redeliver(outcome),
         other => AdminAnswer::store_failed(StoreFailure::of(other)),
@@ -554,23 +559,23 @@ fn after_redeliver(outcome: &RedeliverOutcome) -> AdminAnswer {
         RedeliverOutcome::Queued => AdminAnswer::new(
             200,
             json!({ "status": "queued", "detail": "queued again with a fresh attempt budget; delivered now" }),
-            "admin_redelivered",
+            Outcome::Admin(AdminWord::Redelivered),
         ),
         RedeliverOutcome::UnderLease { lease_expires_at } => AdminAnswer::new(
             409,
             json!({ "error": "lease_live", "lease_expires_at": lease_expires_at, "lease_expires_at_time": rfc3339(*lease_expires_at), "detail": "an attempt holds the event under a live lease, or its answer was lost and its handler may still be running until then" }),
-            "admin_redeliver_refused",
+            Outcome::Admin(AdminWord::RedeliverRefused),
         ),
         RedeliverOutcome::NotDead { state, .. } => AdminAnswer::new(
             409,
             json!({ "error": "not_dead", "state": state, "detail": "the event is no longer dead" }),
-            "admin_redeliver_refused",
+            Outcome::Admin(AdminWord::RedeliverRefused),
         ),
-        RedeliverOutcome::NoBody => AdminAnswer::refused(
+        RedeliverOutcome::NoBody => AdminAnswer::refused_as(
             404,
             "no_body",
             "no stored body to redeliver",
-            "admin_not_found",
+            AdminWord::NotFound,
         ),
     }
 }
@@ -632,7 +637,11 @@ mod tests {
             AdminAnswer::unauthorized(),
             AdminAnswer::misconfigured(),
             AdminAnswer::for_call_error(CallError::MethodNotAllowed("GET")),
-            AdminAnswer::new(200, json!({ "record": null }), "admin_inspected"),
+            AdminAnswer::new(
+                200,
+                json!({ "record": null }),
+                Outcome::Admin(AdminWord::Inspected),
+            ),
         ];
         for answer in answers {
             let http = answer.http();
@@ -1123,7 +1132,7 @@ mod tests {
             let anonymous = Memory::new(10, &[], b"");
             let (page, line) = serve_on(&anonymous, "GET", "");
             assert!(matches!(page, AdminServed::Page(_)), "{page:?}");
-            assert_eq!(line.outcome, Outcome::Code("admin_page"));
+            assert_eq!(line.outcome, Outcome::Admin(AdminWord::Page));
             let (locked, _) = serve_on(&anonymous, "GET", "events/evt_1");
             let AdminServed::Api(locked) = locked else {
                 panic!("an API answer");

@@ -824,13 +824,13 @@ fn an_alarm_settles_each_notification_by_its_answer_and_comes_back_for_the_retry
     let answers = vec![Ok(()), Err("answered 500".to_owned())];
     let (lines, at) = alarm_end(&mut store, &run, answers, 25, || 0.5);
     assert_eq!(lines.len(), 2);
-    assert_eq!(lines[0].outcome, Outcome::Code("notification_sent"));
+    assert_eq!(lines[0].outcome, Outcome::NotificationSent);
     let first = (lines[0].key.as_deref(), lines[0].event_type.as_deref());
     assert_eq!(
         first,
         (Some(run.due[0].id.as_str()), Some("delivery.dead_lettered"))
     );
-    assert_eq!(lines[1].outcome, Outcome::Code("notification_retry"));
+    assert_eq!(lines[1].outcome, Outcome::NotificationRetry);
     assert_eq!(lines[1].detail.as_deref(), Some("answered 500"));
     assert_eq!(lines[1].key.as_ref(), Some(&run.due[1].id));
     let retry_at = at.expect("the alarm comes back for the retry");
@@ -1018,8 +1018,8 @@ fn the_index_alarm_posts_signed_notifications_and_comes_back_for_a_refused_one()
         .iter()
         .map(|line| (line.outcome, line.detail.as_deref()))
         .collect();
-    let sent = Outcome::Code("notification_sent");
-    let retry = Outcome::Code("notification_retry");
+    let sent = Outcome::NotificationSent;
+    let retry = Outcome::NotificationRetry;
     assert_eq!(settled, [(sent, None), (retry, Some("answered 500"))]);
     assert!(
         index.alarm.get().is_some_and(|at| at > 20),

@@ -304,10 +304,10 @@ fn handling_is_decided_before_any_io() {
     let mut line = LogLine::new(Route::Idempotency);
     line.detail = Some("kept without a note".into());
     problem.log_on(&mut line);
-    assert_eq!(line.outcome, Outcome::Code("misconfigured"));
+    assert_eq!(line.outcome, Outcome::Refused("misconfigured"));
     assert_eq!(line.detail.as_deref(), Some("API_ORIGIN_URL: x"));
     Problem::missing_key().log_on(&mut line);
-    assert_eq!(line.outcome, Outcome::Code("idempotency-key-missing"));
+    assert_eq!(line.outcome, Outcome::Refused("idempotency-key-missing"));
     assert_eq!(line.detail.as_deref(), Some("API_ORIGIN_URL: x"));
 }
 

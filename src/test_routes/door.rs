@@ -2,7 +2,7 @@
 //! which route, its body, then the claim authority asked directly or a signature computed
 //! both ways. Panics and runtime errors on demand are the worker's to raise.
 
-use crate::answer::HttpAnswer;
+use crate::answer::{HttpAnswer, MISCONFIGURED};
 use crate::claim::Nonce;
 use crate::config::{Config, ConfigProblem};
 use crate::log_line::{LogLine, Outcome};
@@ -40,12 +40,12 @@ pub async fn serve<R: Runtime>(
 ) -> Result<TestRouteServed, RuntimeFault> {
     let authorization = runtime.header("authorization");
     if let Some(refused) = refusal(loaded, token, authorization.as_deref()) {
-        line.outcome = Outcome::Code(refused.code);
+        line.outcome = Outcome::Refused(refused.code);
         line.detail = Some(refused.note);
         return Ok(TestRouteServed::Answer(refused.answer));
     }
     let Ok(config) = loaded else {
-        return Ok(refuse(line, (500, "misconfigured", "see /healthz")));
+        return Ok(refuse(line, (500, MISCONFIGURED, "see /healthz")));
     };
     let (key, op) = match route(method, rest) {
         None => return Ok(refuse(line, (404, "not_found", "unknown test route"))),
@@ -75,7 +75,7 @@ fn refuse(
     line: &mut LogLine,
     (status, code, detail): (u16, &'static str, &str),
 ) -> TestRouteServed {
-    line.outcome = Outcome::Code(code);
+    line.outcome = Outcome::Refused(code);
     line.detail = Some(detail.to_owned());
     TestRouteServed::Answer(HttpAnswer::error(status, code, detail))
 }
@@ -83,10 +83,16 @@ fn refuse(
 /// 400 for a body that is not the JSON the route reads: a fixed detail; the error's text goes
 /// to the log line only.
 fn bad_body(line: &mut LogLine, error: String) -> TestRouteServed {
-    line.outcome = Outcome::Code("bad_request");
+    let answered = refuse(
+        line,
+        (
+            400,
+            "bad_request",
+            "the body is not the JSON this route reads",
+        ),
+    );
     line.detail = Some(error);
-    let detail = "the body is not the JSON this route reads";
-    TestRouteServed::Answer(HttpAnswer::error(400, "bad_request", detail))
+    answered
 }
 
 /// The request's body as UTF-8 text.
@@ -182,7 +188,7 @@ mod tests {
         let (served, line) = serve_on(&anonymous, true, ("GET", "claims/evt_1"));
         assert_eq!(
             (status(&served), line.outcome),
-            (401, Outcome::Code("unauthorized"))
+            (401, Outcome::Refused("unauthorized"))
         );
         let off = operator(b"");
         let (served, _) = serve_on(&off, false, ("GET", "claims/evt_1"));
@@ -205,7 +211,7 @@ mod tests {
         let (served, line) = serve_on(&no_fence, true, ("POST", "claims/evt_1/finalize"));
         assert_eq!(
             (status(&served), line.outcome),
-            (400, Outcome::Code("bad_request"))
+            (400, Outcome::Refused("bad_request"))
         );
         assert_eq!(no_fence.calls(), [RuntimeCall::Body]);
     }
@@ -242,7 +248,7 @@ mod tests {
         let (served, line) = serve_on(&big, true, ("POST", "claims/evt_1/finalize"));
         assert_eq!(
             (status(&served), line.outcome),
-            (400, Outcome::Code("bad_request"))
+            (400, Outcome::Refused("bad_request"))
         );
         assert_eq!(big.calls(), [RuntimeCall::Body]);
         let mut unbound = operator(b"");

@@ -195,7 +195,7 @@ mod tests {
         ));
         assert_eq!(
             (answer.status, answer.outcome),
-            (500, Outcome::Code("misconfigured"))
+            (500, Outcome::Refused("misconfigured"))
         );
         assert_eq!(runtime.calls(), []);
     }
@@ -456,7 +456,7 @@ mod tests {
         ));
         assert_eq!(answer.status, 405);
         assert_eq!(line.provider, Some(Provider::Github));
-        assert_eq!(line.outcome, Outcome::Code("method_not_allowed"));
+        assert_eq!(line.outcome, Outcome::Refused("method_not_allowed"));
         let report = crate::claim_authority::ForwardReport {
             attempt: 2,
             takeover: true,

@@ -53,7 +53,7 @@ impl Answer {
             body: json!({ "error": code, "detail": detail.into() }),
             retry_after: None,
             allow: None,
-            outcome: Outcome::Code(code),
+            outcome: Outcome::Refused(code),
             note: None,
         }
     }
@@ -146,7 +146,7 @@ fn refusal_table(refusal: &Refusal) -> Answer {
         // As a signature that matches no secret: which senders are off is not told to the
         // caller (the log line says which key would enable it, see `log_detail`).
         Refusal::NotEnabled(_) => Answer {
-            outcome: Outcome::Code("sender_off"),
+            outcome: Outcome::SenderOff,
             ..refusal_table(&Refusal::Sender(SenderError::SignatureMismatch))
         },
         Refusal::Misconfigured(problems) => Answer::error(
@@ -536,7 +536,7 @@ mod tests {
         let slow = refusal_answer(&Refusal::BodyTimeout { ms: 10_000 });
         assert_eq!(
             (slow.status, slow.outcome),
-            (408, Outcome::Code("body_timeout"))
+            (408, Outcome::Refused("body_timeout"))
         );
         assert_eq!(
             slow.body["detail"],
@@ -545,7 +545,7 @@ mod tests {
         let replayed = refusal_answer(&Refusal::ReplayLimited);
         assert_eq!(
             (replayed.status, replayed.retry_after, replayed.outcome),
-            (429, Some(60), Outcome::Code("replay_limited"))
+            (429, Some(60), Outcome::Refused("replay_limited"))
         );
         let wrong_method = refusal_answer(&Refusal::MethodNotAllowed);
         assert_eq!(
@@ -555,18 +555,18 @@ mod tests {
         let answer = refusal_answer(&Refusal::Signature(SignatureError::Mismatch));
         assert_eq!(
             (answer.status, answer.outcome),
-            (400, Outcome::Code("signature_mismatch"))
+            (400, Outcome::Refused("signature_mismatch"))
         );
         assert_eq!(answer.body["error"], "signature_mismatch");
         let answer = refusal_answer(&Refusal::Envelope(EnvelopeError::InvalidEventId));
         assert_eq!(
             (answer.status, answer.outcome),
-            (400, Outcome::Code("invalid_event_id"))
+            (400, Outcome::Refused("invalid_event_id"))
         );
         let answer = refusal_answer(&Refusal::Sender(SenderError::TimestampTooOld));
         assert_eq!(
             (answer.status, answer.outcome),
-            (400, Outcome::Code("timestamp_too_old"))
+            (400, Outcome::Refused("timestamp_too_old"))
         );
         let off = Refusal::NotEnabled(Provider::Github);
         let answer = refusal_answer(&off);
@@ -576,7 +576,7 @@ mod tests {
             mismatch.http(),
             "an off sender answers as a signature that matches no secret"
         );
-        assert_eq!(answer.outcome, Outcome::Code("sender_off"), "the log tells");
+        assert_eq!(answer.outcome, Outcome::SenderOff, "the log tells");
         assert!(
             !answer.body.to_string().contains("SECRET"),
             "no hint to callers"

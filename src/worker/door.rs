@@ -5,7 +5,7 @@ use worker::{Env, Headers, Method, Response, Result};
 
 use super::clock;
 use super::log;
-use crate::answer::HttpAnswer;
+use crate::answer::{HttpAnswer, INTERNAL_ERROR};
 use crate::log_line::{LogLine, Outcome, Route};
 
 /// One request being served: its log line, filled in as it goes, and when it started.
@@ -64,7 +64,7 @@ pub fn refuse(
     allow: Option<&str>,
 ) -> Result<Response> {
     let mut visit = Visit::start(route, method);
-    visit.line.outcome = Outcome::Code(code);
+    visit.line.outcome = Outcome::Refused(code);
     visit.line.detail = Some(detail.to_owned());
     let answer = HttpAnswer::error(status, code, detail).with_hints(None, allow);
     visit.answer(env, answer)
@@ -80,8 +80,8 @@ pub fn internal_error(
     error: &worker::Error,
 ) -> Result<Response> {
     let mut visit = Visit::start(route, method);
-    visit.line.outcome = Outcome::Code("internal_error");
+    visit.line.outcome = Outcome::Refused(INTERNAL_ERROR);
     visit.line.detail = Some(error.to_string());
     let detail = "an internal error; the service's log says more";
-    visit.answer(env, HttpAnswer::error(500, "internal_error", detail))
+    visit.answer(env, HttpAnswer::error(500, INTERNAL_ERROR, detail))
 }

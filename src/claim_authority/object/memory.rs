@@ -13,7 +13,7 @@ use crate::claim_authority::attempt::{Event, Wants};
 use crate::claim_authority::{Attempt, Door, ForwardReport};
 use crate::config::Config;
 use crate::failure_index::{IndexReply, IndexRequest};
-use crate::log_line::LogLine;
+use crate::log_line::{LogLine, Outcome};
 use crate::object::Host;
 
 /// A table shared by every store opened over it.
@@ -57,7 +57,7 @@ pub struct MemoryObject {
     /// How many `setAlarm` calls from now on fail.
     pub failing_alarms: Cell<u32>,
     /// Every log line, as JSON, and whether it was counted in the metrics.
-    pub lines: RefCell<Vec<(String, bool)>>,
+    pub lines: RefCell<Vec<(LogLine, bool)>>,
     /// The failure index's replies, in order (a store failure once they run out).
     pub index_replies: RefCell<VecDeque<IndexReply>>,
     /// Every request to the failure index.
@@ -87,11 +87,11 @@ impl MemoryObject {
         }
     }
 
-    /// The log lines written whose JSON holds `word`.
-    pub fn lines_with(&self, word: &str) -> Vec<String> {
+    /// The log lines written whose outcome is `outcome`.
+    pub fn lines_of(&self, outcome: Outcome) -> Vec<LogLine> {
         let lines = self.lines.borrow();
-        let with = lines.iter().filter(|(line, _)| line.contains(word));
-        with.map(|(line, _)| line.clone()).collect()
+        let of = lines.iter().filter(|(line, _)| line.outcome == outcome);
+        of.map(|(line, _)| line.clone()).collect()
     }
 }
 
@@ -126,7 +126,7 @@ impl Host for MemoryObject {
     }
 
     fn write(&self, line: &LogLine) {
-        self.lines.borrow_mut().push((line.to_json(), false));
+        self.lines.borrow_mut().push((line.clone(), false));
     }
 }
 
@@ -141,7 +141,7 @@ impl ObjectIo for MemoryObject {
     }
 
     fn record(&self, line: &LogLine) {
-        self.lines.borrow_mut().push((line.to_json(), true));
+        self.lines.borrow_mut().push((line.clone(), true));
     }
 
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply {

@@ -10,6 +10,7 @@ use crate::claim_authority::{
 };
 use crate::config::Config;
 use crate::failure_index::{IndexReply, IndexRequest};
+use crate::log_line::{Level, Outcome, Route};
 use crate::providers::Provider;
 
 const T0: Millis = 1_700_000_000_000;
@@ -116,7 +117,7 @@ fn an_event_whose_alarm_failed_is_not_acknowledged_and_its_retry_sets_it() {
         ),
         "{stored:?}"
     );
-    assert_eq!(executor.io().lines_with("alarm_not_set").len(), 1);
+    assert_eq!(executor.io().lines_of(Outcome::AlarmNotSet).len(), 1);
     assert_eq!(state(&executor, "github:d1"), Some(ClaimState::Queued));
     let retried = run(executor.serve(&enqueue("d1"), b"{}"));
     assert!(matches!(
@@ -215,10 +216,13 @@ fn past_retention_the_alarm_deletes_the_whole_storage() {
     run(executor.alarm()).unwrap();
     assert!(executor.io().table.0.borrow().map.is_empty());
     assert_eq!(executor.io().alarm.get(), None);
-    let expired = executor.io().lines_with("expired_abandoned_claim");
+    let expired = executor.io().lines_of(Outcome::ExpiredAbandonedClaim);
     assert_eq!(expired.len(), 1, "a claim never settled is a warning");
-    assert!(expired[0].contains("\"level\":\"warn\""), "{expired:?}");
-    assert!(expired[0].contains("\"key\":\"evt_1\""), "{expired:?}");
+    let line = &expired[0];
+    assert_eq!(
+        (line.level, line.key.as_deref()),
+        (Level::Warn, Some("evt_1"))
+    );
 }
 
 /// With `LOG_STORAGE_USAGE=true` each store step of an alarm run logs what it read and wrote:
@@ -234,15 +238,16 @@ fn each_alarm_run_logs_its_rows_when_usage_is_logged() {
     run(executor.serve(&stripe_claim(), b""));
     let expires_at = expiry(&executor, "evt_1");
     let written = |executor: &Executor<MemoryObject>| -> u64 {
-        let lines = executor.io().lines_with("\"route\":\"authority\"");
-        let alarm_steps = lines.iter().filter(|line| {
-            line.contains("\"outcome\":\"alarm\"") || line.contains("\"outcome\":\"rearm\"")
-        });
-        alarm_steps
+        let mut lines = executor.io().lines_of(Outcome::Operation("alarm"));
+        lines.extend(executor.io().lines_of(Outcome::Operation("rearm")));
+        lines
+            .iter()
             .map(|line| {
-                assert!(line.contains("\"key\":\"evt_1\""), "{line}");
-                let value: serde_json::Value = serde_json::from_str(line).unwrap();
-                value["rows_written"].as_u64().unwrap()
+                assert_eq!(
+                    (line.route, line.key.as_deref()),
+                    (Route::Authority, Some("evt_1"))
+                );
+                line.rows_written.unwrap()
             })
             .sum()
     };
@@ -253,7 +258,7 @@ fn each_alarm_run_logs_its_rows_when_usage_is_logged() {
     run(executor.alarm()).unwrap();
     assert_eq!(written(&executor), 2, "and the delete");
     assert_eq!(
-        executor.io().lines_with("\"outcome\":\"alarm\"").len(),
+        executor.io().lines_of(Outcome::Operation("alarm")).len(),
         2,
         "one per run"
     );
@@ -268,14 +273,19 @@ fn a_failed_rearm_is_retried_within_a_minute_or_left_to_the_runtime() {
     run(executor.serve(&enqueue("d1"), b"{}"));
     executor.io().failing_alarms.set(2); // the lease's alarm (logged) and the re-arm
     run(executor.alarm()).unwrap();
-    assert_eq!(executor.io().lines_with("alarm_failed").len(), 1);
+    assert_eq!(executor.io().lines_of(Outcome::AlarmFailed).len(), 1);
     let retry = executor.io().alarm.get().unwrap();
     assert!(retry > T0 && retry <= T0 + 60_000, "{retry}");
     let executor = self::executor();
     run(executor.serve(&enqueue("d1"), b"{}"));
     executor.io().failing_alarms.set(10);
     assert!(run(executor.alarm()).is_err());
-    assert_eq!(executor.io().lines_with("the runtime retries").len(), 1);
+    let failed = executor.io().lines_of(Outcome::AlarmFailed);
+    let detail = failed.last().and_then(|line| line.detail.as_deref());
+    assert!(
+        detail.is_some_and(|detail| detail.ends_with("the runtime retries")),
+        "{failed:?}"
+    );
 }
 
 /// Runs the alarm at each time it asks for, until `key` is dead-lettered.
@@ -315,7 +325,7 @@ fn a_dead_letter_is_reported_to_the_index_until_it_is_taken() {
     };
     assert_eq!(reports(), 1, "the alarm that dead-lettered it reported it");
     assert_eq!(
-        executor.io().lines_with("report_failed").len(),
+        executor.io().lines_of(Outcome::IndexReportFailed).len(),
         1,
         "not taken"
     );
@@ -469,7 +479,7 @@ fn an_alarm_that_cannot_open_or_delete_runs_again() {
     run(executor.serve(&enqueue("d1"), b"{}"));
     executor.io().failing_opens.set(1);
     run(executor.alarm()).unwrap();
-    assert_eq!(executor.io().lines_with("alarm_failed").len(), 1);
+    assert_eq!(executor.io().lines_of(Outcome::AlarmFailed).len(), 1);
     let retry = executor.io().alarm.get().unwrap();
     assert!(retry > T0 && retry <= T0 + 60_000, "{retry}");
     assert!(executor.io().forwards.borrow().is_empty(), "nothing ran");
@@ -479,10 +489,12 @@ fn an_alarm_that_cannot_open_or_delete_runs_again() {
     run(executor.serve(&stripe_claim(), b""));
     executor.io().now.set(expiry(&executor, "evt_1"));
     assert!(run(executor.alarm()).is_err());
-    assert!(
-        executor.io().lines_with("evt_1").len() == 1,
-        "only the expiry is logged"
-    );
+    let lines = executor.io().lines.borrow();
+    let about: Vec<_> = lines
+        .iter()
+        .filter(|(line, _)| line.key.as_deref() == Some("evt_1"))
+        .collect();
+    assert_eq!(about.len(), 1, "only the expiry is logged: {about:?}");
 }
 
 /// With notifications on, an attempt that fails at its origin is told to the failure index
