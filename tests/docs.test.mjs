@@ -113,6 +113,23 @@ export function brokenLinks(file, root = ROOT) {
   return broken;
 }
 
+/**
+ * Every path of the repository the document `file` names in code spans (`src/…`, `tests/…`,
+ * `scripts/…`, `bench/…`, `site/…`) that does not exist. A span with a wildcard or a
+ * placeholder (`*`, `<…>`, `{…}`) names no one file and is left alone.
+ */
+export function missingPaths(file, root = ROOT) {
+  const missing = [];
+  prose(readFileSync(path.join(root, file), 'utf8')).forEach((line, index) => {
+    for (const match of line.matchAll(/`((?:src|tests|scripts|bench|site)\/[^`\s]*)`/g)) {
+      const named = match[1].replace(/:\d+$/, '');
+      if (/[*<>{}]/.test(named)) continue;
+      if (!existsSync(path.join(root, named))) missing.push(`${file}:${index + 1}: ${named}`);
+    }
+  });
+  return missing;
+}
+
 /** Every `npm run <script>` (and `npm test`) of the document `file` whose script is missing. */
 export function missingScripts(file, root = ROOT) {
   const { scripts } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -310,6 +327,11 @@ test('every relative link and anchor in the documents resolves', () => {
   assert.ok(files.includes('docs/configuration.md'), 'docs/ is read');
   const broken = files.flatMap((file) => brokenLinks(file));
   assert.deepEqual(broken, [], `broken links:\n  ${broken.join('\n  ')}`);
+});
+
+test('every source path the documents name exists', () => {
+  const missing = documents().flatMap((file) => missingPaths(file));
+  assert.deepEqual(missing, [], `paths that do not exist:\n  ${missing.join('\n  ')}`);
 });
 
 test('every npm script the documents name exists in package.json', () => {
