@@ -16,6 +16,7 @@
 //! | Cloudflare 530 (origin's name did not resolve) | `dns` | definite: release |
 //! | Cloudflare 520 (connection reset after the request was sent) | `reset after send` | ambiguous, nothing more to learn: hold until the lease ends |
 //! | Cloudflare 524 (Cloudflare gave up waiting for the origin) | `time-out` | ambiguous, nothing more to learn: hold |
+//! | 410 Gone | `gone` | definite: release; queue mode dead-letters at once, never retried |
 //! | any other non-2xx status, a redirect included | `origin answered 503` | definite: release |
 //! | no status within the forward time-out | `time-out` | ambiguous: keep waiting for the late answer |
 //! | the runtime threw "Network connection lost" | `reset after send` | ambiguous, nothing more to learn: hold |
@@ -79,7 +80,7 @@ impl NetworkError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
-    /// The origin answered this non-2xx status.
+    /// The origin answered this non-2xx status. `Answered(410)` is [`Reason::GONE`].
     Answered(u16),
     /// The origin refused the connection (Cloudflare 521).
     ConnectionRefused,
@@ -107,6 +108,17 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// The origin answered 410 Gone: it will never take this event (the Standard Webhooks
+    /// specification reads it as "stop sending"). Queue mode dead-letters the event at once,
+    /// even with `RETRY_CLIENT_ERRORS`. Written `gone`; kept in records as the answer 410, so a
+    /// version that does not know the word still reads them.
+    pub const GONE: Reason = Reason::Answered(410);
+
+    /// True for [`Reason::GONE`].
+    pub fn is_gone(self) -> bool {
+        self == Reason::GONE
+    }
+
     /// True when the origin refused the event itself: a 4xx other than 408 (time-out), 409
     /// (conflict), 425 (too early) and 429 (too many requests), which say "later" rather than
     /// "never". Queue mode dead-letters such an event at once unless `RETRY_CLIENT_ERRORS` is
@@ -120,6 +132,7 @@ impl Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Reason::Answered(410) => f.write_str("gone"),
             Reason::Answered(status) => write!(f, "origin answered {status}"),
             Reason::ConnectionRefused => f.write_str("connection refused"),
             Reason::Unreachable => f.write_str("unreachable"),
@@ -160,6 +173,7 @@ impl std::str::FromStr for Reason {
                 .map_err(|_| UnknownReason(text.to_owned()));
         }
         [
+            Reason::GONE,
             Reason::ConnectionRefused,
             Reason::Unreachable,
             Reason::Tls,
@@ -229,6 +243,36 @@ impl Verdict {
             other => other,
         }
     }
+}
+
+/// The statuses whose `Retry-After` the worker honours: 429 Too Many Requests and 503 Service
+/// Unavailable, the two that say "not now" about the origin itself.
+pub const THROTTLING_STATUSES: [u16; 2] = [429, 503];
+
+/// The time, in milliseconds since the epoch, before which an origin that answered `status`
+/// with `headers` asked not to be called again: its `Retry-After`, a number of seconds or an
+/// HTTP date (RFC 9110), read at `now`, on a 429 or a 503 only. A date already past names
+/// `now`. `None` for any other status, no such header, or a value that is neither form: a
+/// hint that cannot be read is ignored, never guessed at. The caller caps it (see
+/// [`crate::claim::attempt_failed`]).
+pub fn retry_after_at(status: u16, headers: &[(String, String)], now: u64) -> Option<u64> {
+    if !THROTTLING_STATUSES.contains(&status) {
+        return None;
+    }
+    let value = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("retry-after"))?
+        .1
+        .trim();
+    if !value.is_empty() && value.bytes().all(|byte| byte.is_ascii_digit()) {
+        // Too many digits for a u64 is a very long time: the cap applies.
+        let seconds = value.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(now.saturating_add(seconds.saturating_mul(1_000)));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    let since_epoch = date.duration_since(std::time::UNIX_EPOCH).ok()?;
+    let at = u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX);
+    Some(at.max(now))
 }
 
 /// True for a 2xx status: what a webhook sender counts as delivered.
@@ -393,10 +437,51 @@ mod tests {
         );
     }
 
+    fn hint(status: u16, value: &str, now: u64) -> Option<u64> {
+        retry_after_at(status, &[("Retry-After".to_owned(), value.to_owned())], now)
+    }
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_an_http_date_on_a_429_or_503_only() {
+        assert_eq!(hint(429, "120", 1_000), Some(121_000));
+        assert_eq!(hint(503, " 0 ", 1_000), Some(1_000));
+        // Sun, 06 Dec 2026 08:00:00 GMT is 1_796_544_000 s after the epoch.
+        let date = "Sun, 06 Dec 2026 08:00:00 GMT";
+        assert_eq!(hint(503, date, 0), Some(1_796_544_000_000));
+        assert_eq!(
+            hint(429, date, 1_900_000_000_000),
+            Some(1_900_000_000_000),
+            "a date already past names now"
+        );
+        assert_eq!(
+            hint(429, "99999999999999999999999", 5),
+            Some(u64::MAX),
+            "longer than anything: the caller's cap applies"
+        );
+        for bad in ["", "soon", "-5", "1.5", "12 s", "Sun, 06 Dec 2026"] {
+            assert_eq!(hint(429, bad, 7), None, "{bad:?} is ignored");
+        }
+        for status in [200, 410, 500, 502, 504] {
+            assert_eq!(hint(status, "120", 0), None, "{status} does not throttle");
+        }
+        assert_eq!(retry_after_at(429, &[], 0), None);
+    }
+
+    #[test]
+    fn a_410_is_gone_and_a_definite_failure() {
+        assert_eq!(
+            webhook(OriginOutcome::Answered { status: 410 }),
+            Verdict::Failed(Reason::GONE)
+        );
+        assert!(Reason::GONE.is_gone() && Reason::GONE.is_refusal());
+        assert!(!Reason::Answered(404).is_gone());
+    }
+
     #[test]
     fn every_reason_reads_back_from_its_text() {
         for reason in [
             Reason::Answered(503),
+            Reason::GONE,
             Reason::ConnectionRefused,
             Reason::Unreachable,
             Reason::Tls,
@@ -418,6 +503,8 @@ mod tests {
     #[test]
     fn reasons_are_short_classified_words() {
         assert_eq!(Reason::Answered(503).to_string(), "origin answered 503");
+        assert_eq!(Reason::GONE.to_string(), "gone");
+        assert_eq!("origin answered 410".parse::<Reason>(), Ok(Reason::GONE));
         assert_eq!(Reason::ConnectionRefused.to_string(), "connection refused");
         assert_eq!(Reason::ResetAfterSend.to_string(), "reset after send");
         assert_eq!(Reason::TimedOut.to_string(), "time-out");

@@ -521,6 +521,8 @@ test('queue mode: a refusal (a 4xx but 408, 409, 425, 429) dead-letters at once,
   assert.match(check(refused(429)).failures.join('\n'), /evt_b: dead-lettered after 1 attempts, before RETRY_MAX_ATTEMPTS \(1 seen at the origin, 1 claimed; the last answered 429, which is retried\)/);
   // Under RETRY_CLIENT_ERRORS a refusal is retried too.
   assert.match(check(refused(400, { retryClientErrors: true })).failures.join('\n'), /evt_b: dead-lettered after 1 attempts, before RETRY_MAX_ATTEMPTS .*the last answered 400, a refusal retried under RETRY_CLIENT_ERRORS/);
+  // A 410 Gone dead-letters at once even under RETRY_CLIENT_ERRORS.
+  assert.deepEqual(check(refused(410, { retryClientErrors: true })).failures, []);
   // An attempt after a refusal, and a refused event that did not end dead.
   const again = refused(400, { finalStates: { evt_a: 'done', evt_b: 'done' } });
   again.origin.push({ eventId: 'evt_b', attempt: 2, claimedAt: 2_000, receivedAt: 2_001, answeredAt: 2_002, takeover: false, status: 200 });

@@ -159,6 +159,32 @@ describe('queue mode', () => {
     assert.equal(unknown.status, 404);
   });
 
+  test('a 429 or 503 with Retry-After (seconds or an HTTP date) puts the next attempt off to the time asked, not the back-off', async () => {
+    // The back-off after a first failure is 0.75 to 1 s here; each origin asks for 2 s (the
+    // longest back-off, RETRY_MAX_DELAY_SECONDS, which caps what it may ask).
+    const inSeconds = eventId('throttled');
+    const asDate = eventId('throttledbydate');
+    behaviour.set(inSeconds, () => (seen(inSeconds).length === 1 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }));
+    behaviour.set(asDate, () => {
+      if (seen(asDate).length > 1) return { status: 200 };
+      // An HTTP date has whole seconds: the next whole second at least 2 s from now.
+      const at = new Date(Math.ceil((Date.now() + 2_000) / 1_000) * 1_000);
+      return { status: 503, headers: { 'retry-after': at.toUTCString() } };
+    });
+    for (const id of [inSeconds, asDate]) {
+      assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+    }
+    for (const id of [inSeconds, asDate]) {
+      await until(async () => (await inspect(id))?.state === 'done', 15_000, `${id} delivered`);
+      const [first, second] = seen(id);
+      assert.equal(seen(id).length, 2, 'one attempt put off, then one delivered');
+      const gap = second.receivedAt - first.receivedAt;
+      assert.ok(gap >= 1_900, `the next attempt waited for the time asked: ${gap} ms`);
+      const line = await worker.waitForLog((l) => l.key === id && l.outcome === 'retry_scheduled');
+      assert.match(line.detail, /origin answered (429|503)/);
+    }
+  });
+
   test('redeliver while an attempt holds the lease is 409', async () => {
     const id = eventId('busy');
     behaviour.set(id, () => ({ status: 200, delayMs: 2_000 }));
@@ -394,4 +420,43 @@ test('queue mode: an alarm whose work fails sets itself again a minute later, ra
   assert.ok(delivered, `delivered by the alarm it set itself:\n${worker.output.slice(-3000)}`);
   const succeeded = origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id && r.answer?.status === 200);
   assert.equal(succeeded.length, 1, 'delivered once');
+});
+
+test('queue mode: a 410 Gone dead-letters the event after one attempt, even with RETRY_CLIENT_ERRORS, and says "gone"', async (t) => {
+  const gone = eventId('gone');
+  const refused = eventId('refused');
+  const origin = await startOrigin((req) => {
+    const id = req.headers['x-webhook-dedup-event-id'];
+    if (id === gone) return { status: 410, body: 'this endpoint is gone' };
+    if (id === refused && origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id).length === 1) return { status: 404 };
+    return { status: 200 };
+  });
+  const worker = await startWorker({ vars: queueVars(origin, { RETRY_CLIENT_ERRORS: 'true' }) });
+  t.after(async () => {
+    await worker.dispose();
+    await origin.close();
+  });
+  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+  const inspect = async (id) => (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json?.record;
+  for (const id of [gone, refused]) {
+    assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+  }
+  const dead = await until(async () => {
+    const record = await inspect(gone);
+    return record?.state === 'dead' && record;
+  }, 10_000, 'the dead letter');
+  assert.equal(dead.attempts, 1, 'never retried');
+  assert.equal(dead.queue.last_error, 'gone');
+  const line = await worker.waitForLog((l) => l.key === gone && l.outcome === 'dead_lettered');
+  assert.match(line.detail, /gone/);
+  const listed = await until(async () => {
+    const page = await call(`${worker.url}/admin/dead-letters`, { headers: auth });
+    return page.json?.items?.find((item) => item.id === gone);
+  }, 10_000, 'the failure index lists it');
+  assert.equal(listed.last_reason, 'gone');
+  // The setting is on: a 404 is retried, and the retry succeeds.
+  await until(async () => (await inspect(refused))?.state === 'done', 15_000, 'the refused event retried');
+  assert.deepEqual(seen(refused).map((r) => r.answer.status), [404, 200]);
+  await sleep(1_500);
+  assert.equal(seen(gone).length, 1, 'no attempt after the 410');
 });

@@ -388,15 +388,32 @@ pub struct Failure {
     /// that gave up): the handler may still be running, so the next attempt also waits for
     /// this attempt's lease to end, as a crashed attempt's takeover does, and is a takeover.
     pub answer_lost: bool,
+    /// The time the origin asked the worker to come back at (its `Retry-After` on a 429 or
+    /// 503, see [`crate::origin::retry_after_at`]): the next attempt starts no earlier, though
+    /// never later than `RETRY_MAX_DELAY_SECONDS` from now on its account.
+    pub not_before: Option<Millis>,
+}
+
+impl Failure {
+    /// A failure whose answer arrived (`answer_lost` false), with no time asked.
+    pub fn definite(reason: Reason) -> Failure {
+        Failure {
+            reason,
+            answer_lost: false,
+            not_before: None,
+        }
+    }
 }
 
 /// Records that the attempt holding `fence` failed: schedules the next attempt after the
-/// back-off (`jitter` in `[0, 1)`), and never before this attempt's lease ends when its answer
-/// was lost, so two runs of the handler do not overlap within the lease; or dead-letters the
-/// event when the budget has no attempt left (`max_attempts` made, or the next would start
-/// after `max_age_ms`), or at once when the origin refused it (see [`Reason::is_refusal`];
-/// unless `retry_client_errors`). Fenced: an attempt whose lease ran out and was taken over changes
-/// nothing.
+/// back-off (`jitter` in `[0, 1)`), and no earlier than the time the origin asked for
+/// (`not_before`, capped at `max_delay_ms` from `now`), and never before this attempt's lease
+/// ends when its answer was lost, so two runs of the handler do not overlap within the lease;
+/// or dead-letters the event when the budget has no attempt left (`max_attempts` made, or the
+/// next would start after `max_age_ms`), or at once when the origin refused it (see
+/// [`Reason::is_refusal`]; unless `retry_client_errors`) or said it is gone (see
+/// [`Reason::is_gone`]; always). Fenced: an attempt whose lease ran out and was taken over
+/// changes nothing.
 pub fn attempt_failed<S: ClaimStore>(
     store: &mut S,
     key: &str,
@@ -421,15 +438,14 @@ pub fn attempt_failed<S: ClaimStore>(
         return Ok(FailedOutcome::NotOwner);
     }
     let failed = record.attempts.saturating_sub(queue.budget.first_attempt);
-    let after_backoff = now.saturating_add(retry.backoff_ms(failed, jitter));
-    let next = if failure.answer_lost {
-        after_backoff.max(record.lease.until)
-    } else {
+    let next = next_attempt_at(failure, retry.max_delay_ms, now, &record)
+        .max(now.saturating_add(retry.backoff_ms(failed, jitter)));
+    if !failure.answer_lost {
         // The attempt is over: its lease ends now (a redelivery need not wait for it).
         record.lease.until = record.lease.until.min(now);
-        after_backoff
-    };
-    let refused = failure.reason.is_refusal() && !retry.retry_client_errors;
+    }
+    let refused =
+        (failure.reason.is_refusal() && !retry.retry_client_errors) || failure.reason.is_gone();
     let dead = refused
         || failed >= retry.max_attempts
         || next > queue.budget.started_at.saturating_add(retry.max_age_ms);
@@ -448,6 +464,25 @@ pub fn attempt_failed<S: ClaimStore>(
         .max(kept_from.saturating_add(policy.retention_ms));
     store.save(&record)?;
     Ok(outcome)
+}
+
+/// The earliest the attempt after `failure` may start, back-off aside: the time the origin
+/// asked for (capped at `max_delay_ms` from `now`), and, when the answer was lost, the end of
+/// `record`'s lease, since its handler may still be running.
+fn next_attempt_at(
+    failure: Failure,
+    max_delay_ms: Millis,
+    now: Millis,
+    record: &ClaimRecord,
+) -> Millis {
+    let asked = failure
+        .not_before
+        .map_or(now, |at| at.min(now.saturating_add(max_delay_ms)));
+    if failure.answer_lost {
+        asked.max(record.lease.until)
+    } else {
+        asked
+    }
 }
 
 /// Where a failed attempt leaves its event: dead-lettered at `now` (`dead`), else queued for
@@ -637,6 +672,7 @@ mod tests {
         Failure {
             reason: reason.parse().expect("a reason this service writes"),
             answer_lost: false,
+            not_before: None,
         }
     }
 
@@ -645,6 +681,7 @@ mod tests {
         Failure {
             reason: reason.parse().expect("a reason this service writes"),
             answer_lost: true,
+            not_before: None,
         }
     }
 

@@ -130,10 +130,7 @@ mod tests {
     }
 
     fn fail(store: &mut MemoryClaimStore, fence: &Fence, now: Millis) {
-        let failure = Failure {
-            reason: Reason::Answered(500),
-            answer_lost: false,
-        };
+        let failure = Failure::definite(Reason::Answered(500));
         attempt_failed(
             store,
             KEY,

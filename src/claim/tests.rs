@@ -728,10 +728,7 @@ fn redelivering_a_dead_event_reads_its_record_once() {
     else {
         panic!("the stored event is due");
     };
-    let failure = Failure {
-        reason: "origin answered 500".parse().unwrap(),
-        answer_lost: false,
-    };
+    let failure = Failure::definite(Reason::Answered(500));
     attempt_failed(
         &mut store,
         KEY,

@@ -201,10 +201,7 @@ mod tests {
         else {
             panic!("an attempt")
         };
-        let failure = Failure {
-            reason: Reason::Answered(500),
-            answer_lost: false,
-        };
+        let failure = Failure::definite(Reason::Answered(500));
         attempt_failed(
             &mut store,
             "dead",

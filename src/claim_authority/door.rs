@@ -59,10 +59,12 @@ impl Door {
         }
     }
 
-    /// True when the origin's answer goes back to the caller with its headers (the API door);
-    /// a webhook forward needs only the status.
-    pub fn passes_answer(self) -> bool {
-        matches!(self, Door::Api { .. })
+    /// True when the origin's answer with `status` must be read with its headers: it goes back
+    /// to the caller (the API door), or it may name a time to come back (`Retry-After` on a 429
+    /// or 503, see [`crate::origin::retry_after_at`]). A webhook's 2xx needs only its status,
+    /// so the healthy path reads no header.
+    pub fn reads_answer_headers(self, status: u16) -> bool {
+        matches!(self, Door::Api { .. }) || crate::origin::THROTTLING_STATUSES.contains(&status)
     }
 
     /// True when an answered `status` settles the claim as done.
@@ -175,9 +177,18 @@ mod tests {
     }
 
     #[test]
-    fn only_the_api_door_passes_the_origins_answer_back() {
-        assert!(Door::Api { max_cached_body: 1 }.passes_answer());
-        assert!(!Door::Webhook.passes_answer());
+    fn the_api_door_reads_every_answers_headers_and_a_webhook_only_a_throttling_ones() {
+        let api = Door::Api { max_cached_body: 1 };
+        for status in [200, 404, 500] {
+            assert!(api.reads_answer_headers(status), "{status}");
+            assert!(!Door::Webhook.reads_answer_headers(status), "{status}");
+        }
+        for status in [429, 503] {
+            assert!(
+                Door::Webhook.reads_answer_headers(status),
+                "its Retry-After"
+            );
+        }
     }
 
     #[test]

@@ -100,13 +100,15 @@ pub enum AttemptEnd {
 /// non-2xx, a time-out, a network error: in queue mode every one of them is a failed attempt)
 /// schedules the next attempt or dead-letters the event. An attempt whose answer was lost (a
 /// time-out, a pending or unknown verdict) is not retried before its lease ends, since its
-/// handler may still be running. Returns how it ended and the alarm the write needs.
+/// handler may still be running, nor before `not_before`, the time its origin asked for (see
+/// [`claim::attempt_failed`]). Returns how it ended and the alarm the write needs.
 pub fn settle_attempt<S: ClaimStore>(
     store: &mut S,
     key: &str,
     fence: &Fence,
     now: Millis,
     verdict: Verdict,
+    not_before: Option<Millis>,
     terms: AttemptTerms,
 ) -> (Result<AttemptEnd, StoreError>, WakeBy) {
     let mut watched = Watched::new(store);
@@ -128,6 +130,7 @@ pub fn settle_attempt<S: ClaimStore>(
             let failure = Failure {
                 reason,
                 answer_lost,
+                not_before,
             };
             let failed = claim::attempt_failed(&mut watched, key, fence, now, failure, terms);
             failed.map(|outcome| match outcome {
@@ -249,6 +252,7 @@ mod tests {
             &fence,
             6,
             Verdict::Pending,
+            None,
             AttemptTerms {
                 policy: POLICY,
                 retry: RETRY,
@@ -276,6 +280,7 @@ mod tests {
             &fence,
             10_006,
             Verdict::Failed(Reason::Answered(500)),
+            None,
             AttemptTerms {
                 policy: POLICY,
                 retry: RETRY,
@@ -355,6 +360,7 @@ mod tests {
                 &fence,
                 100,
                 verdict,
+                None,
                 AttemptTerms {
                     policy: POLICY,
                     retry: RETRY,
@@ -374,38 +380,75 @@ mod tests {
                     retry_client_errors,
                     ..RETRY
                 };
-                let mut store = MemoryClaimStore::new();
-                let (key, nonce) = ("evt_q", Nonce([9; 16]));
-                enqueue(&mut store, key, Provider::Github, 0, POLICY, nonce, b"x").unwrap();
-                let (started, _) = start(&mut store, key, 0, POLICY, retry, Nonce([1; 16]));
-                let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
-                    panic!("{started:?}")
-                };
                 let verdict = Verdict::Failed(Reason::Answered(status));
-                let (end, _) = settle_attempt(
-                    &mut store,
-                    key,
-                    &fence,
-                    100,
-                    verdict,
-                    AttemptTerms {
-                        policy: POLICY,
-                        retry,
-                        jitter: 0.999_999,
-                    },
-                );
-                let expected = if retry_client_errors {
+                let end = first_attempt_fails(retry, verdict, None);
+                // A 410 says the handler will never take it: dead at once, whatever the setting.
+                let expected = if retry_client_errors && status != 410 {
                     AttemptEnd::RetryAt(1_100)
                 } else {
                     AttemptEnd::DeadLettered
                 };
-                assert_eq!(
-                    end,
-                    Ok(expected),
-                    "{status}, retried: {retry_client_errors}"
-                );
+                assert_eq!(end, expected, "{status}, retried: {retry_client_errors}");
             }
         }
+    }
+
+    /// The end of a stored event's first attempt, failed at 100 with `verdict` and the time its
+    /// origin asked for, under `retry` (the back-off is then 1 s).
+    fn first_attempt_fails(
+        retry: RetryPolicy,
+        verdict: Verdict,
+        not_before: Option<Millis>,
+    ) -> AttemptEnd {
+        let mut store = MemoryClaimStore::new();
+        let (key, nonce) = ("evt_q", Nonce([9; 16]));
+        enqueue(&mut store, key, Provider::Github, 0, POLICY, nonce, b"x").unwrap();
+        let (started, _) = start(&mut store, key, 0, POLICY, retry, Nonce([1; 16]));
+        let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
+            panic!("{started:?}")
+        };
+        let terms = AttemptTerms {
+            policy: POLICY,
+            retry,
+            jitter: 0.999_999,
+        };
+        let (end, _) = settle_attempt(&mut store, key, &fence, 100, verdict, not_before, terms);
+        end.unwrap()
+    }
+
+    #[test]
+    fn the_next_attempt_waits_for_the_time_the_origin_asked_for_up_to_the_longest_back_off() {
+        let throttled = Verdict::Failed(Reason::Answered(429));
+        let retry = RetryPolicy {
+            max_attempts: 5,
+            ..RETRY
+        };
+        // The back-off alone would be 1 s (at 1_100).
+        assert_eq!(
+            first_attempt_fails(retry, throttled, None),
+            AttemptEnd::RetryAt(1_100)
+        );
+        assert_eq!(
+            first_attempt_fails(retry, throttled, Some(3_000)),
+            AttemptEnd::RetryAt(3_000),
+            "later than the back-off: the origin's time"
+        );
+        assert_eq!(
+            first_attempt_fails(retry, throttled, Some(500)),
+            AttemptEnd::RetryAt(1_100),
+            "sooner than the back-off: the back-off"
+        );
+        assert_eq!(
+            first_attempt_fails(retry, throttled, Some(u64::MAX)),
+            AttemptEnd::RetryAt(100 + RETRY.max_delay_ms),
+            "never past the longest back-off from now"
+        );
+        let answer_lost = Verdict::Unknown(Reason::Answered(504));
+        assert_eq!(
+            first_attempt_fails(retry, answer_lost, Some(3_000)),
+            AttemptEnd::RetryAt(POLICY.lease_ms),
+            "an answer lost still waits for the lease"
+        );
     }
 
     #[test]

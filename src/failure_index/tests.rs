@@ -608,10 +608,7 @@ fn dead_event_store(key: &str) -> (claim::MemoryClaimStore, Vec<Change>) {
     else {
         panic!("the stored event is due");
     };
-    let failure = Failure {
-        reason: "origin answered 500".parse().unwrap(),
-        answer_lost: false,
-    };
+    let failure = Failure::definite(Reason::Answered(500));
     claim::attempt_failed(
         &mut store,
         key,

@@ -36,8 +36,8 @@
 // Queue mode (history.mode === 'queue'): every event is acknowledged when stored, so an
 // acknowledged event must end delivered (state `done`, one success at the origin) or
 // dead-lettered by the rules: after RETRY_MAX_ATTEMPTS attempts, or at once after a refusal (a
-// 4xx other than 408, 409, 425 and 429, unless RETRY_CLIENT_ERRORS), after which no attempt may
-// run. The failure index must have been read, and must list exactly the dead letters.
+// 4xx other than 408, 409, 425 and 429, unless RETRY_CLIENT_ERRORS; a 410 Gone always), after
+// which no attempt may run. The failure index must have been read, and must list exactly the dead letters.
 
 /**
  * history = {
@@ -71,6 +71,12 @@ export const RETRIED_CLIENT_ERRORS = [408, 409, 425, 429];
 
 /** True when `status` is a refusal: a 4xx other than those that say "later". */
 export const isRefusal = (status) => status >= 400 && status < 500 && !RETRIED_CLIENT_ERRORS.includes(status);
+
+/**
+ * True when queue mode dead-letters an event at once after `status`: a refusal, unless
+ * `retryClientErrors`; a 410 Gone whatever that setting.
+ */
+export const deadLettersAtOnce = (status, retryClientErrors) => status === 410 || (!retryClientErrors && isRefusal(status));
 
 export function check(history) {
   const failures = [];
@@ -233,7 +239,7 @@ export function check(history) {
   // Queue mode: the product learned a refusal, which dead-letters the event at once.
   const refusal = (id, r) => {
     const status = definiteFailure(id, r);
-    return queue && !history.retryClientErrors && isRefusal(status) ? status : undefined;
+    return queue && deadLettersAtOnce(status, history.retryClientErrors) ? status : undefined;
   };
   // An attempt the product claimed that never reached the origin (a restart cut it off before
   // its forward arrived): unknown unless a line that proves it says the product released it or
@@ -335,8 +341,9 @@ export function check(history) {
     // A refusal the stopped runtime printed as a restart began, on the last attempt: if the
     // event ended dead with nothing after it, what it wrote was kept.
     const lastSeen = inOrder.at(-1);
-    const refusedAtEnd = refused || (queue && !history.retryClientErrors && lastSeen !== undefined
-      && unprovenStatuses(id, lastSeen).some(isRefusal) && (history.finalAttempts?.[id] ?? lastSeen.attempt) === lastSeen.attempt);
+    const refusedAtEnd = refused || (queue && lastSeen !== undefined
+      && unprovenStatuses(id, lastSeen).some((status) => deadLettersAtOnce(status, history.retryClientErrors))
+      && (history.finalAttempts?.[id] ?? lastSeen.attempt) === lastSeen.attempt);
     if (judgeEnds && queue && e.acknowledged) {
       if (final === 'dead' && !refusedAtEnd) {
         // An attempt the product claimed whose forward a restart cut off before it reached the

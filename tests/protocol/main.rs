@@ -29,10 +29,11 @@ use std::time::Instant;
 
 use stateright::{Checker, HasDiscoveries, Model, Property};
 use webhook_dedup::admin::Action as AdminAction;
-use webhook_dedup::claim::{self, Change, ClaimState, Millis, StoreError, Transition};
+use webhook_dedup::claim::{self, Change, ClaimState, Millis, QueueStep, StoreError, Transition};
 use webhook_dedup::claim_authority::attempt::{Event, Wants};
 use webhook_dedup::config::{Config, DeliveryMode};
 use webhook_dedup::failure_index::{self, EntryState};
+use webhook_dedup::origin::Reason;
 use webhook_dedup::providers::Provider;
 
 use world::{Budget, Door, RunEnd, World};
@@ -96,6 +97,8 @@ pub enum Reached {
     AlarmNotSet = 65536,
     /// A delivery answered 409 while another held a live claim.
     InFlight = 131072,
+    /// A queued attempt started after its origin's `Retry-After` put the previous one off.
+    WaitedAsAsked = 262144,
 }
 
 /// How the failure index answers a request.
@@ -191,8 +194,11 @@ pub struct Protocol {
     pub max_time: Millis,
     /// The scenarios it must reach.
     pub must_reach: Vec<Reached>,
-    /// The status a handler run that fails answers with (500, or a refusal such as 404).
+    /// The status a handler run that fails answers with (500, a refusal such as 404, 410 Gone,
+    /// or 429 Too Many Requests).
     pub fail_status: u16,
+    /// The `Retry-After` (in seconds) that failing answer carries, if any.
+    pub fail_retry_after_seconds: Option<u64>,
     /// The fewest distinct states it must explore: a model that collapsed fails.
     pub min_states: usize,
 }
@@ -482,6 +488,10 @@ impl Model for Protocol {
                 |_: &Protocol, w: &World| w.ghost.violations & Violation::AttemptNotSent as u32 == 0,
             ),
             Property::always("an acknowledged event is kept, done or dead", acked_event_kept),
+            Property::always(
+                "a throttled event is not due before the time its origin asked for",
+                throttled_event_waits,
+            ),
             Property::always("work due has an alarm by then", due_work_has_alarm),
             Property::always(
                 "the failure index lists every dead letter, or its object still holds the report",
@@ -539,6 +549,7 @@ impl Reached {
             Reached::AnswerGivenUp => has_reached::<{ Reached::AnswerGivenUp as u32 }>,
             Reached::AlarmNotSet => has_reached::<{ Reached::AlarmNotSet as u32 }>,
             Reached::InFlight => has_reached::<{ Reached::InFlight as u32 }>,
+            Reached::WaitedAsAsked => has_reached::<{ Reached::WaitedAsAsked as u32 }>,
         }
     }
 
@@ -567,8 +578,32 @@ impl Reached {
             Reached::AnswerGivenUp => "reaches an answer given up on",
             Reached::AlarmNotSet => "reaches an alarm that could not be set",
             Reached::InFlight => "reaches a 409 while another delivery holds the claim",
+            Reached::WaitedAsAsked => {
+                "reaches an attempt started once the time its origin asked for had passed"
+            }
         }
     }
+}
+
+/// A queued event whose last attempt the origin throttled (answered `fail_status` 429 or 503
+/// with `Retry-After`) is not due before the time asked, counted from when the answer was
+/// heard, unless an operator's redelivery began a new budget since. (Only the settle of the
+/// attempt whose answer was heard last can queue the record with that failure.)
+fn throttled_event_waits(model: &Protocol, world: &World) -> bool {
+    let Some(seconds) = model.fail_retry_after_seconds else {
+        return true;
+    };
+    let Some(record) = world.store.peek(&model.key()) else {
+        return true;
+    };
+    let (Some(queue), Some(next)) = (record.queue(), record.next_attempt_at()) else {
+        return true;
+    };
+    let throttled = record.last_failure == Some(Reason::Answered(model.fail_status))
+        && record.attempts > queue.budget.first_attempt
+        && !matches!(queue.step, QueueStep::Queued { unknown: true, .. });
+    let heard = world.ghost.throttled_at.unwrap_or(Millis::MAX);
+    !throttled || next >= heard.saturating_add(seconds * 1_000)
 }
 
 /// An event acknowledged to a webhook sender has a record that holds its body, or is done or
@@ -707,6 +742,16 @@ fn check(model: Protocol) {
         checker.unique_state_count()
     );
     checker.assert_properties();
+}
+
+#[test]
+fn queue_mode_when_the_origin_is_gone() {
+    check(scenarios::gone());
+}
+
+#[test]
+fn queue_mode_when_the_origin_throttles() {
+    check(scenarios::throttled());
 }
 
 #[test]

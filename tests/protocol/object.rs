@@ -23,7 +23,7 @@ use webhook_dedup::config::{Config, DeliveryMode};
 use webhook_dedup::failure_index::{self, EntryState, IndexReply, IndexRequest};
 use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::log_line::{LogLine, Outcome};
-use webhook_dedup::origin::OriginOutcome;
+use webhook_dedup::origin::{OriginOutcome, Reason};
 use webhook_dedup::providers::Provider;
 use webhook_dedup::webhook;
 
@@ -461,6 +461,15 @@ impl World {
         if won.takeover {
             self.reach(Reached::Takeover);
         }
+        let after_throttle = self.store.peek(EVENT_ID).is_some_and(|record| {
+            record.queue().is_some()
+                && record
+                    .last_failure
+                    .is_some_and(|reason| matches!(reason, Reason::Answered(429 | 503)))
+        });
+        if after_throttle {
+            self.reach(Reached::WaitedAsAsked);
+        }
         self.ghost.unknown_pending = false;
         self.runs.push(Run {
             started_at: now,
@@ -506,6 +515,11 @@ impl World {
 
     /// Hands `event` to forward `index`, waiting for it, and runs it on.
     pub fn feed(&mut self, model: &Protocol, index: usize, event: Event) {
+        if let Event::Head(head) = &event {
+            if model.fail_retry_after_seconds.is_some() && head.status == model.fail_status {
+                self.ghost.throttled_at = Some(self.now);
+            }
+        }
         let mut task = Task::Forward(self.forwards[index].task.clone());
         task.handle(Done::Event(event), &mut self.known, self.now);
         let Task::Forward(forward) = task else {
@@ -538,10 +552,11 @@ impl World {
         };
         self.forwards[index].listens = false;
         let status = if ok { 200 } else { model.fail_status };
-        let head = Event::Head(Head {
-            status,
-            headers: vec![],
-        });
+        let headers = match model.fail_retry_after_seconds {
+            Some(seconds) if !ok => vec![("Retry-After".to_owned(), seconds.to_string())],
+            _ => vec![],
+        };
+        let head = Event::Head(Head { status, headers });
         if self.forwards[index].task.waits() {
             self.feed(model, index, head);
         } else {

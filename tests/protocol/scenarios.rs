@@ -90,6 +90,7 @@ fn scenario(
         max_time,
         must_reach,
         fail_status: 500,
+        fail_retry_after_seconds: None,
         min_states: 1_000,
     }
 }
@@ -279,6 +280,53 @@ pub fn redelivers() -> Protocol {
                 Reached::IndexRecovered,
             ],
         )
+    })
+}
+
+/// Queue mode when the origin says it is gone (410), with `RETRY_CLIENT_ERRORS` on: still a
+/// dead letter after one attempt.
+pub fn gone() -> Protocol {
+    floor(3_000, {
+        let budget = Budget {
+            deliveries: 1,
+            crashes: 1,
+            operator: 1,
+            ..NONE
+        };
+        Protocol {
+            fail_status: 410,
+            ..scenario(
+                "queue mode when the origin is gone (410), client errors retried",
+                with(&[("DELIVERY_MODE", "queue"), ("RETRY_CLIENT_ERRORS", "true")]),
+                budget,
+                20_000,
+                vec![Reached::RefusedAtOnce, Reached::Indexed],
+            )
+        }
+    })
+}
+
+/// Queue mode when the origin throttles (429 with `Retry-After: 2`, the longest back-off): the
+/// next attempt waits for the time asked, never the back-off's second.
+pub fn throttled() -> Protocol {
+    floor(3_900, {
+        let budget = Budget {
+            deliveries: 1,
+            crashes: 1,
+            store_failures: 1,
+            ..NONE
+        };
+        Protocol {
+            fail_status: 429,
+            fail_retry_after_seconds: Some(2),
+            ..scenario(
+                "queue mode when the origin throttles (429, Retry-After)",
+                with(QUEUE),
+                budget,
+                20_000,
+                vec![Reached::WaitedAsAsked, Reached::DeadLettered],
+            )
+        }
     })
 }
 

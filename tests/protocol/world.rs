@@ -130,6 +130,9 @@ pub struct Ghost {
     pub violations: u32,
     /// A send to the failure index failed, its changes kept for the next.
     pub report_lost: bool,
+    /// When a forward last heard the origin throttle (the scenario's failing answer with its
+    /// `Retry-After`).
+    pub throttled_at: Option<Millis>,
     /// Scenarios reached (bits of [`super::Reached`]).
     pub reached: u32,
 }

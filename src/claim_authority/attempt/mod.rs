@@ -27,7 +27,7 @@ use super::queue::{settle_attempt, AttemptEnd};
 use super::WakeBy;
 use crate::claim::SettleStep;
 use crate::claim::{AttemptTerms, ClaimPolicy, ClaimStore, Millis, RetryPolicy, StoreError};
-use crate::origin::{OriginOutcome, Verdict};
+use crate::origin::{retry_after_at, OriginOutcome, Verdict};
 use crate::providers::Provider;
 
 /// The first pause before a settle refused by a busy store is tried again; it doubles up to
@@ -54,6 +54,8 @@ pub struct Attempt {
     caller: Caller,
     outcome: OriginOutcome,
     verdict: Verdict,
+    /// The time the origin's answer asked to be left alone until (`Retry-After`).
+    not_before: Option<Millis>,
     phase: Phase,
     commands: VecDeque<Command>,
 }
@@ -198,7 +200,13 @@ pub enum SettleOp {
     /// A delivery's claim: finalize, release or hold.
     Claim(Settle),
     /// A queued attempt, on its verdict: delivered, retried or dead-lettered.
-    Queue(Verdict),
+    Queue {
+        /// How the forward ended.
+        verdict: Verdict,
+        /// The time the origin asked to be left alone until (its `Retry-After` on a 429 or
+        /// 503): the next attempt starts no earlier.
+        not_before: Option<Millis>,
+    },
 }
 
 /// What a settle did.
@@ -330,6 +338,7 @@ impl Attempt {
             caller,
             outcome: OriginOutcome::TimedOut,
             verdict: Verdict::Pending,
+            not_before: None,
             phase: Phase::Head,
             commands: VecDeque::new(),
         }
@@ -427,7 +436,10 @@ impl Attempt {
                 }
             }
             (
-                SettleOp::Queue(verdict),
+                SettleOp::Queue {
+                    verdict,
+                    not_before,
+                },
                 Terms::Queue {
                     policy,
                     retry,
@@ -440,8 +452,15 @@ impl Attempt {
                     retry: *retry,
                     jitter,
                 };
-                let (end, wake) =
-                    settle_attempt(store, &self.key, &self.won.fence, now, *verdict, terms);
+                let (end, wake) = settle_attempt(
+                    store,
+                    &self.key,
+                    &self.won.fence,
+                    now,
+                    *verdict,
+                    *not_before,
+                    terms,
+                );
                 (end.map(Settled::Queue), wake)
             }
             _ => (
@@ -475,6 +494,7 @@ impl Attempt {
         self.outcome = OriginOutcome::Answered {
             status: head.status,
         };
+        self.not_before = retry_after_at(head.status, &head.headers, now);
         let door = self.door();
         self.verdict = Verdict::of(&self.outcome, |status| door.succeeded(status));
         match (self.terms.clone(), self.verdict) {
@@ -537,7 +557,10 @@ impl Attempt {
     fn settle_on_verdict(&mut self) {
         let op = match self.terms {
             Terms::Sync { .. } => SettleOp::Claim(Settle::for_verdict(self.verdict, None)),
-            Terms::Queue { .. } => SettleOp::Queue(self.verdict),
+            Terms::Queue { .. } => SettleOp::Queue {
+                verdict: self.verdict,
+                not_before: self.not_before,
+            },
         };
         let after = match self.caller {
             Caller::Waiting | Caller::None => After::Answer,

@@ -444,11 +444,36 @@ fn a_queued_attempt_settles_on_its_verdict_and_reports() {
 }
 
 #[test]
+fn a_queued_attempt_told_to_come_back_later_is_not_retried_sooner() {
+    let (mut attempt, mut store) = queued();
+    let mut throttled = head(429);
+    throttled.headers.push(("Retry-After".into(), "3".into()));
+    let done = step(&mut attempt, &mut store, Event::Head(throttled), 100);
+    assert_eq!(
+        done[1],
+        Command::Settle(SettleOp::Queue {
+            verdict: Verdict::Failed(Reason::Answered(429)),
+            not_before: Some(3_100)
+        })
+    );
+    let End::Queue(queue::AttemptEnd::RetryAt(at)) = summary_of(&done).unwrap().end else {
+        panic!("{done:?}")
+    };
+    assert_eq!(at, 3_100, "the origin's 3 s, not the back-off");
+}
+
+#[test]
 fn a_queued_attempt_without_an_answer_in_time_is_a_lost_answer() {
     let (mut attempt, mut store) = queued();
     let done = step(&mut attempt, &mut store, Event::Timeout, 2_000);
     assert_eq!(done[0], Command::Abort);
-    assert_eq!(done[1], Command::Settle(SettleOp::Queue(Verdict::Pending)));
+    assert_eq!(
+        done[1],
+        Command::Settle(SettleOp::Queue {
+            verdict: Verdict::Pending,
+            not_before: None
+        })
+    );
     let End::Queue(queue::AttemptEnd::RetryAt(at)) = summary_of(&done).unwrap().end else {
         panic!("{done:?}")
     };

@@ -141,18 +141,19 @@ impl Forwarding for Io {
 }
 
 impl Io {
-    /// Waits `remaining` ms for the origin's head; its headers are read only for a `door`
-    /// that passes them back.
+    /// Waits `remaining` ms for the origin's head; its headers are read only when `door` needs
+    /// them (see [`Door::reads_answer_headers`]).
     async fn head(&mut self, door: Door, remaining: Millis) -> Event {
         let Some(exchange) = self.exchange.take() else {
             return Event::NoHead(OriginOutcome::NotSent);
         };
         match forward::within(exchange, remaining).await {
             Ok(Ok(response)) => {
-                let passed = door
-                    .passes_answer()
+                let status = response.status();
+                let headers = door
+                    .reads_answer_headers(status)
                     .then(|| forward::answer_headers(&response));
-                let (status, headers) = (response.status(), passed.unwrap_or_default());
+                let headers = headers.unwrap_or_default();
                 self.reader = response.body().and_then(BodyReader::of);
                 Event::Head(Head { status, headers })
             }
