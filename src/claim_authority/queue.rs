@@ -339,36 +339,9 @@ mod tests {
                 OriginOutcome::TimedOut => Verdict::Pending,
                 ref other => Verdict::of(other, crate::origin::is_success),
             };
-            let mut store = MemoryClaimStore::new();
-            enqueue(
-                &mut store,
-                "evt_q",
-                Provider::Stripe,
-                0,
-                POLICY,
-                Nonce([9; 16]),
-                b"x",
-            )
-            .unwrap();
-            let (started, _) = start(&mut store, "evt_q", 0, POLICY, RETRY, Nonce([1; 16]));
-            let Ok(Due::Attempt(Won { fence, .. }, _, _)) = started else {
-                panic!("{started:?}")
-            };
-            let (end, _) = settle_attempt(
-                &mut store,
-                "evt_q",
-                &fence,
-                100,
-                verdict,
-                None,
-                AttemptTerms {
-                    policy: POLICY,
-                    retry: RETRY,
-                    jitter: 0.999_999,
-                },
-            );
+            let end = first_attempt_fails(RETRY, verdict, None);
             let expected = if lost { POLICY.lease_ms } else { 1_100 };
-            assert_eq!(end, Ok(AttemptEnd::RetryAt(expected)), "{outcome:?}");
+            assert_eq!(end, AttemptEnd::RetryAt(expected), "{outcome:?}");
         }
     }
 
@@ -394,7 +367,7 @@ mod tests {
     }
 
     /// The end of a stored event's first attempt, failed at 100 with `verdict` and the time its
-    /// origin asked for, under `retry` (the back-off is then 1 s).
+    /// origin asked for, under `retry` (the back-off is then 1 s; the lease ends at 10_000).
     fn first_attempt_fails(
         retry: RetryPolicy,
         verdict: Verdict,
