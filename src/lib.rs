@@ -46,6 +46,7 @@ pub mod log_line;
 pub mod mac;
 pub mod object;
 pub mod origin;
+pub mod origin_gate;
 pub mod providers;
 pub mod rate_limit;
 pub mod reverts;

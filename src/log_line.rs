@@ -113,6 +113,9 @@ pub enum Outcome {
     RetryScheduled,
     /// Queue mode: the last allowed attempt failed; the event is dead-lettered.
     DeadLettered,
+    /// Queue mode: the origin's gate held an attempt back (a pause, a cap, an open breaker);
+    /// nothing was sent, and the event is queued again without counting an attempt.
+    Held,
     /// A settle was refused: the claim is no longer this attempt's (its lease ran out and it
     /// was taken over, or an operator released it).
     FenceConflict,
@@ -228,6 +231,7 @@ impl Outcome {
             Outcome::Delivered => "delivered",
             Outcome::RetryScheduled => "retry_scheduled",
             Outcome::DeadLettered => "dead_lettered",
+            Outcome::Held => "held",
             Outcome::FenceConflict => "fence_conflict",
             Outcome::SettleFailed => "settle_failed",
             Outcome::Expired => "expired",
@@ -511,6 +515,7 @@ mod tests {
             | Delivered
             | RetryScheduled
             | DeadLettered
+            | Held
             | FenceConflict
             | SettleFailed
             | Expired
@@ -544,6 +549,7 @@ mod tests {
             Delivered,
             RetryScheduled,
             DeadLettered,
+            Held,
             FenceConflict,
             SettleFailed,
             Expired,

@@ -466,6 +466,48 @@ pub fn attempt_failed<S: ClaimStore>(
     Ok(outcome)
 }
 
+/// Records that the attempt holding `fence` was held back by its origin's gate at `now`
+/// (a pause, a cap, an open breaker: see [`crate::origin_gate`]), nothing sent: the event is
+/// queued again for `until` and the attempt is not counted against the budget (its start is
+/// given back: `budget.first_attempt` moves on by one). Its lease ends now, the last failure
+/// stays as it was, and `unknown` (true when this attempt was a takeover) carries over to the
+/// next attempt, which is a takeover too. Fenced like [`attempt_failed`]; returns `NotOwner`
+/// when the fence is no longer the current attempt's, else `Retry` with `until`.
+pub fn attempt_held<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+    until: Millis,
+    unknown: bool,
+    policy: ClaimPolicy,
+) -> Result<FailedOutcome, StoreError> {
+    let Some(mut record) = load_current(store, key, now)? else {
+        return Ok(FailedOutcome::NotOwner);
+    };
+    let mut queue = match &record.stage {
+        Stage::Queue(queue) if queue.step == QueueStep::Attempting => queue.clone(),
+        _ => return Ok(FailedOutcome::NotOwner),
+    };
+    if record.lease.fence != *fence {
+        return Ok(FailedOutcome::NotOwner);
+    }
+    let next_attempt_at = until.max(now);
+    record.lease.until = record.lease.until.min(now);
+    queue.budget.first_attempt = queue.budget.first_attempt.saturating_add(1);
+    queue.step = QueueStep::Queued {
+        next_attempt_at,
+        unknown,
+    };
+    record.stage = Stage::Queue(queue);
+    let kept_from = next_attempt_at.saturating_add(policy.lease_ms);
+    record.expires_at = record
+        .expires_at
+        .max(kept_from.saturating_add(policy.retention_ms));
+    store.save(&record)?;
+    Ok(FailedOutcome::Retry { next_attempt_at })
+}
+
 /// The earliest the attempt after `failure` may start, back-off aside: the time the origin
 /// asked for (capped at `max_delay_ms` from `now`), and, when the answer was lost, the end of
 /// `record`'s lease, since its handler may still be running.

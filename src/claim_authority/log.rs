@@ -80,6 +80,14 @@ impl LogLine {
                     }
                     AttemptEnd::DeadLettered => (Outcome::DeadLettered, Level::Error),
                     AttemptEnd::FenceConflict => (Outcome::FenceConflict, Level::Warn),
+                    AttemptEnd::Held { until, why } => {
+                        line.detail = Some(format!(
+                            "origin {}; next attempt in {} s (not counted)",
+                            why.name(),
+                            until.saturating_sub(now).div_ceil(1_000)
+                        ));
+                        (Outcome::Held, Level::Info)
+                    }
                 };
                 line.outcome = outcome;
                 line.raise(level);

@@ -9,6 +9,7 @@ use crate::claim::{
     FinalizeOutcome, Millis, Nonce, RetryPolicy, StoreError,
 };
 use crate::origin::{Reason, Verdict};
+use crate::origin_gate::HoldReason;
 use crate::providers::{self, Provider};
 
 /// What a queued attempt sends: the stored headers (signed anew where the sender's signature
@@ -94,6 +95,14 @@ pub enum AttemptEnd {
     DeadLettered,
     /// The attempt's lease ran out and another took over: nothing changed.
     FenceConflict,
+    /// Held back by the origin's gate, nothing sent: queued again for `until`, the attempt
+    /// not counted.
+    Held {
+        /// When the next attempt is due.
+        until: Millis,
+        /// Why the gate held it.
+        why: HoldReason,
+    },
 }
 
 /// Settles the attempt holding `fence` on its verdict: a success finalizes; anything else (a
@@ -140,6 +149,30 @@ pub fn settle_attempt<S: ClaimStore>(
             })
         }
     };
+    (end, watched.wake)
+}
+
+/// Settles the attempt holding `fence` as held back by its origin's gate until `until` for
+/// `why` (see [`claim::attempt_held`]): queued again, not counted; `unknown` when the attempt
+/// was a takeover. Returns how it ended and the alarm the write needs.
+pub fn settle_held<S: ClaimStore>(
+    store: &mut S,
+    key: &str,
+    fence: &Fence,
+    now: Millis,
+    (until, why): (Millis, HoldReason),
+    unknown: bool,
+    policy: ClaimPolicy,
+) -> (Result<AttemptEnd, StoreError>, WakeBy) {
+    let mut watched = Watched::new(store);
+    let held = claim::attempt_held(&mut watched, key, fence, now, until, unknown, policy);
+    let end = held.map(|outcome| match outcome {
+        FailedOutcome::Retry { next_attempt_at } => AttemptEnd::Held {
+            until: next_attempt_at,
+            why,
+        },
+        FailedOutcome::Dead | FailedOutcome::NotOwner => AttemptEnd::FenceConflict,
+    });
     (end, watched.wake)
 }
 

@@ -8,6 +8,7 @@ mod admin;
 mod alerts;
 mod api;
 mod delivery;
+mod gate;
 mod queue;
 mod reader;
 mod senders;
@@ -21,6 +22,7 @@ pub use alerts::{
 };
 pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
+pub use gate::GateConfig;
 pub use queue::{DeliveryMode, QueueConfig, QUEUE_MAX_BODY_BYTES};
 pub use senders::{origin_key, secret_key, SenderConfig};
 pub use webhook::WebhookConfig;
@@ -52,6 +54,16 @@ pub mod keys {
     pub const ORIGIN_URL: &str = "ORIGIN_URL";
     /// Largest accepted age of a signature timestamp (seconds).
     pub const SIGNATURE_TOLERANCE_SECONDS: &str = "SIGNATURE_TOLERANCE_SECONDS";
+    /// Most queued attempts started per second per origin (0: no cap).
+    pub const ORIGIN_MAX_RPS: &str = "ORIGIN_MAX_RPS";
+    /// Most queued attempts at one origin at once (0: no cap).
+    pub const ORIGIN_MAX_IN_FLIGHT: &str = "ORIGIN_MAX_IN_FLIGHT";
+    /// Failures in a row that open an origin's breaker (0: no breaker).
+    pub const ORIGIN_BREAKER_FAILURES: &str = "ORIGIN_BREAKER_FAILURES";
+    /// Time between probes of an origin whose breaker is open (seconds).
+    pub const ORIGIN_PROBE_SECONDS: &str = "ORIGIN_PROBE_SECONDS";
+    /// What the breaker probes instead of a queued event (optional).
+    pub const ORIGIN_HEALTH_URL: &str = "ORIGIN_HEALTH_URL";
     /// The API behind `/api/`; the Idempotency-Key door is off without it.
     pub const API_ORIGIN_URL: &str = "API_ORIGIN_URL";
     /// Refuse unsafe methods without a key.
@@ -143,6 +155,11 @@ pub mod keys {
         RETRY_MAX_AGE_HOURS,
         RETRY_CLIENT_ERRORS,
         QUEUE_FORWARD_TIMEOUT_MS,
+        ORIGIN_MAX_RPS,
+        ORIGIN_MAX_IN_FLIGHT,
+        ORIGIN_BREAKER_FAILURES,
+        ORIGIN_PROBE_SECONDS,
+        ORIGIN_HEALTH_URL,
         STRIPE_WEBHOOK_SECRET,
         ORIGIN_URL,
         STANDARD_WEBHOOK_SECRET,
@@ -180,6 +197,8 @@ pub struct Config {
     pub delivery: DeliveryConfig,
     /// The delivery mode, and how queued events are retried.
     pub queue: QueueConfig,
+    /// How queued attempts treat each origin as a whole: caps, breaker, probe.
+    pub gate: GateConfig,
     /// The Stripe webhook front door, and what every webhook door shares (retention,
     /// signature tolerance).
     pub webhook: WebhookConfig,
@@ -216,6 +235,7 @@ impl Config {
             })
             .collect();
         let queue = QueueConfig::load(&mut r, &delivery, &enabled);
+        let gate = GateConfig::load(&mut r);
         let api = ApiConfig::load(&mut r, &delivery);
         let admin = AdminConfig::load(&mut r);
         let alerts = AlertConfig::load(&mut r);
@@ -231,6 +251,7 @@ impl Config {
         Ok(Config {
             delivery,
             queue,
+            gate,
             webhook,
             senders,
             api,

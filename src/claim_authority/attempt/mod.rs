@@ -23,11 +23,12 @@ use std::collections::VecDeque;
 
 use super::delivery::{Deliver, ForwardReport, Head, Settle, Won};
 use super::door::{to_cache, BodyKept, Door};
-use super::queue::{settle_attempt, AttemptEnd};
+use super::queue::{settle_attempt, settle_held, AttemptEnd};
 use super::WakeBy;
 use crate::claim::SettleStep;
 use crate::claim::{AttemptTerms, ClaimPolicy, ClaimStore, Millis, RetryPolicy, StoreError};
 use crate::origin::{retry_after_at, OriginOutcome, Verdict};
+use crate::origin_gate::HoldReason;
 use crate::providers::Provider;
 
 /// The first pause before a settle refused by a busy store is tried again; it doubles up to
@@ -151,6 +152,13 @@ pub enum Event {
     Settled(Result<Settled, StoreError>),
     /// The time [`Attempt::poll_timeout`] gave came.
     Timeout,
+    /// The origin's gate held the attempt back: nothing was sent (see [`crate::origin_gate`]).
+    Held {
+        /// When to come back.
+        until: Millis,
+        /// Why.
+        why: HoldReason,
+    },
 }
 
 /// Work the adapter must do, in the order [`Attempt::poll`] hands it out.
@@ -206,6 +214,13 @@ pub enum SettleOp {
         /// The time the origin asked to be left alone until (its `Retry-After` on a 429 or
         /// 503): the next attempt starts no earlier.
         not_before: Option<Millis>,
+    },
+    /// A queued attempt the origin's gate held back: queued again for `until`, not counted.
+    Hold {
+        /// When the next attempt is due.
+        until: Millis,
+        /// Why the gate held it.
+        why: HoldReason,
     },
 }
 
@@ -463,6 +478,13 @@ impl Attempt {
                 );
                 (end.map(Settled::Queue), wake)
             }
+            (SettleOp::Hold { until, why }, Terms::Queue { policy, .. }) => {
+                let held = (*until, *why);
+                let (fence, takeover) = (&self.won.fence, self.won.takeover);
+                let (end, wake) =
+                    settle_held(store, &self.key, fence, now, held, takeover, *policy);
+                (end.map(Settled::Queue), wake)
+            }
             _ => (
                 Err(StoreError::Fatal(
                     "a settle of another kind of attempt".into(),
@@ -484,6 +506,22 @@ impl Attempt {
             Event::CallerGone => self.on_caller_gone(),
             Event::Settled(result) => self.on_settled(result, now),
             Event::Timeout => self.on_timeout(now),
+            Event::Held { until, why } => self.on_held(until, why),
+        }
+    }
+
+    /// A queued attempt held back by its origin's gate: nothing was sent, so it is put back in
+    /// the queue; any other attempt takes it as nothing sent.
+    fn on_held(&mut self, until: Millis, why: HoldReason) {
+        if self.phase != Phase::Head {
+            return;
+        }
+        match self.terms {
+            Terms::Queue { .. } => {
+                self.outcome = OriginOutcome::NotSent;
+                self.settle(SettleOp::Hold { until, why }, After::Answer);
+            }
+            Terms::Sync { .. } => self.on_no_head(OriginOutcome::NotSent),
         }
     }
 

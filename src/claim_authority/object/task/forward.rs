@@ -13,7 +13,8 @@ use std::collections::VecDeque;
 use super::{log, Call, Done, Ended, EnsureAlarm};
 use crate::claim::{ClaimStore, Millis, StoreError};
 use crate::claim_authority::alarm::KnownAlarm;
-use crate::claim_authority::attempt::{Command, Event, SettleOp, Settled};
+use crate::claim_authority::attempt::{Command, End, Event, SettleOp, Settled};
+use crate::claim_authority::queue::AttemptEnd;
 use crate::claim_authority::{Attempt, ForwardReport};
 use crate::config::Config;
 use crate::failure_index::{alert, IndexReply, IndexRequest};
@@ -145,7 +146,10 @@ impl ForwardTask {
                 return Some(Call::Store { op: "settle" });
             }
             Some(Command::Report(summary)) => {
-                self.notice(config, &summary.key, summary.provider, summary.verdict);
+                // A held attempt sent nothing: it says nothing of the origin.
+                if !matches!(summary.end, End::Queue(AttemptEnd::Held { .. })) {
+                    self.notice(config, &summary.key, summary.provider, summary.verdict);
+                }
                 return Some(log(LogLine::ended(&summary, now), true));
             }
             Some(Command::Reply(report)) => {

@@ -1,0 +1,626 @@
+//! The origin gate: the rules of the one Durable Object per origin that every queued attempt to
+//! that origin passes through. It protects the origin as a whole, where each event's own object
+//! can only protect its event:
+//!
+//! - **Pause.** An operator's pause, or the time a `429` or `503` asked for in `Retry-After`:
+//!   no attempt starts before it ends.
+//! - **Caps.** At most `ORIGIN_MAX_RPS` attempts start in any one second, and at most
+//!   `ORIGIN_MAX_IN_FLIGHT` are at the origin at once. Each start holds a permit until its
+//!   answer comes or its lease would end, whichever is first: a permit of an attempt that
+//!   crashed is never lost for longer than its lease.
+//! - **Breaker.** After `ORIGIN_BREAKER_FAILURES` failures in a row (5xx, time-outs, network
+//!   errors) attempts are held, and one probe goes out every `ORIGIN_PROBE_SECONDS`: a real
+//!   attempt, or a request to `ORIGIN_HEALTH_URL` from the gate's alarm. Its first answer
+//!   below 500 closes the breaker.
+//! - **Drain.** When the origin comes back, at most one more attempt at once and one more a
+//!   second each second (doubling: 1, 2, 4, ...) until the caps, or 1,024, are reached; held
+//!   attempts are given times one after another in the order they were held, so the backlog
+//!   comes back oldest first at the capped rate instead of all at once.
+//!
+//! An attempt the gate holds back is told when to come back ([`Admission::Hold`]); its event's
+//! object puts it back in the queue for then without counting an attempt (see
+//! [`crate::claim::attempt_held`]). The gate never drops anything: what it holds stays stored
+//! in its event's object.
+//!
+//! What the gate keeps in memory (permits, starts, the drain cursor, the held count) is lost
+//! when its object is evicted; its pause and breaker are stored ([`GateState`]).
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::claim::Millis;
+use crate::origin::OriginOutcome;
+
+#[cfg(test)]
+mod tests;
+
+/// The ramp after a recovery ends once it allows this many attempts a second (and at once).
+pub const RAMP_END: u32 = 1_024;
+/// With no rate cap, held attempts are given times this many a second.
+pub const UNCAPPED_SLOTS_PER_SECOND: u32 = 100;
+/// At most this many held events are counted (the count is for people; nothing else uses it).
+pub const HELD_COUNTED: usize = 100_000;
+
+/// The gate's limits, from the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateLimits {
+    /// Most attempts started in any one second (`ORIGIN_MAX_RPS`); 0 for no cap.
+    pub max_rps: u32,
+    /// Most attempts at the origin at once (`ORIGIN_MAX_IN_FLIGHT`); 0 for no cap.
+    pub max_in_flight: u32,
+    /// Failures in a row that open the breaker (`ORIGIN_BREAKER_FAILURES`); 0 for no breaker.
+    pub breaker_failures: u32,
+    /// Time between probes while the breaker is open (`ORIGIN_PROBE_SECONDS`).
+    pub probe_ms: Millis,
+    /// True when the gate probes `ORIGIN_HEALTH_URL` itself instead of letting an attempt
+    /// through as the probe.
+    pub health_probe: bool,
+    /// Longest a permit is held: a queued attempt's lease.
+    pub permit_ms: Millis,
+}
+
+/// Why an operator or the origin paused deliveries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseCause {
+    /// `POST /admin/origins/pause`.
+    Operator,
+    /// A `429` or `503` with `Retry-After`.
+    RetryAfter,
+}
+
+/// A pause: no attempt starts before `until` (or, with none, before a resume).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Pause {
+    /// Who asked.
+    pub cause: PauseCause,
+    /// When it ends by itself; `None`: at a resume.
+    pub until: Option<Millis>,
+}
+
+/// The breaker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum Breaker {
+    /// Attempts go through.
+    #[default]
+    Closed,
+    /// Attempts are held; the next probe goes out at `next_probe`.
+    Open {
+        /// When it opened.
+        since: Millis,
+        /// When the next probe may go out.
+        next_probe: Millis,
+    },
+    /// One probe is out; it counts as lost at `probe_ends`.
+    HalfOpen {
+        /// When the breaker opened.
+        since: Millis,
+        /// When the probe's permit ends.
+        probe_ends: Millis,
+    },
+}
+
+/// What the gate stores: its pause and breaker survive the object's eviction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateState {
+    /// The pause in force, if any.
+    pub paused: Option<Pause>,
+    /// The breaker.
+    pub breaker: Breaker,
+    /// Failures in a row since the last answer below 500.
+    pub failures_in_a_row: u32,
+    /// When the origin last came back (a pause ended, a resume, the breaker closed): the drain
+    /// ramps up from here.
+    pub ramp_from: Option<Millis>,
+}
+
+/// The gate's answer to an attempt that asks to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Admission {
+    /// Go: forward now, under this permit.
+    Go(Permit),
+    /// Not now: come back at `until`.
+    Hold {
+        /// When to come back.
+        until: Millis,
+        /// Why.
+        why: HoldReason,
+    },
+}
+
+/// Why an attempt was held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldReason {
+    /// The origin is paused (by an operator, or by its `Retry-After`).
+    Paused,
+    /// The breaker is open, or its probe is out.
+    BreakerOpen,
+    /// `ORIGIN_MAX_RPS` attempts started in the last second.
+    RateCap,
+    /// `ORIGIN_MAX_IN_FLIGHT` attempts are at the origin.
+    InFlightCap,
+    /// The drain after a recovery has not ramped up this far yet.
+    Ramp,
+}
+
+impl HoldReason {
+    /// Its name in log lines and answers.
+    pub fn name(self) -> &'static str {
+        match self {
+            HoldReason::Paused => "paused",
+            HoldReason::BreakerOpen => "breaker_open",
+            HoldReason::RateCap => "rate_cap",
+            HoldReason::InFlightCap => "in_flight_cap",
+            HoldReason::Ramp => "ramp",
+        }
+    }
+
+    /// The reason named `name`, if any.
+    pub fn named(name: &str) -> Option<HoldReason> {
+        [
+            HoldReason::Paused,
+            HoldReason::BreakerOpen,
+            HoldReason::RateCap,
+            HoldReason::InFlightCap,
+            HoldReason::Ramp,
+        ]
+        .into_iter()
+        .find(|reason| reason.name() == name)
+    }
+}
+
+/// A permit: one attempt at the origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Permit {
+    /// Its number, unique in the gate's instance.
+    pub id: u64,
+    /// True when it is the breaker's probe.
+    pub probe: bool,
+}
+
+/// What an attempt's answer says of the origin's health.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Health {
+    /// It answered below 500: it is up (a refusal too; `429` without `Retry-After` too).
+    Up,
+    /// It answered `429` or `503` with `Retry-After`: up, and paused until then.
+    Throttled {
+        /// When it asked to be called again (already capped).
+        until: Millis,
+    },
+    /// A 5xx, a time-out or a network error.
+    Down,
+}
+
+impl Health {
+    /// What `outcome` says of the origin, with the time its `Retry-After` names (see
+    /// [`crate::origin::retry_after_at`]), capped at `max_delay_ms` from `now`.
+    pub fn of(
+        outcome: &OriginOutcome,
+        retry_after: Option<Millis>,
+        now: Millis,
+        max_delay_ms: Millis,
+    ) -> Health {
+        match (outcome, retry_after) {
+            (OriginOutcome::Answered { .. }, Some(at)) => Health::Throttled {
+                until: at.min(now.saturating_add(max_delay_ms)),
+            },
+            (OriginOutcome::Answered { status }, None) if *status < 500 => Health::Up,
+            _ => Health::Down,
+        }
+    }
+}
+
+/// What a change to the gate asks of its object.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// The stored state changed: save it.
+    pub save: bool,
+    /// The breaker just opened.
+    pub opened: bool,
+    /// The breaker just closed: the origin had been down since then (`origin.recovered`).
+    pub recovered_from: Option<Millis>,
+}
+
+/// How an origin stands, as `GET /admin/origins` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginView {
+    /// The origin: its URL without credentials or query.
+    pub origin: String,
+    /// `closed`, `open`, `half_open` or `paused`.
+    pub state: String,
+    /// Why it is paused: `operator` or `retry_after`; `null` when it is not.
+    pub paused_by: Option<PauseCause>,
+    /// When the pause ends by itself (RFC 3339); `null` when not paused or until a resume.
+    pub paused_until: Option<String>,
+    /// Attempts at the origin now.
+    pub in_flight: u32,
+    /// Failures in a row.
+    pub failures_in_a_row: u32,
+    /// Events held back whose time to come back has not passed long ago (approximate: kept in
+    /// the gate's memory, lost when its object is evicted).
+    pub held: u32,
+    /// When the next probe may go out (RFC 3339), while the breaker is open.
+    pub next_probe_at: Option<String>,
+}
+
+/// The gate: its stored state, and what it keeps in memory. See the module documentation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Gate {
+    state: GateState,
+    /// Permits out: `(id, when it ends)`.
+    permits: Vec<(u64, Millis)>,
+    /// When each attempt of the last second started, oldest first.
+    starts: VecDeque<Millis>,
+    /// The next free time for a held attempt.
+    cursor: Millis,
+    /// Held events and when they were told to come back.
+    held: HashMap<String, Millis>,
+    next_permit: u64,
+}
+
+impl Gate {
+    /// The gate with `state`, as stored, and nothing in memory yet.
+    pub fn new(state: GateState) -> Gate {
+        Gate {
+            state,
+            ..Gate::default()
+        }
+    }
+
+    /// Its stored state.
+    pub fn state(&self) -> &GateState {
+        &self.state
+    }
+
+    /// Attempts at the origin now (permits not yet ended at `now`).
+    pub fn in_flight(&self, now: Millis) -> u32 {
+        self.permits.iter().filter(|(_, ends)| *ends > now).count() as u32
+    }
+
+    /// Asks to start event `key`'s attempt at `now`.
+    pub fn admit(&mut self, key: &str, now: Millis, limits: &GateLimits) -> (Admission, Changed) {
+        let mut changed = self.lapse(now);
+        self.permits.retain(|(_, ends)| *ends > now);
+        while self.starts.front().is_some_and(|at| *at + 1_000 <= now) {
+            self.starts.pop_front();
+        }
+        if let Some(pause) = self.state.paused {
+            let base = pause
+                .until
+                .unwrap_or_else(|| now.saturating_add(limits.probe_ms));
+            return (self.hold(key, base, HoldReason::Paused, now, limits), changed);
+        }
+        let mut probe = false;
+        match self.state.breaker {
+            Breaker::Open { since, next_probe } if now >= next_probe && !limits.health_probe => {
+                let probe_ends = now.saturating_add(limits.permit_ms);
+                self.state.breaker = Breaker::HalfOpen { since, probe_ends };
+                changed.save = true;
+                probe = true;
+            }
+            Breaker::Open { next_probe, .. } => {
+                let base = next_probe.max(now.saturating_add(1));
+                return (self.hold(key, base, HoldReason::BreakerOpen, now, limits), changed);
+            }
+            Breaker::HalfOpen { probe_ends, .. } => {
+                let base = probe_ends.min(now.saturating_add(limits.probe_ms));
+                return (self.hold(key, base, HoldReason::BreakerOpen, now, limits), changed);
+            }
+            Breaker::Closed => {}
+        }
+        if !probe {
+            if let Some((base, why)) = self.over_a_cap(now, limits) {
+                return (self.hold(key, base, why, now, limits), changed);
+            }
+        }
+        self.next_permit += 1;
+        let permit = Permit {
+            id: self.next_permit,
+            probe,
+        };
+        self.permits
+            .push((permit.id, now.saturating_add(limits.permit_ms)));
+        self.starts.push_back(now);
+        self.held.remove(key);
+        (Admission::Go(permit), changed)
+    }
+
+    /// The cap a start at `now` would break, with when to come back; `None` when none would.
+    fn over_a_cap(&self, now: Millis, limits: &GateLimits) -> Option<(Millis, HoldReason)> {
+        let ramp = self.ramp(now);
+        let in_flight = limit(limits.max_in_flight, ramp);
+        if let Some((most, why)) = in_flight {
+            if self.permits.len() as u32 >= most {
+                let base = now.saturating_add(spacing_ms(limits));
+                return Some((base, why.unwrap_or(HoldReason::InFlightCap)));
+            }
+        }
+        let rate = limit(limits.max_rps, ramp);
+        if let Some((most, why)) = rate {
+            if self.starts.len() as u32 >= most {
+                let freed = self.starts.front().map_or(now, |at| at + 1_000);
+                return Some((freed.max(now + 1), why.unwrap_or(HoldReason::RateCap)));
+            }
+        }
+        None
+    }
+
+    /// The ramp's limit at `now` (attempts a second, and at once), while one runs.
+    fn ramp(&self, now: Millis) -> Option<u32> {
+        let from = self.state.ramp_from?;
+        let seconds = now.saturating_sub(from) / 1_000;
+        let allowed = 1u32 << seconds.min(11);
+        (allowed < RAMP_END).then_some(allowed)
+    }
+
+    /// Tells event `key` to come back no earlier than `base`: at the next free time from it,
+    /// times handed out one after another, `1 / rate` apart.
+    fn hold(
+        &mut self,
+        key: &str,
+        base: Millis,
+        why: HoldReason,
+        now: Millis,
+        limits: &GateLimits,
+    ) -> Admission {
+        let until = base.max(self.cursor).max(now.saturating_add(1));
+        self.cursor = until.saturating_add(spacing_ms(limits));
+        if self.held.len() < HELD_COUNTED || self.held.contains_key(key) {
+            self.held.insert(key.to_owned(), until);
+        }
+        Admission::Hold { until, why }
+    }
+
+    /// Ends a pause whose time came, and the ramp once it reached its end.
+    fn lapse(&mut self, now: Millis) -> Changed {
+        let mut changed = Changed::default();
+        if let Some(Pause {
+            until: Some(until), ..
+        }) = self.state.paused
+        {
+            if until <= now {
+                self.state.paused = None;
+                self.state.ramp_from = Some(until);
+                changed.save = true;
+            }
+        }
+        if let Breaker::HalfOpen { since, probe_ends } = self.state.breaker {
+            if probe_ends <= now {
+                // The probe never answered: the next may go.
+                self.state.breaker = Breaker::Open {
+                    since,
+                    next_probe: now,
+                };
+                changed.save = true;
+            }
+        }
+        if self.state.ramp_from.is_some() && self.ramp(now).is_none() {
+            self.state.ramp_from = None;
+            changed.save = true;
+        }
+        changed
+    }
+
+    /// The attempt under `permit` ended at `now`, its answer saying `health`.
+    pub fn finish(
+        &mut self,
+        permit: Permit,
+        health: Health,
+        now: Millis,
+        limits: &GateLimits,
+    ) -> Changed {
+        self.permits.retain(|(id, _)| *id != permit.id);
+        self.observe(health, now, limits)
+    }
+
+    /// What an answer (an attempt's, or the health probe's) said of the origin at `now`.
+    fn observe(&mut self, health: Health, now: Millis, limits: &GateLimits) -> Changed {
+        let mut changed = Changed::default();
+        match health {
+            Health::Down => {
+                self.state.failures_in_a_row = self.state.failures_in_a_row.saturating_add(1);
+                changed.save = true;
+                match self.state.breaker {
+                    Breaker::HalfOpen { since, .. } => {
+                        let next_probe = now.saturating_add(limits.probe_ms);
+                        self.state.breaker = Breaker::Open { since, next_probe };
+                    }
+                    Breaker::Closed
+                        if limits.breaker_failures > 0
+                            && self.state.failures_in_a_row >= limits.breaker_failures =>
+                    {
+                        let next_probe = now.saturating_add(limits.probe_ms);
+                        self.state.breaker = Breaker::Open {
+                            since: now,
+                            next_probe,
+                        };
+                        self.state.ramp_from = None;
+                        changed.opened = true;
+                    }
+                    _ => {}
+                }
+            }
+            Health::Up | Health::Throttled { .. } => {
+                if self.state.failures_in_a_row > 0 {
+                    self.state.failures_in_a_row = 0;
+                    changed.save = true;
+                }
+                if let Breaker::Open { since, .. } | Breaker::HalfOpen { since, .. } =
+                    self.state.breaker
+                {
+                    self.state.breaker = Breaker::Closed;
+                    self.state.ramp_from = Some(now);
+                    changed.save = true;
+                    changed.recovered_from = Some(since);
+                }
+                if let Health::Throttled { until } = health {
+                    changed.save |= self.throttle(until);
+                }
+            }
+        }
+        changed
+    }
+
+    /// The origin asked to be left alone until `until`: paused until then, unless an operator
+    /// paused it (that pause stands) or a pause already runs longer. True when it changed.
+    fn throttle(&mut self, until: Millis) -> bool {
+        match self.state.paused {
+            Some(Pause {
+                cause: PauseCause::Operator,
+                ..
+            }) => false,
+            Some(Pause {
+                until: Some(current),
+                ..
+            }) if current >= until => false,
+            _ => {
+                self.state.paused = Some(Pause {
+                    cause: PauseCause::RetryAfter,
+                    until: Some(until),
+                });
+                true
+            }
+        }
+    }
+
+    /// An operator paused the origin at `now`, until a resume.
+    pub fn pause(&mut self) -> Changed {
+        self.state.paused = Some(Pause {
+            cause: PauseCause::Operator,
+            until: None,
+        });
+        Changed {
+            save: true,
+            ..Changed::default()
+        }
+    }
+
+    /// An operator resumed the origin at `now`: any pause ends, and the drain ramps up.
+    pub fn resume(&mut self, now: Millis) -> Changed {
+        let was_paused = self.state.paused.take().is_some();
+        if was_paused {
+            self.state.ramp_from = Some(now);
+        }
+        Changed {
+            save: was_paused,
+            ..Changed::default()
+        }
+    }
+
+    /// When the gate's own health probe is due (with `ORIGIN_HEALTH_URL`, while the breaker is
+    /// open).
+    pub fn health_probe_at(&self, limits: &GateLimits) -> Option<Millis> {
+        match self.state.breaker {
+            Breaker::Open { next_probe, .. } if limits.health_probe => Some(next_probe),
+            _ => None,
+        }
+    }
+
+    /// The health probe at `now` answered `health` (nothing is done when it is not due).
+    pub fn health_probed(&mut self, health: Health, now: Millis, limits: &GateLimits) -> Changed {
+        match self.state.breaker {
+            Breaker::Open { since, next_probe } if next_probe <= now => {
+                if health == Health::Down {
+                    let next_probe = now.saturating_add(limits.probe_ms);
+                    self.state.breaker = Breaker::Open { since, next_probe };
+                }
+                self.observe(health, now, limits)
+            }
+            _ => Changed::default(),
+        }
+    }
+
+    /// The origin `origin` as it stands at `now`.
+    pub fn view(&mut self, origin: &str, now: Millis) -> OriginView {
+        self.held.retain(|_, until| until.saturating_add(60_000) > now);
+        let paused = self.state.paused.filter(|pause| pause.until.is_none_or(|at| at > now));
+        let state = match (paused, self.state.breaker) {
+            (Some(_), _) => "paused",
+            (None, Breaker::Closed) => "closed",
+            (None, Breaker::Open { .. }) => "open",
+            (None, Breaker::HalfOpen { .. }) => "half_open",
+        };
+        let next_probe = match self.state.breaker {
+            Breaker::Open { next_probe, .. } => crate::rfc3339::format(next_probe),
+            _ => None,
+        };
+        OriginView {
+            origin: origin.to_owned(),
+            state: state.to_owned(),
+            paused_by: paused.map(|pause| pause.cause),
+            paused_until: paused
+                .and_then(|pause| pause.until)
+                .and_then(crate::rfc3339::format),
+            in_flight: self.in_flight(now),
+            failures_in_a_row: self.state.failures_in_a_row,
+            held: self.held.len() as u32,
+            next_probe_at: next_probe,
+        }
+    }
+}
+
+/// The lower of `cap` (0: none) and the ramp's limit, and whether the ramp is the lower.
+fn limit(cap: u32, ramp: Option<u32>) -> Option<(u32, Option<HoldReason>)> {
+    match (cap, ramp) {
+        (0, None) => None,
+        (0, Some(ramp)) => Some((ramp, Some(HoldReason::Ramp))),
+        (cap, Some(ramp)) if ramp < cap => Some((ramp, Some(HoldReason::Ramp))),
+        (cap, _) => Some((cap, None)),
+    }
+}
+
+/// The time between two held attempts' times: `1 / ORIGIN_MAX_RPS`, or
+/// `1 / UNCAPPED_SLOTS_PER_SECOND` with no cap.
+fn spacing_ms(limits: &GateLimits) -> Millis {
+    let rate = match limits.max_rps {
+        0 => UNCAPPED_SLOTS_PER_SECOND,
+        rps => rps,
+    };
+    (1_000 / Millis::from(rate)).max(1)
+}
+
+/// The origin's name for `url`: without credentials, query or fragment. The gate's object is
+/// named by it, and operators name the origin by it.
+pub fn origin_name(url: &url::Url) -> String {
+    let mut named = url.clone();
+    let _ = named.set_username("");
+    let _ = named.set_password(None);
+    named.set_query(None);
+    named.set_fragment(None);
+    named.to_string()
+}
+
+/// A request to the gate other than an attempt's forward.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateRequest {
+    /// How the origin stands.
+    View {
+        /// Its name.
+        origin: String,
+    },
+    /// Pause it until a resume.
+    Pause {
+        /// Its name.
+        origin: String,
+    },
+    /// End any pause.
+    Resume {
+        /// Its name.
+        origin: String,
+    },
+}
+
+/// Serves `request` at `now` on `gate`: how the origin stands after it, and what changed.
+pub fn serve(gate: &mut Gate, request: &GateRequest, now: Millis) -> (OriginView, Changed) {
+    let (origin, changed) = match request {
+        GateRequest::View { origin } => (origin, Changed::default()),
+        GateRequest::Pause { origin } => (origin, gate.pause()),
+        GateRequest::Resume { origin } => (origin, gate.resume(now)),
+    };
+    (gate.view(origin, now), changed)
+}
