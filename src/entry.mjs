@@ -79,3 +79,20 @@ export class FailureIndex extends DurableObject {
     return coreOf(this, rust.FailureIndexCore).alarm();
   }
 }
+
+/** An origin's gate: one object per origin (see src/worker/origin_gate/mod.rs). */
+export class OriginGate extends DurableObject {
+  /** One queued attempt's request: held back, or sent on to the origin. */
+  fetch(request) {
+    return coreOf(this, rust.OriginGateCore).forward(request);
+  }
+
+  /** One admin request's JSON; resolves to the origin's view as JSON. */
+  call(request) {
+    return coreOf(this, rust.OriginGateCore).call(request);
+  }
+
+  alarm() {
+    return coreOf(this, rust.OriginGateCore).alarm();
+  }
+}

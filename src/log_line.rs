@@ -56,6 +56,8 @@ pub enum Route {
     Authority,
     /// The failure index and its notifications.
     Index,
+    /// An origin's gate (see [`crate::origin_gate`]).
+    Gate,
 }
 
 impl Route {
@@ -71,6 +73,7 @@ impl Route {
             Route::Alarm => "alarm",
             Route::Authority => "authority",
             Route::Index => "index",
+            Route::Gate => "gate",
         }
     }
 }
@@ -113,6 +116,10 @@ pub enum Outcome {
     RetryScheduled,
     /// Queue mode: the last allowed attempt failed; the event is dead-lettered.
     DeadLettered,
+    /// An origin's breaker opened: its failures in a row reached `ORIGIN_BREAKER_FAILURES`.
+    BreakerOpened,
+    /// An origin's breaker closed: a probe was answered below 500.
+    BreakerClosed,
     /// Queue mode: the origin's gate held an attempt back (a pause, a cap, an open breaker);
     /// nothing was sent, and the event is queued again without counting an attempt.
     Held,
@@ -185,6 +192,16 @@ pub enum AdminWord {
     StoreFailed,
     /// The operator page or one of its assets.
     Page,
+    /// The origins and their gates' states listed.
+    Origins,
+    /// An origin paused by an operator.
+    OriginPaused,
+    /// An origin resumed by an operator.
+    OriginResumed,
+    /// A pause or resume refused (bad JSON, an origin the worker does not deliver to).
+    OriginRefused,
+    /// An origin's gate failed.
+    GateFailed,
 }
 
 impl AdminWord {
@@ -206,6 +223,11 @@ impl AdminWord {
             AdminWord::IndexFailed => "admin_index_failed",
             AdminWord::StoreFailed => "admin_store_failed",
             AdminWord::Page => "admin_page",
+            AdminWord::Origins => "admin_origins",
+            AdminWord::OriginPaused => "admin_origin_paused",
+            AdminWord::OriginResumed => "admin_origin_resumed",
+            AdminWord::OriginRefused => "admin_origin_refused",
+            AdminWord::GateFailed => "admin_gate_failed",
         }
     }
 }
@@ -232,6 +254,8 @@ impl Outcome {
             Outcome::RetryScheduled => "retry_scheduled",
             Outcome::DeadLettered => "dead_lettered",
             Outcome::Held => "held",
+            Outcome::BreakerOpened => "breaker_opened",
+            Outcome::BreakerClosed => "breaker_closed",
             Outcome::FenceConflict => "fence_conflict",
             Outcome::SettleFailed => "settle_failed",
             Outcome::Expired => "expired",
@@ -516,6 +540,8 @@ mod tests {
             | RetryScheduled
             | DeadLettered
             | Held
+            | BreakerOpened
+            | BreakerClosed
             | FenceConflict
             | SettleFailed
             | Expired
@@ -550,6 +576,8 @@ mod tests {
             RetryScheduled,
             DeadLettered,
             Held,
+            BreakerOpened,
+            BreakerClosed,
             FenceConflict,
             SettleFailed,
             Expired,
@@ -581,6 +609,11 @@ mod tests {
                 IndexFailed,
                 StoreFailed,
                 Page,
+                Origins,
+                OriginPaused,
+                OriginResumed,
+                OriginRefused,
+                GateFailed,
             ]
             .map(Admin),
         );

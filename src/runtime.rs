@@ -9,6 +9,7 @@ use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
+use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{Envelope, EnvelopeError};
 
 #[cfg(test)]
@@ -73,4 +74,7 @@ pub trait Runtime {
 
     /// Sends `request` to the failure index; a failure comes back as `StoreFailed`.
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply;
+
+    /// Sends `request` to its origin's gate; `Err` says what failed on the way.
+    async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String>;
 }

@@ -303,6 +303,7 @@ export function builtWorker(name, bindings, { build = path.join(ROOT, 'build'), 
     durableObjects: {
       CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true, ...objects },
       FAILURE_INDEX: { className: 'FailureIndex', useSQLite: true, ...objects },
+      ORIGIN_GATE: { className: 'OriginGate', useSQLite: true, ...objects },
     },
   };
 }

@@ -11,7 +11,10 @@ use crate::log_line::{AdminWord, Level, LogLine, Outcome};
 use crate::runtime::{Runtime, RuntimeFault};
 
 use super::dead_letters::{self, Bulk, IndexCall};
+use super::origins::{self, OriginsCall};
 use super::{after_change, after_inspect, route, AdminAnswer, AdminRoute, RecordCall};
+use crate::config::DeliveryConfig;
+use crate::origin_gate::GateRequest;
 
 /// What an admin request is answered with.
 #[derive(Debug, PartialEq)]
@@ -56,6 +59,9 @@ pub async fn serve<R: Runtime>(
         }
         AdminRoute::Index(call, policy) => index_call(runtime, policy, call).await?,
         AdminRoute::Record(call) => record_call(runtime, call, line).await?,
+        AdminRoute::Origins(call, known, limits) => {
+            origins_call(runtime, call, &known, &limits, line).await
+        }
     };
     line.outcome = answer.outcome;
     Ok(AdminServed::Api(answer))
@@ -134,4 +140,38 @@ async fn redeliver<R: Runtime>(
         }
     }
     Ok(bulk.answer())
+}
+
+/// A route over the origins' gates: the list asks each origin's gate; a pause or resume reads
+/// its body, then asks the one gate it names (raising the line to `warn`: an operator changed
+/// how events are delivered).
+async fn origins_call<R: Runtime>(
+    runtime: &R,
+    call: OriginsCall,
+    known: &[String],
+    limits: &DeliveryConfig,
+    line: &mut LogLine,
+) -> AdminAnswer {
+    if call == OriginsCall::List {
+        let mut views = Vec::new();
+        for origin in known {
+            let origin = origin.clone();
+            views.push(runtime.ask_gate(&GateRequest::View { origin }).await);
+        }
+        return origins::list_answer(views);
+    }
+    let body = match runtime.body(limits).await {
+        Ok(body) => runtime.bytes(&body),
+        Err(_) => Vec::new(),
+    };
+    let request = match origins::change_request(call, &body, known) {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
+    line.key = Some(request.origin().to_owned());
+    let answer = origins::changed_answer(call, runtime.ask_gate(&request).await);
+    if answer.status < 400 {
+        line.raise(Level::Warn);
+    }
+    answer
 }

@@ -18,6 +18,7 @@ use crate::providers::{is_header_id, Provider};
 
 pub mod dead_letters;
 pub mod door;
+pub mod origins;
 pub mod page;
 mod route;
 

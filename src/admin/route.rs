@@ -3,10 +3,11 @@
 //! index, or a call on one record.
 
 use super::dead_letters::{self, IndexCall};
+use super::origins::{self, OriginsCall};
 use super::{call, gate, page, policy_for, Action, AdminAnswer, AdminCall};
 use crate::answer::HttpAnswer;
 use crate::claim::ClaimPolicy;
-use crate::config::{self, Config, ConfigProblem};
+use crate::config::{self, Config, ConfigProblem, DeliveryConfig};
 
 /// Where an admin request goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,6 +20,9 @@ pub enum AdminRoute {
     Index(IndexCall, ClaimPolicy),
     /// A call on one record.
     Record(RecordCall),
+    /// A route over the origins' gates, with the origins the worker delivers to and the body
+    /// limits (a pause or resume reads a small JSON body).
+    Origins(OriginsCall, Vec<String>, DeliveryConfig),
 }
 
 /// A call on one record, with its terms.
@@ -72,6 +76,14 @@ pub fn route(
         .map(|(name, value)| (name.as_str(), value.as_str()));
     match dead_letters::index_call(method, rest, query) {
         Some(Ok(call)) => return AdminRoute::Index(call, config.webhook.claims),
+        Some(Err(refused)) => return AdminRoute::Answer(refused, None),
+        None => {}
+    }
+    match origins::origins_call(method, rest) {
+        Some(Ok(call)) => {
+            let known = origins::known_origins(config);
+            return AdminRoute::Origins(call, known, config.delivery.clone());
+        }
         Some(Err(refused)) => return AdminRoute::Answer(refused, None),
         None => {}
     }

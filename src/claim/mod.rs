@@ -26,8 +26,9 @@ pub use error::StoreError;
 pub use fence::{random_fraction, Fence, InvalidFence, Nonce};
 pub use kv::{get_text, KvStore, KvTable, KvValue, MemoryTable, Scan, Usage};
 pub use queue::{
-    attempt_failed, attempt_held, enqueue, next_wake, redeliver, redeliver_dead, start_attempt, AttemptOutcome,
-    AttemptTerms, EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome, RetryPolicy,
+    attempt_failed, attempt_held, enqueue, next_wake, redeliver, redeliver_dead, start_attempt,
+    AttemptOutcome, AttemptTerms, EnqueueOutcome, FailedOutcome, Failure, RedeliverOutcome,
+    RetryPolicy,
 };
 pub use record::{
     Budget, CachedResponse, Change, ClaimRecord, ClaimStage, ClaimState, Finished, Lease, Millis,

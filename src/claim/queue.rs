@@ -468,10 +468,11 @@ pub fn attempt_failed<S: ClaimStore>(
 
 /// Records that the attempt holding `fence` was held back by its origin's gate at `now`
 /// (a pause, a cap, an open breaker: see [`crate::origin_gate`]), nothing sent: the event is
-/// queued again for `until` and the attempt is not counted against the budget (its start is
-/// given back: `budget.first_attempt` moves on by one). Its lease ends now, the last failure
-/// stays as it was, and `unknown` (true when this attempt was a takeover) carries over to the
-/// next attempt, which is a takeover too. Fenced like [`attempt_failed`]; returns `NotOwner`
+/// queued again for `until` and the attempt is given back (`attempts` goes back by one, so
+/// the next attempt that is sent carries the same number, under a fence with fresh random
+/// bits). Nothing counts against the budget. Its lease ends now, the last failure stays as it
+/// was, and `unknown` (true when this attempt was a takeover) carries over to the next
+/// attempt, which is a takeover too. Fenced like [`attempt_failed`]; returns `NotOwner`
 /// when the fence is no longer the current attempt's, else `Retry` with `until`.
 pub fn attempt_held<S: ClaimStore>(
     store: &mut S,
@@ -494,7 +495,7 @@ pub fn attempt_held<S: ClaimStore>(
     }
     let next_attempt_at = until.max(now);
     record.lease.until = record.lease.until.min(now);
-    queue.budget.first_attempt = queue.budget.first_attempt.saturating_add(1);
+    record.attempts = record.attempts.saturating_sub(1);
     queue.step = QueueStep::Queued {
         next_attempt_at,
         unknown,

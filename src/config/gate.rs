@@ -41,8 +41,12 @@ impl GateConfig {
         let max_rps = r.integer(ORIGIN_MAX_RPS, DEFAULT_ORIGIN_MAX_RPS, 0, 500) as u32;
         let max_in_flight =
             r.integer(ORIGIN_MAX_IN_FLIGHT, DEFAULT_ORIGIN_MAX_IN_FLIGHT, 0, 1_000) as u32;
-        let breaker_failures =
-            r.integer(ORIGIN_BREAKER_FAILURES, DEFAULT_ORIGIN_BREAKER_FAILURES, 0, 1_000) as u32;
+        let breaker_failures = r.integer(
+            ORIGIN_BREAKER_FAILURES,
+            DEFAULT_ORIGIN_BREAKER_FAILURES,
+            0,
+            1_000,
+        ) as u32;
         let probe_seconds = r.integer(ORIGIN_PROBE_SECONDS, DEFAULT_ORIGIN_PROBE_SECONDS, 1, 3_600);
         GateConfig {
             max_rps,

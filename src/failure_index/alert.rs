@@ -109,6 +109,8 @@ pub enum Kind {
     Recovered,
     /// `origin.failing`: one origin's attempts keep failing across events.
     OriginFailing,
+    /// `origin.recovered`: an origin's breaker closed (see [`crate::origin_gate`]).
+    OriginRecovered,
     /// `delivery.dead_lettered_digest`: how many of one sender's events died in an interval
     /// past its `delivery.dead_lettered` cap, with the path of their list.
     DeadLetteredDigest,
@@ -121,6 +123,7 @@ impl Kind {
             Kind::DeadLettered => "delivery.dead_lettered",
             Kind::Recovered => "delivery.recovered",
             Kind::OriginFailing => "origin.failing",
+            Kind::OriginRecovered => "origin.recovered",
             Kind::DeadLetteredDigest => "delivery.dead_lettered_digest",
         }
     }
@@ -491,4 +494,34 @@ fn origin_failing(
         made_at: now,
         next_at: now,
     }
+}
+
+/// Queues `origin.recovered` for `origin`, whose breaker opened at `down_since` and closed at
+/// `now`. Its id is the same for the same recovery, however often the gate reports it.
+pub fn origin_recovered<S: IndexStore>(
+    store: &mut S,
+    origin: &str,
+    down_since: Millis,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let kind = Kind::OriginRecovered;
+    let payload = json!({
+        "type": kind.name(),
+        "timestamp": crate::rfc3339::format(now),
+        "data": {
+            "origin": origin,
+            "down_since": crate::rfc3339::format(down_since),
+            "down_seconds": now.saturating_sub(down_since) / 1_000,
+        },
+    });
+    let notification = Notification {
+        id: stable_id(kind, origin, &down_since.to_string()),
+        kind,
+        payload: payload.to_string(),
+        tries: 0,
+        made_at: now,
+        // Due at once; one outbox entry per recovery, however often it is reported.
+        next_at: down_since,
+    };
+    queue(store, &notification)
 }

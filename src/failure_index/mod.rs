@@ -56,6 +56,13 @@ pub enum IndexRequest {
         /// Why it failed.
         reason: Option<Reason>,
     },
+    /// An origin's breaker closed (see [`alert::origin_recovered`]).
+    OriginRecovered {
+        /// The origin: its URL without credentials or query.
+        origin: String,
+        /// When its breaker opened.
+        down_since: Millis,
+    },
     /// A page of entries (see [`list`]).
     List(ListQuery),
     /// The counts (see [`summary`]).
@@ -75,6 +82,7 @@ impl IndexRequest {
         match self {
             IndexRequest::Report(_) => "report",
             IndexRequest::OriginFailed { .. } => "origin_failed",
+            IndexRequest::OriginRecovered { .. } => "origin_recovered",
             IndexRequest::List(_) => "list",
             IndexRequest::Summary => "summary",
             IndexRequest::Gone { .. } => "gone",
@@ -174,6 +182,12 @@ pub fn handle<S: IndexStore>(
         } => match alerts {
             Some(alerts) => alert::origin_failed(store, origin, key, *reason, now, alerts)
                 .map(|_| IndexReply::Noted),
+            None => Ok(IndexReply::Noted),
+        },
+        IndexRequest::OriginRecovered { origin, down_since } => match alerts {
+            Some(_) => {
+                alert::origin_recovered(store, origin, *down_since, now).map(|()| IndexReply::Noted)
+            }
             None => Ok(IndexReply::Noted),
         },
         IndexRequest::List(query) => list(store, query).map(IndexReply::Page),

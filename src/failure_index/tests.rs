@@ -378,6 +378,35 @@ fn an_origin_is_failing_after_three_events_fail_within_the_window_at_most_once_p
 }
 
 #[test]
+fn an_origin_recovered_once_is_announced_once_with_how_long_it_was_down() {
+    let mut store = MemoryIndexStore::default();
+    let request = IndexRequest::OriginRecovered {
+        origin: "https://handler.example/hook".into(),
+        down_since: 10_000,
+    };
+    assert_eq!(
+        handle(&mut store, &request, 70_000, Some(&ALERTS)),
+        IndexReply::Noted
+    );
+    assert_eq!(
+        handle(&mut store, &request, 70_500, Some(&ALERTS)),
+        IndexReply::Noted
+    );
+    let queued = alert::due(&mut store, u64::MAX / 2, 10).unwrap();
+    assert_eq!(queued.len(), 1, "the same recovery is one notification");
+    let payload: serde_json::Value = serde_json::from_str(&queued[0].payload).unwrap();
+    assert_eq!(payload["type"], "origin.recovered");
+    assert_eq!(payload["data"]["origin"], "https://handler.example/hook");
+    assert_eq!(payload["data"]["down_seconds"], 60);
+    let mut quiet = MemoryIndexStore::default();
+    assert_eq!(
+        handle(&mut quiet, &request, 70_000, None),
+        IndexReply::Noted
+    );
+    assert!(alert::due(&mut quiet, u64::MAX / 2, 10).unwrap().is_empty());
+}
+
+#[test]
 fn a_notification_is_signed_as_standard_webhooks_verifies_it() {
     let key = crate::providers::standard::secret_key(
         "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",

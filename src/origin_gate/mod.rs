@@ -4,7 +4,7 @@
 //!
 //! - **Pause.** An operator's pause, or the time a `429` or `503` asked for in `Retry-After`:
 //!   no attempt starts before it ends.
-//! - **Caps.** At most `ORIGIN_MAX_RPS` attempts start in any one second, and at most
+//! - **Caps.** At most `ORIGIN_MAX_RPS` attempts start in any 1.1 s (see [`RATE_WINDOW_MS`]), and at most
 //!   `ORIGIN_MAX_IN_FLIGHT` are at the origin at once. Each start holds a permit until its
 //!   answer comes or its lease would end, whichever is first: a permit of an attempt that
 //!   crashed is never lost for longer than its lease.
@@ -30,6 +30,8 @@ use std::collections::{HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::Millis;
+use crate::failure_index::IndexRequest;
+use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::origin::OriginOutcome;
 
 #[cfg(test)]
@@ -37,6 +39,10 @@ mod tests;
 
 /// The ramp after a recovery ends once it allows this many attempts a second (and at once).
 pub const RAMP_END: u32 = 1_024;
+/// How long a start counts against `ORIGIN_MAX_RPS`: a second, and a tenth more, so that the
+/// network's jitter between the gate and the origin never puts one more start into a second
+/// as the origin sees it.
+pub const RATE_WINDOW_MS: Millis = 1_100;
 /// With no rate cap, held attempts are given times this many a second.
 pub const UNCAPPED_SLOTS_PER_SECOND: u32 = 100;
 /// At most this many held events are counted (the count is for people; nothing else uses it).
@@ -114,6 +120,9 @@ pub struct GateState {
     /// When the origin last came back (a pause ended, a resume, the breaker closed): the drain
     /// ramps up from here.
     pub ramp_from: Option<Millis>,
+    /// The origin's name, once the gate has seen it (its alarm needs it for notifications).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// The gate's answer to an attempt that asks to start.
@@ -276,6 +285,18 @@ impl Gate {
         &self.state
     }
 
+    /// Remembers the origin's name (stored with the state at the next save).
+    pub fn name(&mut self, origin: &str) {
+        if self.state.origin.as_deref() != Some(origin) {
+            self.state.origin = Some(origin.to_owned());
+        }
+    }
+
+    /// The origin's name, once known.
+    pub fn origin(&self) -> Option<&str> {
+        self.state.origin.as_deref()
+    }
+
     /// Attempts at the origin now (permits not yet ended at `now`).
     pub fn in_flight(&self, now: Millis) -> u32 {
         self.permits.iter().filter(|(_, ends)| *ends > now).count() as u32
@@ -285,14 +306,21 @@ impl Gate {
     pub fn admit(&mut self, key: &str, now: Millis, limits: &GateLimits) -> (Admission, Changed) {
         let mut changed = self.lapse(now);
         self.permits.retain(|(_, ends)| *ends > now);
-        while self.starts.front().is_some_and(|at| *at + 1_000 <= now) {
+        while self
+            .starts
+            .front()
+            .is_some_and(|at| *at + RATE_WINDOW_MS <= now)
+        {
             self.starts.pop_front();
         }
         if let Some(pause) = self.state.paused {
             let base = pause
                 .until
                 .unwrap_or_else(|| now.saturating_add(limits.probe_ms));
-            return (self.hold(key, base, HoldReason::Paused, now, limits), changed);
+            return (
+                self.hold(key, base, HoldReason::Paused, now, limits),
+                changed,
+            );
         }
         let mut probe = false;
         match self.state.breaker {
@@ -304,11 +332,17 @@ impl Gate {
             }
             Breaker::Open { next_probe, .. } => {
                 let base = next_probe.max(now.saturating_add(1));
-                return (self.hold(key, base, HoldReason::BreakerOpen, now, limits), changed);
+                return (
+                    self.hold(key, base, HoldReason::BreakerOpen, now, limits),
+                    changed,
+                );
             }
             Breaker::HalfOpen { probe_ends, .. } => {
                 let base = probe_ends.min(now.saturating_add(limits.probe_ms));
-                return (self.hold(key, base, HoldReason::BreakerOpen, now, limits), changed);
+                return (
+                    self.hold(key, base, HoldReason::BreakerOpen, now, limits),
+                    changed,
+                );
             }
             Breaker::Closed => {}
         }
@@ -342,7 +376,7 @@ impl Gate {
         let rate = limit(limits.max_rps, ramp);
         if let Some((most, why)) = rate {
             if self.starts.len() as u32 >= most {
-                let freed = self.starts.front().map_or(now, |at| at + 1_000);
+                let freed = self.starts.front().map_or(now, |at| at + RATE_WINDOW_MS);
                 return Some((freed.max(now + 1), why.unwrap_or(HoldReason::RateCap)));
             }
         }
@@ -536,8 +570,12 @@ impl Gate {
 
     /// The origin `origin` as it stands at `now`.
     pub fn view(&mut self, origin: &str, now: Millis) -> OriginView {
-        self.held.retain(|_, until| until.saturating_add(60_000) > now);
-        let paused = self.state.paused.filter(|pause| pause.until.is_none_or(|at| at > now));
+        self.held
+            .retain(|_, until| until.saturating_add(60_000) > now);
+        let paused = self
+            .state
+            .paused
+            .filter(|pause| pause.until.is_none_or(|at| at > now));
         let state = match (paused, self.state.breaker) {
             (Some(_), _) => "paused",
             (None, Breaker::Closed) => "closed",
@@ -561,6 +599,50 @@ impl Gate {
             next_probe_at: next_probe,
         }
     }
+}
+
+/// What the gate's object does after `changed` for `origin` at `now`: the line to write, if
+/// any, and, when notifications are on (`alerts_on`), what to tell the failure index.
+pub fn after_change(
+    changed: Changed,
+    origin: &str,
+    limits: &GateLimits,
+    alerts_on: bool,
+    now: Millis,
+) -> (Option<LogLine>, Option<IndexRequest>) {
+    let key = Some(origin.to_owned());
+    if changed.opened {
+        let line = LogLine {
+            level: Level::Error,
+            outcome: Outcome::BreakerOpened,
+            key,
+            detail: Some(format!(
+                "{} failures in a row; attempts held, one probe every {} s",
+                limits.breaker_failures,
+                limits.probe_ms / 1_000
+            )),
+            ..LogLine::new(Route::Gate)
+        };
+        return (Some(line), None);
+    }
+    let Some(down_since) = changed.recovered_from else {
+        return (None, None);
+    };
+    let line = LogLine {
+        level: Level::Warn,
+        outcome: Outcome::BreakerClosed,
+        key,
+        detail: Some(format!(
+            "answered again after {} s; the held events drain",
+            now.saturating_sub(down_since) / 1_000
+        )),
+        ..LogLine::new(Route::Gate)
+    };
+    let tell = alerts_on.then(|| IndexRequest::OriginRecovered {
+        origin: origin.to_owned(),
+        down_since,
+    });
+    (Some(line), tell)
 }
 
 /// The lower of `cap` (0: none) and the ramp's limit, and whether the ramp is the lower.
@@ -594,6 +676,68 @@ pub fn origin_name(url: &url::Url) -> String {
     named.to_string()
 }
 
+/// The request header that names the event whose attempt the gate is asked to forward; the
+/// gate reads it and removes it.
+pub const EVENT_HEADER: &str = "x-webhook-dedup-gate-event";
+/// The header of the gate's own answers, when it sent nothing on or got no answer. The gate
+/// removes it from every answer of the origin's, so an origin can never forge one.
+pub const GATE_HEADER: &str = "x-webhook-dedup-gate";
+
+/// What the gate says of an attempt it did not get an origin's answer for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GateWord {
+    /// Held back: nothing was sent; come back at `until`.
+    Held {
+        /// When.
+        until: Millis,
+        /// Why.
+        why: HoldReason,
+    },
+    /// Sent, and the runtime reported this error instead of an answer.
+    Failed(crate::origin::NetworkError),
+    /// Sent, and no answer came within the attempt's time-out.
+    TimedOut,
+    /// Not sent: the request could not be built.
+    NotSent,
+}
+
+impl GateWord {
+    /// The value of [`GATE_HEADER`] that says it.
+    pub fn header_value(self) -> String {
+        match self {
+            GateWord::Held { until, why } => format!("held; until={until}; why={}", why.name()),
+            GateWord::Failed(crate::origin::NetworkError::ConnectionLost) => {
+                "failed; error=connection_lost".into()
+            }
+            GateWord::Failed(crate::origin::NetworkError::Other) => "failed; error=other".into(),
+            GateWord::TimedOut => "timed_out".into(),
+            GateWord::NotSent => "not_sent".into(),
+        }
+    }
+
+    /// The word a [`GATE_HEADER`] value says; `None` for anything else.
+    pub fn read(value: &str) -> Option<GateWord> {
+        let mut parts = value.split(';').map(str::trim);
+        let word = parts.next()?;
+        let mut fields = parts.filter_map(|part| part.split_once('='));
+        let mut field = |name: &str| fields.find(|(key, _)| *key == name).map(|(_, v)| v);
+        match word {
+            "held" => {
+                let until = field("until")?.parse().ok()?;
+                let why = HoldReason::named(field("why")?)?;
+                Some(GateWord::Held { until, why })
+            }
+            "failed" => Some(GateWord::Failed(match field("error")? {
+                "connection_lost" => crate::origin::NetworkError::ConnectionLost,
+                _ => crate::origin::NetworkError::Other,
+            })),
+            "timed_out" => Some(GateWord::TimedOut),
+            "not_sent" => Some(GateWord::NotSent),
+            _ => None,
+        }
+    }
+}
+
 /// A request to the gate other than an attempt's forward.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -613,6 +757,17 @@ pub enum GateRequest {
         /// Its name.
         origin: String,
     },
+}
+
+impl GateRequest {
+    /// The origin it is about: its gate's name.
+    pub fn origin(&self) -> &str {
+        match self {
+            GateRequest::View { origin }
+            | GateRequest::Pause { origin }
+            | GateRequest::Resume { origin } => origin,
+        }
+    }
 }
 
 /// Serves `request` at `now` on `gate`: how the origin stands after it, and what changed.

@@ -30,7 +30,10 @@ fn a_closed_gate_lets_attempts_through_within_both_caps() {
         .map(|i| go(&mut gate, &format!("e{i}"), 1_000, &LIMITS).expect("under the caps"))
         .collect();
     assert_eq!(gate.in_flight(1_000), 3);
-    assert_eq!(held_until(&mut gate, "e3", 1_000).1, HoldReason::InFlightCap);
+    assert_eq!(
+        held_until(&mut gate, "e3", 1_000).1,
+        HoldReason::InFlightCap
+    );
     gate.finish(permits[0], Health::Up, 1_100, &LIMITS);
     assert!(go(&mut gate, "e3", 1_100, &LIMITS).is_some());
 }
@@ -53,7 +56,10 @@ fn no_second_ever_starts_more_than_the_rate_cap() {
     }
     for &from in &starts {
         let within = starts.iter().filter(|&&at| at >= from && at < from + 1_000);
-        assert!(within.count() <= 5, "more than 5 starts in the second from {from}");
+        assert!(
+            within.count() <= 5,
+            "more than 5 starts in the second from {from}"
+        );
     }
     assert!(starts.len() >= 45, "only {} starts in 10 s", starts.len());
 }
@@ -64,7 +70,10 @@ fn a_permit_of_an_attempt_that_never_finished_ends_with_its_lease() {
     for i in 0..3 {
         go(&mut gate, &format!("crashed{i}"), 1_000, &LIMITS).expect("under the caps");
     }
-    assert_eq!(held_until(&mut gate, "next", 2_000).1, HoldReason::InFlightCap);
+    assert_eq!(
+        held_until(&mut gate, "next", 2_000).1,
+        HoldReason::InFlightCap
+    );
     assert_eq!(gate.in_flight(31_000), 0);
     assert!(go(&mut gate, "next", 31_000, &LIMITS).is_some());
 }
@@ -137,7 +146,10 @@ fn only_answers_of_500_and_above_and_lost_answers_count_against_the_origin() {
     let health = |outcome| Health::of(&outcome, None, 0, 1);
     assert_eq!(health(OriginOutcome::Answered { status: 404 }), Health::Up);
     assert_eq!(health(OriginOutcome::Answered { status: 429 }), Health::Up);
-    assert_eq!(health(OriginOutcome::Answered { status: 503 }), Health::Down);
+    assert_eq!(
+        health(OriginOutcome::Answered { status: 503 }),
+        Health::Down
+    );
     assert_eq!(health(OriginOutcome::TimedOut), Health::Down);
     let error = crate::origin::NetworkError::ConnectionLost;
     assert_eq!(health(OriginOutcome::Failed { error }), Health::Down);
@@ -162,7 +174,10 @@ fn the_breaker_opens_after_failures_in_a_row_and_one_probe_closes_it() {
     let probe = go(&mut gate, "a", 11_000, &LIMITS).unwrap();
     assert!(probe.probe);
     assert_eq!(gate.view("o", 11_000).state, "half_open");
-    assert_eq!(held_until(&mut gate, "b", 11_001).1, HoldReason::BreakerOpen);
+    assert_eq!(
+        held_until(&mut gate, "b", 11_001).1,
+        HoldReason::BreakerOpen
+    );
     let changed = gate.finish(probe, Health::Up, 11_500, &LIMITS);
     assert_eq!(changed.recovered_from, Some(1_000));
     assert_eq!(gate.view("o", 11_500).state, "closed");
@@ -190,7 +205,10 @@ fn a_probe_that_never_answers_lets_the_next_probe_go_after_its_permit() {
     let mut gate = Gate::default();
     open(&mut gate, 1_000, &LIMITS);
     go(&mut gate, "lost", 11_000, &LIMITS).unwrap();
-    assert_eq!(held_until(&mut gate, "b", 20_000).1, HoldReason::BreakerOpen);
+    assert_eq!(
+        held_until(&mut gate, "b", 20_000).1,
+        HoldReason::BreakerOpen
+    );
     // The probe's permit (30 s) ends at 41 s; the gate then lets another probe out.
     let admitted = gate.admit("b", 40_999, &LIMITS).0;
     assert!(matches!(admitted, Admission::Hold { .. }));
@@ -223,7 +241,11 @@ fn a_breaker_of_zero_failures_never_opens() {
     let mut gate = Gate::default();
     for i in 0..20u64 {
         let permit = go(&mut gate, "a", 1_000 + i * 1_000, &limits).unwrap();
-        assert!(!gate.finish(permit, Health::Down, 1_000 + i * 1_000, &limits).opened);
+        assert!(
+            !gate
+                .finish(permit, Health::Down, 1_000 + i * 1_000, &limits)
+                .opened
+        );
     }
     assert_eq!(gate.view("o", 30_000).state, "closed");
     assert_eq!(gate.view("o", 30_000).failures_in_a_row, 20);
@@ -255,5 +277,31 @@ fn hold_reasons_read_back_by_name() {
         HoldReason::Ramp,
     ] {
         assert_eq!(HoldReason::named(why.name()), Some(why));
+    }
+}
+
+#[test]
+fn the_gate_header_reads_back_what_it_says_and_nothing_else() {
+    let words = [
+        GateWord::Held {
+            until: 1_234,
+            why: HoldReason::RateCap,
+        },
+        GateWord::Failed(crate::origin::NetworkError::ConnectionLost),
+        GateWord::Failed(crate::origin::NetworkError::Other),
+        GateWord::TimedOut,
+        GateWord::NotSent,
+    ];
+    for word in words {
+        assert_eq!(GateWord::read(&word.header_value()), Some(word));
+    }
+    for junk in [
+        "",
+        "held",
+        "held; until=x; why=paused",
+        "held; until=5; why=bored",
+        "ok",
+    ] {
+        assert_eq!(GateWord::read(junk), None, "{junk:?}");
     }
 }

@@ -14,6 +14,7 @@ use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
+use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
 
 /// What a door asked of the runtime.
@@ -33,6 +34,8 @@ pub enum RuntimeCall {
     Ask(AuthorityRequest),
     /// Send this to the failure index.
     Index(IndexRequest),
+    /// Send this to an origin's gate.
+    Gate(GateRequest),
 }
 
 /// One request, and what the runtime under it will say.
@@ -53,6 +56,8 @@ pub struct Memory {
     pub calls: RefCell<Vec<RuntimeCall>>,
     /// Whether the claim authority's binding is missing from the deploy.
     pub no_binding: bool,
+    /// The origins' gates' answers, in order (a failure once they run out).
+    pub gate_replies: RefCell<VecDeque<Result<OriginView, String>>>,
 }
 
 /// The nonce [`Memory`] hands to every delivery.
@@ -73,6 +78,7 @@ impl Memory {
             index_replies: RefCell::default(),
             calls: RefCell::default(),
             no_binding: false,
+            gate_replies: RefCell::new(VecDeque::new()),
         }
     }
 
@@ -177,6 +183,12 @@ impl Runtime for Memory {
         next.unwrap_or_else(|| IndexReply::StoreFailed {
             detail: "no reply given".into(),
         })
+    }
+
+    async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String> {
+        self.note(RuntimeCall::Gate(request.clone()));
+        let next = self.gate_replies.borrow_mut().pop_front();
+        next.unwrap_or_else(|| Err("no reply given".into()))
     }
 }
 

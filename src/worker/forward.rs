@@ -38,22 +38,22 @@ impl Exchange {
         headers: &[(String, String)],
         body: Option<&JsValue>,
     ) -> Result<Exchange, OriginOutcome> {
-        let not_sent = |_| OriginOutcome::NotSent;
-        let controller = AbortController::new().map_err(not_sent)?;
-        let headers = headers_of(headers).map_err(not_sent)?;
-        let init = RequestInit::new();
-        init.set_method(method);
-        init.set_headers(&headers);
-        init.set_redirect(RequestRedirect::Manual);
-        init.set_signal(Some(&controller.signal()));
-        if let Some(body) = body {
-            init.set_body(body);
-        }
-        let request = web_sys::Request::new_with_str_and_init(url, &init).map_err(not_sent)?;
+        let controller = AbortController::new().map_err(|_| OriginOutcome::NotSent)?;
+        let request = request(method, url, headers, body, Some(&controller))?;
         let global: WorkerGlobalScope = js_sys::global().unchecked_into();
         Ok(Exchange {
             controller,
             answer: JsFuture::from(global.fetch_with_request(&request)),
+        })
+    }
+
+    /// The exchange whose answer `answer` resolves to, sent some other way (through a gate);
+    /// aborting it stops only the wait.
+    pub fn pending(answer: js_sys::Promise) -> Result<Exchange, OriginOutcome> {
+        let controller = AbortController::new().map_err(|_| OriginOutcome::NotSent)?;
+        Ok(Exchange {
+            controller,
+            answer: JsFuture::from(answer),
         })
     }
 
@@ -75,6 +75,30 @@ impl Future for Exchange {
                 })
         })
     }
+}
+
+/// A `method` request to `url` with `headers` (in order) and `body`, never following a
+/// redirect, stopped by `controller` when given. `Err(NotSent)` when the runtime refuses it.
+pub fn request(
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&JsValue>,
+    controller: Option<&AbortController>,
+) -> Result<web_sys::Request, OriginOutcome> {
+    let not_sent = |_| OriginOutcome::NotSent;
+    let headers = headers_of(headers).map_err(not_sent)?;
+    let init = RequestInit::new();
+    init.set_method(method);
+    init.set_headers(&headers);
+    init.set_redirect(RequestRedirect::Manual);
+    if let Some(controller) = controller {
+        init.set_signal(Some(&controller.signal()));
+    }
+    if let Some(body) = body {
+        init.set_body(body);
+    }
+    web_sys::Request::new_with_str_and_init(url, &init).map_err(not_sent)
 }
 
 /// `pairs` as the runtime's headers, in order.

@@ -15,6 +15,7 @@ mod kv_store;
 mod log;
 mod native;
 mod object;
+mod origin_gate;
 mod rate_limit;
 mod rpc;
 mod runtime;

@@ -12,6 +12,7 @@ use super::clock;
 use super::failure_index::client as index_client;
 use super::inbound::Inbound;
 use super::native;
+use super::origin_gate::client as gate_client;
 use super::rate_limit;
 use crate::answer::BodyError;
 use crate::claim::{Millis, Nonce, StoreError};
@@ -19,6 +20,7 @@ use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
+use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
 use crate::runtime::{Runtime, RuntimeFault};
 
@@ -105,5 +107,9 @@ impl Runtime for Doorway<'_> {
 
     async fn ask_index(&self, request: &IndexRequest) -> IndexReply {
         index_client::send(self.env, request).await
+    }
+
+    async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String> {
+        gate_client::ask(self.env, request).await
     }
 }

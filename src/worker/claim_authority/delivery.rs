@@ -39,7 +39,7 @@ pub async fn run(
     let attempt = Attempt::sync(&deliver, won, now);
     let (early, answered) = oneshot::channel();
     let executor = executor.clone();
-    state.wait_until(async move { drive::run(&executor, attempt, sent, Some(early)).await });
+    state.wait_until(async move { drive::run(&executor, attempt, sent, Some(early), false).await });
     match answered.await {
         Ok((reply, None)) => Ok(wire::reply(&reply)),
         Ok((reply, Some(stream))) => wire::reply_with_stream(&reply, &stream),

@@ -6,7 +6,7 @@ use futures_channel::oneshot;
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use worker::web_sys::{
-    AbortController, ReadableStream, TransformStream, WritableStreamDefaultWriter,
+    self, AbortController, ReadableStream, TransformStream, WritableStreamDefaultWriter,
 };
 
 use crate::claim::Millis;
@@ -14,6 +14,7 @@ use crate::claim_authority::attempt::{Event, Wants};
 use crate::claim_authority::object::{Executor, Forwarding, ObjectIo};
 use crate::claim_authority::{Attempt, AuthorityReply, Door, ForwardReport, Head};
 use crate::origin::OriginOutcome;
+use crate::origin_gate::{GateWord, GATE_HEADER};
 use crate::worker::clock;
 use crate::worker::forward::{self, BodyReader, Exchange};
 
@@ -28,9 +29,11 @@ pub async fn run<O: ObjectIo>(
     attempt: Attempt,
     sent: Result<Exchange, OriginOutcome>,
     early: Option<oneshot::Sender<Early>>,
+    gated: bool,
 ) {
     let mut io = Io {
         early,
+        gated,
         ..Io::default()
     };
     let sent = sent.map(|exchange| {
@@ -53,6 +56,8 @@ struct Io {
     /// Where the origin's answer streams to the caller.
     sink: Option<WritableStreamDefaultWriter>,
     early: Option<oneshot::Sender<Early>>,
+    /// Sent through the origin's gate: its own answers are read as what they say.
+    gated: bool,
 }
 
 impl Forwarding for Io {
@@ -149,6 +154,9 @@ impl Io {
         };
         match forward::within(exchange, remaining).await {
             Ok(Ok(response)) => {
+                if let Some(word) = self.gate_word(&response) {
+                    return word;
+                }
                 let status = response.status();
                 let headers = door
                     .reads_answer_headers(status)
@@ -163,6 +171,20 @@ impl Io {
                 Event::Timeout
             }
         }
+    }
+
+    /// What the gate's own answer says (see [`GateWord`]), when `response` is one.
+    fn gate_word(&self, response: &web_sys::Response) -> Option<Event> {
+        if !self.gated {
+            return None;
+        }
+        let value = response.headers().get(GATE_HEADER).ok().flatten()?;
+        Some(match GateWord::read(&value)? {
+            GateWord::Held { until, why } => Event::Held { until, why },
+            GateWord::Failed(error) => Event::NoHead(OriginOutcome::Failed { error }),
+            GateWord::TimedOut => Event::NoHead(OriginOutcome::TimedOut),
+            GateWord::NotSent => Event::NoHead(OriginOutcome::NotSent),
+        })
     }
 
     fn answer(&mut self, early: Early) {
