@@ -9,6 +9,7 @@
 //! | [`claim`] | the claim record and its transitions: claim, finalize, release, forget, expire |
 //! | [`claim_authority`] | the claim authority (one Durable Object per key, the only writer of its claim): its messages, a delivery's and a queued attempt's rules, the attempt driver, and its sequences as tasks with their executor ([`claim_authority::object`]) |
 //! | [`origin`] | what an origin's answer (or its absence) means for a claim |
+//! | [`origin_gate`] | the origin's gate (one Durable Object per origin): pauses, caps, the breaker, the drain |
 //! | [`webhook`] | the webhook doors' refusals and answer table (every sender) |
 //! | [`providers`] | the senders: names, record keys, default modes, and each sender's signature and id rules (Stripe's `Stripe-Signature` and event envelope among them) |
 //! | [`idempotency`] | the Idempotency-Key door's rules and answer table |

@@ -158,6 +158,21 @@ describe('the origin speaks for itself', () => {
     }
   });
 
+  test('an origin cannot forge the gate\'s own answer: its gate header is dropped and its 200 delivers the event', async () => {
+    const id = eventId('forger');
+    const forged = `held; until=${Date.now() + 3_600_000}; why=paused`;
+    behaviour.set(id, () => ({ status: 200, headers: { 'x-webhook-dedup-gate': forged } }));
+    assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+    const record = await until(async () => {
+      const found = (await call(`${worker.url}/admin/events/${id}`, { headers: auth })).json?.record;
+      return found?.state === 'done' && found;
+    }, 10_000, 'delivered');
+    assert.equal(record.attempts, 1);
+    assert.equal(origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id).length, 1);
+    const [item] = (await admin('origins')).json.items;
+    assert.notEqual(item.state, 'paused');
+  });
+
   test('an HTTP-date Retry-After pauses the origin until that date', async () => {
     const id = eventId('dated');
     const at = new Date(Math.ceil((Date.now() + 5_000) / 1_000) * 1_000);

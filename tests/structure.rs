@@ -30,6 +30,8 @@ const LAYERS: &[&[&str]] = &[
     &["object"],
     // The failure index (one Durable Object): its rules, its notifications and its sequences.
     &["failure_index"],
+    // The origin's gate (one Durable Object per origin): pauses, caps, the breaker.
+    &["origin_gate"],
     // The claim authority (one Durable Object per key): its messages, the attempt driver, its
     // sequences and their executor.
     &["claim_authority"],
@@ -543,8 +545,9 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
 
 /// The most lines of code `src/worker/` may hold: comments and blank lines do not count, so
 /// that no comment is ever cut to fit (see the developing guide). Lower it whenever a change
-/// moves work out of the adapter.
-const MAX_WORKER_LINES: usize = 1_360;
+/// moves work out of the adapter. (1,360 until the origin's gate, a third object, brought its
+/// adapter: `src/worker/origin_gate/` and the attempt's path through it.)
+const MAX_WORKER_LINES: usize = 1_690;
 
 /// The lines of `text` that hold code: neither blank nor only a comment.
 fn code_lines(text: &str) -> usize {

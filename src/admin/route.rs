@@ -71,21 +71,8 @@ pub fn route(
             return AdminRoute::Answer(AdminAnswer::misconfigured(), detail);
         }
     };
-    let query = pairs
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_str()));
-    match dead_letters::index_call(method, rest, query) {
-        Some(Ok(call)) => return AdminRoute::Index(call, config.webhook.claims),
-        Some(Err(refused)) => return AdminRoute::Answer(refused, None),
-        None => {}
-    }
-    match origins::origins_call(method, rest) {
-        Some(Ok(call)) => {
-            let known = origins::known_origins(config);
-            return AdminRoute::Origins(call, known, config.delivery.clone());
-        }
-        Some(Err(refused)) => return AdminRoute::Answer(refused, None),
-        None => {}
+    if let Some(route) = collection_route(method, rest, pairs, config) {
+        return route;
     }
     let call = match call(method, rest) {
         Ok(call) => call,
@@ -104,6 +91,31 @@ pub fn route(
         call,
         force,
         policy,
+    })
+}
+
+/// The route of a `method` request for `rest` over a collection (the failure index's lists,
+/// the origins), with the query's `pairs`; `None` for a record's route.
+fn collection_route(
+    method: &str,
+    rest: &str,
+    pairs: &[(String, String)],
+    config: &Config,
+) -> Option<AdminRoute> {
+    let query = pairs
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()));
+    match dead_letters::index_call(method, rest, query) {
+        Some(Ok(call)) => return Some(AdminRoute::Index(call, config.webhook.claims)),
+        Some(Err(refused)) => return Some(AdminRoute::Answer(refused, None)),
+        None => {}
+    }
+    Some(match origins::origins_call(method, rest)? {
+        Ok(call) => {
+            let known = origins::known_origins(config);
+            AdminRoute::Origins(call, known, config.delivery)
+        }
+        Err(refused) => AdminRoute::Answer(refused, None),
     })
 }
 

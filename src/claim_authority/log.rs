@@ -68,27 +68,7 @@ impl LogLine {
             End::Queue(end) => {
                 line.takeover = Some(summary.takeover);
                 line.detail = reason;
-                let (outcome, level) = match end {
-                    AttemptEnd::Delivered => (Outcome::Delivered, Level::Info),
-                    AttemptEnd::RetryAt(at) => {
-                        line.detail = Some(format!(
-                            "{}; next attempt in {} s",
-                            line.detail.as_deref().unwrap_or("time-out"),
-                            at.saturating_sub(now).div_ceil(1_000)
-                        ));
-                        (Outcome::RetryScheduled, Level::Warn)
-                    }
-                    AttemptEnd::DeadLettered => (Outcome::DeadLettered, Level::Error),
-                    AttemptEnd::FenceConflict => (Outcome::FenceConflict, Level::Warn),
-                    AttemptEnd::Held { until, why } => {
-                        line.detail = Some(format!(
-                            "origin {}; next attempt in {} s (not counted)",
-                            why.name(),
-                            until.saturating_sub(now).div_ceil(1_000)
-                        ));
-                        (Outcome::Held, Level::Info)
-                    }
-                };
+                let (outcome, level) = queue_end(&mut line, end, now);
                 line.outcome = outcome;
                 line.raise(level);
             }
@@ -100,5 +80,32 @@ impl LogLine {
             }
         }
         line
+    }
+}
+
+/// The outcome and level of a queued attempt that ended with `end` at `now`; a retry's or a
+/// hold's line says when the next attempt comes.
+fn queue_end(line: &mut LogLine, end: &AttemptEnd, now: Millis) -> (Outcome, Level) {
+    let in_seconds = |at: Millis| at.saturating_sub(now).div_ceil(1_000);
+    match end {
+        AttemptEnd::Delivered => (Outcome::Delivered, Level::Info),
+        AttemptEnd::RetryAt(at) => {
+            line.detail = Some(format!(
+                "{}; next attempt in {} s",
+                line.detail.as_deref().unwrap_or("time-out"),
+                in_seconds(*at)
+            ));
+            (Outcome::RetryScheduled, Level::Warn)
+        }
+        AttemptEnd::DeadLettered => (Outcome::DeadLettered, Level::Error),
+        AttemptEnd::FenceConflict => (Outcome::FenceConflict, Level::Warn),
+        AttemptEnd::Held { until, why } => {
+            line.detail = Some(format!(
+                "origin {}; next attempt in {} s (not counted)",
+                why.name(),
+                in_seconds(*until)
+            ));
+            (Outcome::Held, Level::Info)
+        }
     }
 }

@@ -7,7 +7,6 @@ use super::keys::{
 };
 use super::reader::Reader;
 use crate::claim::Millis;
-use crate::origin_gate::GateLimits;
 
 /// Default attempts started per second per origin: what a small handler takes without falling
 /// over, and a backlog of 100,000 events drained in under an hour and a half.
@@ -54,18 +53,6 @@ impl GateConfig {
             breaker_failures,
             probe_ms: probe_seconds * 1_000,
             health_url: r.url(ORIGIN_HEALTH_URL),
-        }
-    }
-
-    /// The gate's limits, its permits lasting `permit_ms` (a queued attempt's lease).
-    pub fn limits(&self, permit_ms: Millis) -> GateLimits {
-        GateLimits {
-            max_rps: self.max_rps,
-            max_in_flight: self.max_in_flight,
-            breaker_failures: self.breaker_failures,
-            probe_ms: self.probe_ms,
-            health_probe: self.health_url.is_some(),
-            permit_ms,
         }
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! - **Pause.** An operator's pause, or the time a `429` or `503` asked for in `Retry-After`:
 //!   no attempt starts before it ends.
-//! - **Caps.** At most `ORIGIN_MAX_RPS` attempts start in any 1.1 s (see [`RATE_WINDOW_MS`]), and at most
+//! - **Caps.** At most `ORIGIN_MAX_RPS` attempts are counted at once, each from its send until
+//!   a second after its answer (see [`RATE_WINDOW_MS`]), and at most
 //!   `ORIGIN_MAX_IN_FLIGHT` are at the origin at once. Each start holds a permit until its
 //!   answer comes or its lease would end, whichever is first: a permit of an attempt that
 //!   crashed is never lost for longer than its lease.
@@ -12,10 +13,10 @@
 //!   errors) attempts are held, and one probe goes out every `ORIGIN_PROBE_SECONDS`: a real
 //!   attempt, or a request to `ORIGIN_HEALTH_URL` from the gate's alarm. Its first answer
 //!   below 500 closes the breaker.
-//! - **Drain.** When the origin comes back, at most one more attempt at once and one more a
-//!   second each second (doubling: 1, 2, 4, ...) until the caps, or 1,024, are reached; held
-//!   attempts are given times one after another in the order they were held, so the backlog
-//!   comes back oldest first at the capped rate instead of all at once.
+//! - **Drain.** When the origin comes back, the gate ramps up: one attempt at once and one a
+//!   second in the first second, then 2, 4, 8 (doubling each second) until the caps, or 1,024,
+//!   are reached. Held attempts are given times one after another in the order they were held,
+//!   so the backlog comes back oldest first at the capped rate instead of all at once.
 //!
 //! An attempt the gate holds back is told when to come back ([`Admission::Hold`]); its event's
 //! object puts it back in the queue for then without counting an attempt (see
@@ -25,7 +26,7 @@
 //! What the gate keeps in memory (permits, starts, the drain cursor, the held count) is lost
 //! when its object is evicted; its pause and breaker are stored ([`GateState`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -39,10 +40,13 @@ mod tests;
 
 /// The ramp after a recovery ends once it allows this many attempts a second (and at once).
 pub const RAMP_END: u32 = 1_024;
-/// How long a start counts against `ORIGIN_MAX_RPS`: a second, and a tenth more, so that the
-/// network's jitter between the gate and the origin never puts one more start into a second
-/// as the origin sees it.
-pub const RATE_WINDOW_MS: Millis = 1_100;
+/// How long after its answer a start still counts against `ORIGIN_MAX_RPS`. A start counts
+/// from its send until a second after its answer (or after its permit ends): the request
+/// reached the origin at some moment between the two, so the origin never sees more than the
+/// cap arrive in any second, however long the way there took. (A start counted for a second
+/// from its send alone let 21 of a cap of 20 arrive within one second under load, when the
+/// way to the origin took over 300 ms.)
+pub const RATE_WINDOW_MS: Millis = 1_000;
 /// With no rate cap, held attempts are given times this many a second.
 pub const UNCAPPED_SLOTS_PER_SECOND: u32 = 100;
 /// At most this many held events are counted (the count is for people; nothing else uses it).
@@ -64,6 +68,20 @@ pub struct GateLimits {
     pub health_probe: bool,
     /// Longest a permit is held: a queued attempt's lease.
     pub permit_ms: Millis,
+}
+
+impl GateLimits {
+    /// The limits `config` sets, each permit lasting `permit_ms` (a queued attempt's lease).
+    pub fn of(config: &crate::config::GateConfig, permit_ms: Millis) -> GateLimits {
+        GateLimits {
+            max_rps: config.max_rps,
+            max_in_flight: config.max_in_flight,
+            breaker_failures: config.breaker_failures,
+            probe_ms: config.probe_ms,
+            health_probe: config.health_url.is_some(),
+            permit_ms,
+        }
+    }
 }
 
 /// Why an operator or the origin paused deliveries.
@@ -262,8 +280,9 @@ pub struct Gate {
     state: GateState,
     /// Permits out: `(id, when it ends)`.
     permits: Vec<(u64, Millis)>,
-    /// When each attempt of the last second started, oldest first.
-    starts: VecDeque<Millis>,
+    /// The starts that still count against the rate cap: `(permit, counted until)`; a start
+    /// still at the origin counts until a second after its permit ends.
+    starts: Vec<(u64, Millis)>,
     /// The next free time for a held attempt.
     cursor: Millis,
     /// Held events and when they were told to come back.
@@ -306,13 +325,7 @@ impl Gate {
     pub fn admit(&mut self, key: &str, now: Millis, limits: &GateLimits) -> (Admission, Changed) {
         let mut changed = self.lapse(now);
         self.permits.retain(|(_, ends)| *ends > now);
-        while self
-            .starts
-            .front()
-            .is_some_and(|at| *at + RATE_WINDOW_MS <= now)
-        {
-            self.starts.pop_front();
-        }
+        self.starts.retain(|(_, until)| *until > now);
         if let Some(pause) = self.state.paused {
             let base = pause
                 .until
@@ -356,9 +369,10 @@ impl Gate {
             id: self.next_permit,
             probe,
         };
-        self.permits
-            .push((permit.id, now.saturating_add(limits.permit_ms)));
-        self.starts.push_back(now);
+        let ends = now.saturating_add(limits.permit_ms);
+        self.permits.push((permit.id, ends));
+        self.starts
+            .push((permit.id, ends.saturating_add(RATE_WINDOW_MS)));
         self.held.remove(key);
         (Admission::Go(permit), changed)
     }
@@ -376,7 +390,8 @@ impl Gate {
         let rate = limit(limits.max_rps, ramp);
         if let Some((most, why)) = rate {
             if self.starts.len() as u32 >= most {
-                let freed = self.starts.front().map_or(now, |at| at + RATE_WINDOW_MS);
+                let freed = self.starts.iter().map(|(_, until)| *until).min();
+                let freed = freed.unwrap_or(now).min(now.saturating_add(RATE_WINDOW_MS));
                 return Some((freed.max(now + 1), why.unwrap_or(HoldReason::RateCap)));
             }
         }
@@ -448,6 +463,11 @@ impl Gate {
         limits: &GateLimits,
     ) -> Changed {
         self.permits.retain(|(id, _)| *id != permit.id);
+        for (id, until) in &mut self.starts {
+            if *id == permit.id {
+                *until = (*until).min(now.saturating_add(RATE_WINDOW_MS));
+            }
+        }
         self.observe(health, now, limits)
     }
 

@@ -305,3 +305,36 @@ fn the_gate_header_reads_back_what_it_says_and_nothing_else() {
         assert_eq!(GateWord::read(junk), None, "{junk:?}");
     }
 }
+
+#[test]
+fn however_long_the_way_to_the_origin_no_second_there_sees_more_than_the_rate_cap() {
+    let limits = GateLimits {
+        max_in_flight: 0,
+        ..LIMITS
+    };
+    let mut gate = Gate::default();
+    // Attempts ask every 20 ms; each answer comes 400 ms after its send. A request reaches the
+    // origin at some moment in between: its send and its answer are the two extremes.
+    let mut out: Vec<(Permit, Millis)> = Vec::new();
+    let mut sent = Vec::new();
+    for step in 0..500u64 {
+        let now = 10_000 + step * 20;
+        while let Some(index) = out.iter().position(|(_, answer_at)| *answer_at <= now) {
+            let (permit, at) = out.remove(index);
+            gate.finish(permit, Health::Up, at, &limits);
+        }
+        if let Some(permit) = go(&mut gate, &format!("e{step}"), now, &limits) {
+            out.push((permit, now + 400));
+            sent.push((now, now + 400));
+        }
+    }
+    for arrival in [|(s, _): (Millis, Millis)| s, |(_, a): (Millis, Millis)| a] {
+        let mut arrivals: Vec<Millis> = sent.iter().copied().map(arrival).collect();
+        arrivals.sort_unstable();
+        for &from in &arrivals {
+            let within = arrivals.iter().filter(|&&at| at >= from && at < from + 1_000);
+            assert!(within.count() <= 5, "more than 5 arrivals in the second from {from}");
+        }
+    }
+    assert!(sent.len() >= 20, "only {} starts in 10 s", sent.len());
+}

@@ -7,7 +7,9 @@
 use webhook_dedup::claim::Millis;
 use webhook_dedup::claim_authority::attempt::Event;
 use webhook_dedup::origin::{retry_after_at, NetworkError, OriginOutcome};
-use webhook_dedup::origin_gate::{Admission, Changed, Gate, GateLimits, Health, HoldReason, Permit};
+use webhook_dedup::origin_gate::{
+    Admission, Changed, Gate, GateLimits, Health, HoldReason, Permit,
+};
 
 use super::world::{GateFetch, World};
 use super::{Protocol, Reached, Violation};
@@ -20,7 +22,7 @@ impl World {
     fn gate_limits(&self, model: &Protocol) -> GateLimits {
         let config = model.config(self);
         let lease_ms = config.queue.attempt_policy(config.webhook.claims).lease_ms;
-        config.gate.limits(lease_ms)
+        GateLimits::of(&config.gate, lease_ms)
     }
 
     /// Asks the gate to let an attempt of `key` through now: its permit, or the event a held
@@ -90,7 +92,10 @@ impl World {
         };
         let max_delay_ms = model.config(self).queue.retry.max_delay_ms;
         let retry_after = retry_after_at(status, headers, self.now);
-        if let Some(seconds) = model.fail_retry_after_seconds.filter(|_| retry_after.is_some()) {
+        if let Some(seconds) = model
+            .fail_retry_after_seconds
+            .filter(|_| retry_after.is_some())
+        {
             let until = (self.now + seconds * 1_000).min(self.now + max_delay_ms);
             let known = self.ghost.throttled_until.unwrap_or(0);
             self.ghost.throttled_until = Some(until.max(known));

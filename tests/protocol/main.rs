@@ -622,9 +622,7 @@ impl Reached {
             Reached::CapHeld => has_reached::<{ Reached::CapHeld as u32 }>,
             Reached::BreakerClosed => has_reached::<{ Reached::BreakerClosed as u32 }>,
             Reached::OtherThrough => has_reached::<{ Reached::OtherThrough as u32 }>,
-            Reached::DeliveredAfterHold => {
-                has_reached::<{ Reached::DeliveredAfterHold as u32 }>
-            }
+            Reached::DeliveredAfterHold => has_reached::<{ Reached::DeliveredAfterHold as u32 }>,
         }
     }
 

@@ -214,7 +214,9 @@ impl World {
         if tries > 1 {
             self.reach(Reached::SettleRetried);
         }
-        let done_now = after.as_ref().is_some_and(|r| r.state() == ClaimState::Done);
+        let done_now = after
+            .as_ref()
+            .is_some_and(|r| r.state() == ClaimState::Done);
         if done_now && self.ghost.reached & Reached::Held as u32 != 0 {
             self.reach(Reached::DeliveredAfterHold);
         }

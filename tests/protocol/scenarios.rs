@@ -486,7 +486,7 @@ pub fn idempotency_keys() -> Protocol {
 
 /// Queue mode through the origin's gate, paused and resumed by an operator at any moment.
 pub fn gate_paused() -> Protocol {
-    floor(1_000, {
+    floor(150_000, {
         let gated = with(&[("DELIVERY_MODE", "queue"), ("ORIGIN_BREAKER_FAILURES", "0")]);
         let budget = Budget {
             deliveries: 2,
@@ -509,11 +509,12 @@ pub fn gate_paused() -> Protocol {
 /// at the first failure and probes every second, another event's attempt through the same
 /// gate, and a crash of the gate's instance.
 pub fn gate_capped() -> Protocol {
-    floor(1_000, {
+    floor(60_000, {
         let gated = with(&[
             ("DELIVERY_MODE", "queue"),
             ("ORIGIN_MAX_IN_FLIGHT", "1"),
-            ("ORIGIN_MAX_RPS", "0"),
+            // One a second: a held attempt comes back a second later, not 10 ms later.
+            ("ORIGIN_MAX_RPS", "1"),
             ("ORIGIN_BREAKER_FAILURES", "1"),
             ("ORIGIN_PROBE_SECONDS", "1"),
         ]);
@@ -527,7 +528,7 @@ pub fn gate_capped() -> Protocol {
             "queue mode through the origin's gate, capped, with a breaker",
             gated,
             budget,
-            10_000,
+            16_000,
             vec![
                 Reached::CapHeld,
                 Reached::BreakerClosed,

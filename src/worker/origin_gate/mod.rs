@@ -220,7 +220,7 @@ impl OriginGate {
 /// The gate's limits under `config`: its permits last a queued attempt's lease.
 fn limits(config: &Config) -> GateLimits {
     let lease_ms = config.queue.attempt_policy(config.webhook.claims).lease_ms;
-    config.gate.limits(lease_ms)
+    GateLimits::of(&config.gate, lease_ms)
 }
 
 /// Sends `request` on to its URL (its body read whole, so the origin gets its length), without
