@@ -100,13 +100,37 @@ export function openDuring(history) {
  * The requests the gate let through while the breaker was open during the outage: those that
  * reached the origin in that span and were claimed after the opening line was seen. A request
  * claimed before it may have been let through before the breaker opened (the claim comes before
- * the gate is asked), and is not one of them.
+ * the gate is asked), and is not one of them; nor is one whose claim was not read.
  */
 export function probesDuring(history, open) {
-  const claimOf = (r) => r.claimedAt ?? r.receivedAt; // its arrival, when the claim was not read: later
   return history.origin
-    .filter((r) => r.receivedAt > open.from && r.receivedAt <= open.to && claimOf(r) > open.openedSeenAt)
+    .filter((r) => r.receivedAt > open.from && r.receivedAt <= open.to && r.claimedAt > open.openedSeenAt)
     .sort((a, b) => a.receivedAt - b.receivedAt);
+}
+
+/**
+ * True when the breaker was open (or its probe out) as the origin went down: its last
+ * `breaker_opened` line before then has no `breaker_closed` line after it.
+ */
+function openBefore(history) {
+  const before = (outcome) => history.log.filter((l) => l.outcome === outcome && l.seenAt < history.outage.from);
+  const opened = before('breaker_opened').map((l) => l.seenAt);
+  if (opened.length === 0) return false;
+  const last = Math.max(...opened);
+  return !before('breaker_closed').some((l) => l.seenAt > last);
+}
+
+/**
+ * The breaker must open once ORIGIN_BREAKER_FAILURES requests failed in a row. Every answer
+ * of the outage is a 503, a failure: when that many came, the gate got that many failures in
+ * a row, and its `breaker_opened` line must follow (seen when it may, even after the origin
+ * came back), unless the breaker was open already. A message, or null.
+ */
+function notOpened(history, during) {
+  const { breakerFailures } = history.gate;
+  if (breakerFailures <= 0 || during.length < breakerFailures || openBefore(history)) return null;
+  if (history.log.some((l) => l.outcome === 'breaker_opened' && l.seenAt >= history.outage.from)) return null;
+  return `breaker not opened: the origin answered ${during.length} requests 503 while down (ORIGIN_BREAKER_FAILURES ${breakerFailures}), and no breaker_opened line followed`;
 }
 
 /**
@@ -118,20 +142,20 @@ export function probesDuring(history, open) {
  * reached the origin), plus ORIGIN_PROBE_SECONDS. That clock is the one the history uses. The
  * alarm that brings a held event back only decides when the event asks: one that fires early
  * is held again, one that fires late only widens the gap. The first probe is measured from the
- * claim of each request that reached the origin before it: each was claimed before it was let
- * through, so before the opening, or it was itself a probe answered before the next could go.
+ * claim of each request that reached the origin before it (those whose claim was read): each
+ * was claimed before it was let through, so before the opening, or it was itself a probe
+ * answered before the next could go.
  */
 function breakerBreaks(history, probes, timeoutMs, starts, rel) {
   const { probeMs } = history.gate;
-  const claimOf = (r) => r.claimedAt ?? r.receivedAt;
   const together = [];
   const close = [];
   probes.forEach((r, k) => {
     const there = history.origin.filter((o) => o !== r && o.receivedAt <= r.receivedAt && leftOrigin(o, timeoutMs, starts) > r.receivedAt);
     if (there.length > 0) together.push(`${r.eventId} attempt ${r.attempt} reached it at ${rel(r.receivedAt)} ms while ${there.map((o) => `${o.eventId} attempt ${o.attempt} (from ${rel(o.receivedAt)} ms)`).join(', ')} was there`);
     const before = k > 0 ? { at: probes[k - 1].receivedAt, what: `the probe before it reached the origin` }
-      : history.origin.filter((o) => o.receivedAt < r.receivedAt)
-        .reduce((latest, o) => (claimOf(o) > latest.at ? { at: claimOf(o), what: `${o.eventId} attempt ${o.attempt}, which reached the origin before it, was claimed` } : latest), { at: -Infinity });
+      : history.origin.filter((o) => o.receivedAt < r.receivedAt && o.claimedAt !== undefined)
+        .reduce((latest, o) => (o.claimedAt > latest.at ? { at: o.claimedAt, what: `${o.eventId} attempt ${o.attempt}, which reached the origin before it, was claimed` } : latest), { at: -Infinity });
     if (r.receivedAt - before.at < probeMs) close.push(`${r.eventId} attempt ${r.attempt} reached it at ${rel(r.receivedAt)} ms, ${r.receivedAt - before.at} ms after ${before.what}`);
   });
   return { together, close };
@@ -193,6 +217,8 @@ function outageRows(history, fail, { timeoutMs, starts, rel, few }) {
   const during = history.origin.filter((r) => r.outage);
   const open = openDuring(history);
   const probes = open ? probesDuring(history, open) : [];
+  const unopened = notOpened(history, during);
+  if (unopened) fail(unopened, [...new Set(during.map((r) => r.eventId))]);
   if (open) {
     const { together, close } = breakerBreaks(history, probes, timeoutMs, starts, rel);
     if (together.length > 0) fail(`breaker open: more than one request at the origin at once: ${few(together, (x) => x)}`, probes.map((r) => r.eventId));

@@ -103,13 +103,13 @@ async function startRecordingOrigin({
   // connections reset, as when its process dies mid-request (`cutByOutage`).
   let down = false;
   const pending = new Map(); // record -> { timer, req }: answers not given yet
-  const outageAnswer = (req, res) => {
+  const outageAnswer = (req, res, receivedAt) => {
     const record = {
       eventId: req.headers['x-shopify-event-id'] ?? req.headers['x-webhook-dedup-event-id'],
       key: keyOf(req),
       takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
       attempt: Number(req.headers['x-webhook-dedup-attempt']),
-      receivedAt: now(),
+      receivedAt,
       status: 503,
       delayMs: 0,
       outage: true,
@@ -121,10 +121,13 @@ async function startRecordingOrigin({
   };
 
   const server = http.createServer((req, res) => {
+    // A request arrives when its headers do: the first the origin sees of it (its body, a
+    // kilobyte, follows at once). The gate's caps are judged from this time.
+    const receivedAt = now();
     req.resume();
     req.on('end', () => {
       if (down) {
-        outageAnswer(req, res);
+        outageAnswer(req, res, receivedAt);
         return;
       }
       let roll = rand();
@@ -143,7 +146,7 @@ async function startRecordingOrigin({
         key: keyOf(req),
         takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
-        receivedAt: now(),
+        receivedAt,
         status: 200,
         delayMs: 0,
       };
