@@ -6,8 +6,12 @@
 //   0.1 s; no slack is allowed here for it.
 // - ORIGIN_MAX_IN_FLIGHT: at most that many requests are at the origin at once. A request is
 //   there from its arrival until its answer, or until the attempt's time-out
-//   (QUEUE_FORWARD_TIMEOUT_MS) after its arrival, whichever is first: the gate's permit ends at
-//   its time-out, and a slow handler the origin keeps running past it is not the gate's.
+//   (QUEUE_FORWARD_TIMEOUT_MS) after its arrival, whichever is first. The gate sends each
+//   request itself and holds its permit from before the send until the answer comes, or its
+//   own time-out (counted from the send) runs out: a slow handler the origin keeps running past
+//   it is not the gate's. The send comes just before the arrival (the headers'), so counting to
+//   the time-out after the arrival is a little stricter than the permit, by the time a request
+//   takes to reach the origin on the loopback.
 // - While the breaker is open during the outage, requests reach the origin only as probes:
 //   one at a time, at least ORIGIN_PROBE_SECONDS apart.
 //
