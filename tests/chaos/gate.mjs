@@ -179,6 +179,13 @@ export function drain(history) {
     }
   }
   const keyOf = (id) => history.keys?.[id] ?? id;
+  // An event whose line was lost with a stopped runtime, but whose record ended done or dead:
+  // settled by its last answer at the origin.
+  for (const id of history.events) {
+    const ended = history.finalStates?.[id] === 'done' || history.finalStates?.[id] === 'dead';
+    const last = Math.max(...history.origin.filter((r) => r.eventId === id && r.answeredAt !== undefined).map((r) => r.answeredAt));
+    if (ended && !settled.has(keyOf(id)) && Number.isFinite(last)) settled.set(keyOf(id), last);
+  }
   const backlog = history.events.filter((id) => acknowledged.get(id) < outage.to && !(settled.get(keyOf(id)) <= outage.to));
   const until = Math.max(outage.to, ...backlog.map((id) => settled.get(keyOf(id)) ?? Infinity));
   return { backlog: backlog.length, until };

@@ -505,14 +505,27 @@ export async function runChaos(options) {
   const finalStates = {};
   const finalAttempts = {};
   if (queue && !aborted) {
-    const settled = () => {
+    // An event settled as a restart began may have lost its line with the stopped runtime:
+    // those without a line are asked for, every 5 s, whether their record says done or dead.
+    const settledByRecord = new Set();
+    let askedAt = Date.now();
+    const settled = async () => {
       const ended = new Set(worker.logLines()
         .filter((l) => l.outcome === 'delivered' || l.outcome === 'dead_lettered')
         .map((l) => l.key));
-      return events.every((id) => ended.has(keyOf(id)));
+      const left = events.filter((id) => !ended.has(keyOf(id)) && !settledByRecord.has(id));
+      if (left.length === 0) return true;
+      if (left.length > 5 || Date.now() - askedAt < 5_000) return false;
+      askedAt = Date.now();
+      for (const id of left) {
+        const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${encodeURIComponent(claimId(o.provider, id))}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        const state = answer.status === 200 ? (await answer.json()).record?.state : undefined;
+        if (state === 'done' || state === 'dead') settledByRecord.add(id);
+      }
+      return left.every((id) => settledByRecord.has(id));
     };
     const deadline = Date.now() + 180_000;
-    while (!settled() && Date.now() < deadline) await sleep(500);
+    while (!(await settled()) && Date.now() < deadline) await sleep(500);
     for (const id of events) {
       const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${encodeURIComponent(claimId(o.provider, id))}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       const record = answer.status === 200 ? (await answer.json()).record : undefined;
