@@ -68,7 +68,7 @@ test('npm run deploy -- --dry-run works without a browser on the machine\'s Node
     assert.equal(status, 0, out);
     const printed = printedBindings(out);
     const objects = printed.filter((b) => b.kind === 'Durable Object').map((b) => `${b.name} (${b.detail})`);
-    assert.deepEqual(objects.sort(), ['CLAIM_AUTHORITY (ClaimAuthority)', 'FAILURE_INDEX (FailureIndex)']);
+    assert.deepEqual(objects.sort(), ['CLAIM_AUTHORITY (ClaimAuthority)', 'FAILURE_INDEX (FailureIndex)', 'ORIGIN_GATE (OriginGate)']);
     // Every binding the dry run prints (vars aside) is in the configuration reference, and
     // every binding the reference lists as always there is printed.
     const documented = documentedBindings();

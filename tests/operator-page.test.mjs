@@ -2,7 +2,9 @@
 // against the real worker in queue mode under `wrangler dev` and a real HTTP origin that fails
 // (500) until the test lets it succeed. Two GitHub deliveries, signed by
 // @octokit/webhooks-methods, are dead-lettered; the page finds one by its filters, redelivers
-// it, and watches its record become `done`. Along the way: a wrong token is refused in words,
+// it, and watches its record become `done`. The Origins section pauses the origin (a GitHub
+// delivery made meanwhile is held, and reaches the origin once after the resume). Along the
+// way: a wrong token is refused in words,
 // the token lives in sessionStorage only, the page fits a 375 px phone, and no console error
 // or Content-Security-Policy violation occurs (the policy is enforced: bypassCSP stays off).
 //
@@ -16,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { ROOT, call, startOrigin, startWorker, until } from './harness.mjs';
+import { ROOT, call, sleep, startOrigin, startWorker, until } from './harness.mjs';
 import { deliverAs, deliveryId } from './provider-helpers.mjs';
 
 const TOKEN = 'operator-page-token-0123456789abcdef';
@@ -71,6 +73,13 @@ describe('the operator page in a real browser', () => {
     t.diagnostic(`screenshot: ${path.relative(ROOT, file)}`);
   }
 
+  /** Saves a screenshot of the element `selector` alone, and names it in the test's output. */
+  async function shotOf(t, name, selector) {
+    const file = path.join(ARTIFACTS, `${name}.png`);
+    await page.locator(selector).screenshot({ path: file });
+    t.diagnostic(`screenshot: ${path.relative(ROOT, file)}`);
+  }
+
   before(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     origin = await startOrigin(() => (healthy ? { status: 200, body: 'ok' } : { status: 500, body: 'down' }));
@@ -88,6 +97,10 @@ describe('the operator page in a real browser', () => {
         FORWARD_TIMEOUT_MS: '1000',
         LATE_ANSWER_WAIT_SECONDS: '0',
         QUEUE_FORWARD_TIMEOUT_MS: '3000',
+        // An attempt held by an operator's pause comes back after this long (30 s by default),
+        // so the held delivery goes out within seconds of the resume. The 4 failures before
+        // stay below the breaker's 5 (ORIGIN_BREAKER_FAILURES), so it never opens here.
+        ORIGIN_PROBE_SECONDS: '2',
       },
     });
     for (const [id, event] of [[issues, 'issues'], [push, 'push']]) {
@@ -136,6 +149,7 @@ describe('the operator page in a real browser', () => {
     await page.click('#token-use');
     await page.locator('#dead-message', { hasText: 'The admin token was not accepted.' }).waitFor();
     await page.locator('#summary-message', { hasText: 'The admin token was not accepted.' }).waitFor();
+    await page.locator('#origins-message', { hasText: 'The admin token was not accepted.' }).waitFor();
     await page.locator('#token-status', { hasText: 'This token was not accepted.' }).waitFor();
     const text = await page.locator('body').innerText();
     assert.doesNotMatch(text, /[{}]|"error"|unauthorized/, 'no raw answer on the page');
@@ -245,6 +259,88 @@ describe('the operator page in a real browser', () => {
     await shot(t, '05-redeliver-all');
   });
 
+  test('origins: Pause holds a delivery (cancel changes nothing); Resume delivers it once', async (t) => {
+    const url = `${origin.url}/github`;
+    const listed = async () => (await call(`${worker.url}/admin/origins`, { headers: { authorization: `Bearer ${TOKEN}` } })).json?.items;
+    const row = page.locator(`#origins li[data-origin="${url}"]`);
+    const state = row.locator('dd.origin-state');
+    const dialog = page.locator('dialog#confirm');
+    await page.click('#origins-refresh');
+    await state.filter({ hasText: /^Delivering$/ }).waitFor();
+    assert.equal(await page.locator('#origins li').count(), 1, 'one origin: both senders deliver to ORIGIN_URL');
+    assert.equal(await row.locator('.badge').innerText(), 'delivering');
+    for (const [cell, value] of [['in-flight', '0'], ['held', '0'], ['failures', '0']]) {
+      assert.equal(await row.locator(`dd.origin-${cell}`).innerText(), value, cell);
+    }
+    assert.equal(await row.getByRole('button', { name: 'Resume' }).count(), 0, 'no Resume while delivering');
+
+    // Pause, then Cancel: no call is made and nothing changes.
+    const changes = [];
+    const onRequest = (request) => {
+      if (request.url().includes('/admin/origins/')) changes.push(request);
+    };
+    page.on('request', onRequest);
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await dialog.waitFor({ state: 'visible' });
+    assert.equal(await page.innerText('#confirm-text'),
+      `Hold every queued delivery to ${url} until you resume. Events are kept; nothing is lost.`);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(changes.length, 0, 'cancelled: no call');
+    assert.equal((await listed())[0].state, 'closed');
+    assert.equal(await state.innerText(), 'Delivering');
+
+    // Pause, confirmed.
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await dialog.getByRole('button', { name: 'Pause' }).click();
+    await state.filter({ hasText: /^Paused by an operator until resumed$/ }).waitFor();
+    await page.locator('#origins-message', { hasText: `Paused ${url}` }).waitFor();
+    assert.equal(changes.length, 1);
+    assert.equal(changes[0].url(), `${worker.url}/admin/origins/pause`);
+    assert.equal(changes[0].headers()['content-type'], 'application/json');
+    assert.deepEqual(JSON.parse(changes[0].postData()), { origin: url });
+    const paused = (await listed())[0];
+    assert.deepEqual([paused.state, paused.paused_by], ['paused', 'operator'], 'the worker agrees');
+    assert.equal(await row.getByRole('button', { name: 'Pause' }).count(), 0, 'no Pause while paused by an operator');
+
+    // A delivery made now is held: nothing reaches the origin.
+    const held = deliveryId('github');
+    const seen = () => origin.requests.filter((r) => r.headers['x-github-delivery'] === held);
+    const before = origin.requests.length;
+    const body = JSON.stringify({ action: 'opened', delivery: held });
+    const answer = await deliverAs(worker, 'github', { id: held, body, secret: SECRET, event: 'issues' });
+    assert.equal(answer.json?.status, 'queued', answer.text);
+    await until(async () => (await listed())[0].held === 1, 15_000, 'the delivery held');
+    await page.click('#origins-refresh');
+    await row.locator('dd.origin-held', { hasText: /^1$/ }).waitFor();
+    await sleep(4_000); // two more of its comebacks (every ORIGIN_PROBE_SECONDS), each held again
+    assert.equal(origin.requests.length, before, 'no request reached the origin during the pause');
+    assert.equal((await record(held)).state, 'queued');
+    await shotOf(t, '07-origins-paused', '#origins-section');
+
+    // Resume, confirmed: the held delivery reaches the origin once.
+    await row.getByRole('button', { name: 'Resume' }).click();
+    await dialog.waitFor({ state: 'visible' });
+    assert.equal(await page.innerText('#confirm-text'), `Deliver the held events to ${url} again, at the origin's caps.`);
+    await dialog.getByRole('button', { name: 'Resume' }).click();
+    await state.filter({ hasText: /^Delivering$/ }).waitFor();
+    await page.locator('#origins-message', { hasText: `Resumed ${url}` }).waitFor();
+    page.off('request', onRequest);
+    assert.equal(changes.length, 2);
+    assert.equal(changes[1].url(), `${worker.url}/admin/origins/resume`);
+    assert.equal((await listed())[0].state, 'closed', 'the worker agrees');
+    await until(() => seen().length > 0, 20_000, 'the held delivery at the origin');
+    await until(async () => (await record(held))?.state === 'done', 20_000, 'the held delivery done');
+    await sleep(2_000);
+    assert.equal(seen().length, 1, 'delivered exactly once');
+    assert.equal(seen()[0].answer.status, 200);
+    assert.equal(seen()[0].headers['x-webhook-dedup-attempt'], '1', 'the held attempts were not counted');
+    assert.equal(origin.requests.length, before + 1, 'nothing else reached the origin');
+    await page.click('#origins-refresh');
+    await row.locator('dd.origin-held', { hasText: /^0$/ }).waitFor();
+    await shotOf(t, '08-origins-delivering', '#origins-section');
+  });
+
   test('a refused lookup is explained in words', async () => {
     await page.fill('#lookup-id', 'no such id');
     await page.click('#lookup-form button[type=submit]');
@@ -263,6 +359,7 @@ describe('the operator page in a real browser', () => {
     await page.selectOption('#dead-state', '');
     await page.click('#dead-show');
     await page.locator('#dead-list li.item', { hasText: push }).waitFor();
+    await page.locator('#origins li.item').waitFor();
     await page.selectOption('#lookup-provider', 'github');
     await page.fill('#lookup-id', issues);
     await page.click('#lookup-form button[type=submit]');
@@ -286,6 +383,7 @@ describe('the operator page in a real browser', () => {
     await page.click('#token-forget');
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
     assert.equal(await page.locator('#dead-list li').count(), 0);
+    assert.equal(await page.locator('#origins li').count(), 0);
     assert.equal(await page.locator('#record').innerText(), '');
     await page.locator('#token-status', { hasText: 'No token is set.' }).waitFor();
   });
@@ -300,7 +398,7 @@ describe('the operator page in a real browser', () => {
     assert.ok(requests.length > 5);
     for (const request of requests) {
       assert.ok(!request.url.includes(TOKEN) && !request.url.includes('not-the-token'), `no token in ${request.url}`);
-      if (/\/admin\/(summary|dead-letters|deliveries)/.test(request.url)) {
+      if (/\/admin\/(summary|origins|dead-letters|deliveries)/.test(request.url)) {
         assert.match(request.authorization ?? '', /^Bearer /, `${request.url} carries the token in its header`);
       }
     }

@@ -25,7 +25,7 @@
 //! What the gate keeps in memory (permits, starts, the drain cursor, the held count) is lost
 //! when its object is evicted; its pause and breaker are stored ([`GateState`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +109,7 @@ pub enum Breaker {
 }
 
 /// What the gate stores: its pause and breaker survive the object's eviction.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct GateState {
     /// The pause in force, if any.
     pub paused: Option<Pause>,
@@ -257,7 +257,7 @@ pub struct OriginView {
 }
 
 /// The gate: its stored state, and what it keeps in memory. See the module documentation.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Gate {
     state: GateState,
     /// Permits out: `(id, when it ends)`.
@@ -267,7 +267,7 @@ pub struct Gate {
     /// The next free time for a held attempt.
     cursor: Millis,
     /// Held events and when they were told to come back.
-    held: HashMap<String, Millis>,
+    held: BTreeMap<String, Millis>,
     next_permit: u64,
 }
 

@@ -18,6 +18,7 @@
 //! takeover, a replay, a dead letter...) is never reached, so an empty model cannot pass.
 //! `traces.rs` replays the counterexamples it found before the fixes, step by step.
 
+mod gate;
 mod object;
 mod reverts;
 pub mod scenarios;
@@ -60,6 +61,12 @@ pub enum Violation {
     /// A queued attempt was spent without its stored event being sent, though the event was
     /// there to send.
     AttemptNotSent = 128,
+    /// The origin's gate let an attempt through while the origin was paused (by an operator,
+    /// or until the time its `Retry-After` asked for).
+    StartedWhilePaused = 256,
+    /// An attempt the gate held was not queued again for the time the gate gave, or used up
+    /// an attempt.
+    HeldDropped = 512,
 }
 
 /// A scenario the model must reach (a bit of `Ghost::reached`).
@@ -99,6 +106,16 @@ pub enum Reached {
     InFlight = 131072,
     /// A queued attempt started after its origin's `Retry-After` put the previous one off.
     WaitedAsAsked = 262144,
+    /// The origin's gate held an attempt back.
+    Held = 1 << 19,
+    /// The gate held an attempt because `ORIGIN_MAX_IN_FLIGHT` attempts were at the origin.
+    CapHeld = 1 << 20,
+    /// The breaker opened and closed again.
+    BreakerClosed = 1 << 21,
+    /// Another event's attempt went through the same gate.
+    OtherThrough = 1 << 22,
+    /// An event the gate held was delivered later.
+    DeliveredAfterHold = 1 << 23,
 }
 
 /// How the failure index answers a request.
@@ -166,6 +183,14 @@ pub enum Action {
     Operate { action: OperatorAction, force: bool },
     /// A deploy of configuration `config`.
     Deploy { config: usize },
+    /// Another event's attempt asks the origin's gate.
+    OtherStarts,
+    /// The gate's open request `fetch` of another event is answered (`ok`: 2xx, else 500).
+    OtherAnswers { fetch: usize, ok: bool },
+    /// An operator pauses the origin (`pause`), or resumes it.
+    Pause { pause: bool },
+    /// The gate's instance dies.
+    GateCrash,
 }
 
 /// What an operator does after reading a record.
@@ -213,6 +238,7 @@ impl Protocol {
             .filter_map(|forward| forward.task.attempt().poll_timeout())
             .collect();
         times.extend(world.alarm);
+        times.extend(world.next_fetch_end());
         times.extend(world.runs.iter().map(|run| run.horizon));
         if let Some(record) = world.store.peek(&self.key()) {
             times.extend([record.lease.until, record.expires_at]);
@@ -363,6 +389,23 @@ impl Model for Protocol {
                 }
             }
         }
+        if left.others > 0 {
+            actions.push(Action::OtherStarts);
+        }
+        for (fetch, open) in world.fetches.iter().enumerate() {
+            if open.run.is_none() {
+                actions.push(Action::OtherAnswers { fetch, ok: true });
+                actions.push(Action::OtherAnswers { fetch, ok: false });
+            }
+        }
+        if left.pauses > 0 {
+            actions.push(Action::Pause {
+                pause: !world.ghost.operator_paused,
+            });
+        }
+        if left.gate_crashes > 0 {
+            actions.push(Action::GateCrash);
+        }
         if left.deploys > 0 {
             for config in 0..self.configs.len() {
                 if config != world.deploy {
@@ -410,6 +453,7 @@ impl Model for Protocol {
                 };
                 // A store that failed on every call comes back.
                 world.store.heal();
+                world.fetches_time_out(self);
             }
             Action::StoreFails { fault } => {
                 world.left.store_failures -= 1;
@@ -455,6 +499,19 @@ impl Model for Protocol {
                 world.left.deploys -= 1;
                 world.deploy = config;
             }
+            Action::OtherStarts => {
+                world.left.others -= 1;
+                world.other_starts(self);
+            }
+            Action::OtherAnswers { fetch, ok } => world.other_answers(self, fetch, ok),
+            Action::Pause { pause } => {
+                world.left.pauses -= 1;
+                world.operator_pauses(pause);
+            }
+            Action::GateCrash => {
+                world.left.gate_crashes -= 1;
+                world.gate_crashes(self);
+            }
         }
         Some(world)
     }
@@ -488,6 +545,17 @@ impl Model for Protocol {
                 |_: &Protocol, w: &World| w.ghost.violations & Violation::AttemptNotSent as u32 == 0,
             ),
             Property::always("an acknowledged event is kept, done or dead", acked_event_kept),
+            Property::always("no attempt starts while its origin is paused", |_: &Protocol, w: &World| {
+                w.ghost.violations & Violation::StartedWhilePaused as u32 == 0
+            }),
+            Property::always(
+                "an attempt the gate held is queued again for the time it gave, its number given back",
+                |_: &Protocol, w: &World| w.ghost.violations & Violation::HeldDropped as u32 == 0,
+            ),
+            Property::always(
+                "the gate's open requests never exceed ORIGIN_MAX_IN_FLIGHT, each holding a permit",
+                gate_in_flight_within_cap,
+            ),
             Property::always(
                 "a throttled event is not due before the time its origin asked for",
                 throttled_event_waits,
@@ -550,6 +618,13 @@ impl Reached {
             Reached::AlarmNotSet => has_reached::<{ Reached::AlarmNotSet as u32 }>,
             Reached::InFlight => has_reached::<{ Reached::InFlight as u32 }>,
             Reached::WaitedAsAsked => has_reached::<{ Reached::WaitedAsAsked as u32 }>,
+            Reached::Held => has_reached::<{ Reached::Held as u32 }>,
+            Reached::CapHeld => has_reached::<{ Reached::CapHeld as u32 }>,
+            Reached::BreakerClosed => has_reached::<{ Reached::BreakerClosed as u32 }>,
+            Reached::OtherThrough => has_reached::<{ Reached::OtherThrough as u32 }>,
+            Reached::DeliveredAfterHold => {
+                has_reached::<{ Reached::DeliveredAfterHold as u32 }>
+            }
         }
     }
 
@@ -581,6 +656,11 @@ impl Reached {
             Reached::WaitedAsAsked => {
                 "reaches an attempt started once the time its origin asked for had passed"
             }
+            Reached::Held => "reaches an attempt held back by the origin's gate",
+            Reached::CapHeld => "reaches an attempt held while ORIGIN_MAX_IN_FLIGHT were out",
+            Reached::BreakerClosed => "reaches a breaker that opened and closed again",
+            Reached::OtherThrough => "reaches another event's attempt through the same gate",
+            Reached::DeliveredAfterHold => "reaches an event delivered after the gate held it",
         }
     }
 }
@@ -604,6 +684,16 @@ fn throttled_event_waits(model: &Protocol, world: &World) -> bool {
         && !matches!(queue.step, QueueStep::Queued { unknown: true, .. });
     let heard = world.ghost.throttled_at.unwrap_or(Millis::MAX);
     !throttled || next >= heard.saturating_add(seconds * 1_000)
+}
+
+/// The requests the origin's gate has open (its own, and other events') are never more than
+/// `ORIGIN_MAX_IN_FLIGHT`, and each holds one of the gate's permits: a crash of the object
+/// whose attempt it was leaves the permit to the gate's request; a crash of the gate cuts its
+/// requests off with its permits.
+fn gate_in_flight_within_cap(model: &Protocol, world: &World) -> bool {
+    let cap = model.config(world).gate.max_in_flight as usize;
+    let open = world.fetches.len();
+    (cap == 0 || open <= cap) && open <= world.gate.in_flight(world.now) as usize
 }
 
 /// An event acknowledged to a webhook sender has a record that holds its body, or is done or
@@ -752,6 +842,16 @@ fn queue_mode_when_the_origin_is_gone() {
 #[test]
 fn queue_mode_when_the_origin_throttles() {
     check(scenarios::throttled());
+}
+
+#[test]
+fn queue_mode_through_the_origin_s_gate_paused() {
+    check(scenarios::gate_paused());
+}
+
+#[test]
+fn queue_mode_through_the_origin_s_gate_capped() {
+    check(scenarios::gate_capped());
 }
 
 #[test]

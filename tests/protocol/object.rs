@@ -214,6 +214,10 @@ impl World {
         if tries > 1 {
             self.reach(Reached::SettleRetried);
         }
+        let done_now = after.as_ref().is_some_and(|r| r.state() == ClaimState::Done);
+        if done_now && self.ghost.reached & Reached::Held as u32 != 0 {
+            self.reach(Reached::DeliveredAfterHold);
+        }
         if before != after && generation != self.ghost.generation {
             self.violate(Violation::StaleSettle);
         }
@@ -339,7 +343,7 @@ impl World {
                     Door::Api(fp) => Some(fp),
                     Door::Webhook => None,
                 };
-                let index = self.start_forward(&won, attempt, Some(sender), fingerprint, true);
+                let index = self.start_forward(&won, attempt, Some(sender), fingerprint, None);
                 self.run_forward(model, index);
             }
             _ => self.senders[sender].heard = Heard::Refused,
@@ -347,23 +351,29 @@ impl World {
     }
 
     /// Starts a forward of `attempt` under `won`: a handler run at the origin (judged against
-    /// every earlier run), unless nothing could be sent.
+    /// every earlier run), unless nothing was sent (`unsent`: what the forward hears instead).
+    /// A run that never ran is judged all the same: the object started the attempt.
     fn start_forward(
         &mut self,
         won: &Won,
         attempt: Attempt,
         sender: Option<usize>,
         fingerprint: Option<u8>,
-        sent: bool,
+        unsent: Option<Event>,
     ) -> usize {
         let horizon = attempt.wait_ends_at();
+        let unknown_pending = self.ghost.unknown_pending;
         let run = self.start_run(won, horizon);
         let mut task = Task::Forward(ForwardTask::new(attempt));
-        if !sent {
-            // Nothing could be sent: the forward hears so first, as the object's does.
+        let sent = unsent.is_none();
+        if let Some(event) = unsent {
+            // Nothing was sent: the forward hears so first, as the object's does.
             self.runs[run].end = RunEnd::Failed;
-            let outcome = Event::NoHead(OriginOutcome::NotSent);
-            task.handle(Done::Event(outcome), &mut self.known, self.now);
+            if matches!(event, Event::Held { .. }) {
+                // Held back by the gate: the next attempt that is sent is still a takeover.
+                self.ghost.unknown_pending = unknown_pending;
+            }
+            task.handle(Done::Event(event), &mut self.known, self.now);
         }
         let Task::Forward(task) = task else {
             unreachable!()
@@ -547,15 +557,18 @@ impl World {
         if listening.is_none() && !run_state.lost && !run_state.cut {
             run_state.late = true;
         }
-        let Some(index) = listening else {
-            return;
-        };
-        self.forwards[index].listens = false;
         let status = if ok { 200 } else { model.fail_status };
         let headers = match model.fail_retry_after_seconds {
             Some(seconds) if !ok => vec![("Retry-After".to_owned(), seconds.to_string())],
             _ => vec![],
         };
+        // The gate, if the attempt went through it, hears the answer first (whether or not
+        // the object still waits for it).
+        self.run_answers_gate(model, run, status, &headers);
+        let Some(index) = listening else {
+            return;
+        };
+        self.forwards[index].listens = false;
         let head = Event::Head(Head { status, headers });
         if self.forwards[index].task.waits() {
             self.feed(model, index, head);
@@ -577,6 +590,7 @@ impl World {
         self.runs[run].lost = true;
         self.forwards[index].listens = false;
         self.outcome_lost(run);
+        self.run_answers_gate(model, run, 502, &[]);
         let head = Event::Head(Head {
             status: 502,
             headers: vec![],
@@ -634,13 +648,27 @@ impl World {
                     self.reach(Reached::QueuedUnderSync);
                 }
                 let won = attempt.won().clone();
+                let key = model.key();
                 let sent = request.is_some();
-                if !sent && self.store.peek_payload(&model.key()).is_some() {
+                if !sent && self.store.peek_payload(&key).is_some() {
                     // An attempt spent although its stored event is there to send.
                     self.violate(Violation::AttemptNotSent);
                 }
-                let index = self.start_forward(&won, *attempt, None, None, sent);
+                let gated = sent.then(|| self.gate_admit(model, &key));
+                let unsent = match &gated {
+                    None => Some(Event::NoHead(OriginOutcome::NotSent)),
+                    Some(Ok(_)) => None,
+                    Some(Err(held)) => Some(held.clone()),
+                };
+                let index = self.start_forward(&won, *attempt, None, None, unsent);
+                if let Some(Ok(permit)) = gated {
+                    let run = self.forwards[index].run;
+                    self.gate_sent(model, permit, Some(run));
+                }
                 self.run_forward(model, index);
+                if let Some(Err(Event::Held { until, .. })) = gated {
+                    self.check_held(&key, until, won.attempt);
+                }
             }
             _ => {
                 if let Ended::Alarm(Err(_)) = task.ended() {
@@ -650,6 +678,20 @@ impl World {
                     }
                 }
             }
+        }
+    }
+
+    /// An attempt numbered `attempt` the gate held until `until`, settled: queued again for
+    /// that very time, its number given back. (A settle the store refused leaves the attempt
+    /// to its lease, as any other.)
+    fn check_held(&mut self, key: &str, until: claim::Millis, attempt: u32) {
+        let Some(record) = self.store.peek(key) else {
+            return;
+        };
+        if record.state() == ClaimState::Queued
+            && (record.next_attempt_at() != Some(until) || record.attempts + 1 != attempt)
+        {
+            self.violate(Violation::HeldDropped);
         }
     }
 
@@ -712,7 +754,7 @@ impl World {
 
     /// Run `run`'s outcome will never be learned: the next run must be a takeover, unless an
     /// operator released or forgot the record since it started (the operator took its fate over).
-    fn outcome_lost(&mut self, run: usize) {
+    pub fn outcome_lost(&mut self, run: usize) {
         let started = self.runs[run].started_at;
         if self.ghost.operator_at.is_none_or(|at| at < started) {
             self.ghost.unknown_pending = true;

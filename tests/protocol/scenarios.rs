@@ -60,6 +60,9 @@ const NONE: Budget = Budget {
     operator: 0,
     index_failures: 0,
     late_timers: 0,
+    others: 0,
+    pauses: 0,
+    gate_crashes: 0,
 };
 
 /// `protocol` with the fewest distinct states it must explore.
@@ -478,5 +481,59 @@ pub fn idempotency_keys() -> Protocol {
                 vec![Reached::Takeover, Reached::Replayed],
             )
         }
+    })
+}
+
+/// Queue mode through the origin's gate, paused and resumed by an operator at any moment.
+pub fn gate_paused() -> Protocol {
+    floor(1_000, {
+        let gated = with(&[("DELIVERY_MODE", "queue"), ("ORIGIN_BREAKER_FAILURES", "0")]);
+        let budget = Budget {
+            deliveries: 2,
+            pauses: 2,
+            crashes: 1,
+            store_failures: 1,
+            ..NONE
+        };
+        scenario(
+            "queue mode through the origin's gate, paused and resumed",
+            gated,
+            budget,
+            20_000,
+            vec![Reached::Held, Reached::DeliveredAfterHold],
+        )
+    })
+}
+
+/// Queue mode through the origin's gate: a cap of one attempt at once, a breaker that opens
+/// at the first failure and probes every second, another event's attempt through the same
+/// gate, and a crash of the gate's instance.
+pub fn gate_capped() -> Protocol {
+    floor(1_000, {
+        let gated = with(&[
+            ("DELIVERY_MODE", "queue"),
+            ("ORIGIN_MAX_IN_FLIGHT", "1"),
+            ("ORIGIN_MAX_RPS", "0"),
+            ("ORIGIN_BREAKER_FAILURES", "1"),
+            ("ORIGIN_PROBE_SECONDS", "1"),
+        ]);
+        let budget = Budget {
+            deliveries: 1,
+            others: 1,
+            gate_crashes: 1,
+            ..NONE
+        };
+        scenario(
+            "queue mode through the origin's gate, capped, with a breaker",
+            gated,
+            budget,
+            10_000,
+            vec![
+                Reached::CapHeld,
+                Reached::BreakerClosed,
+                Reached::OtherThrough,
+                Reached::Takeover,
+            ],
+        )
     })
 }

@@ -8,6 +8,7 @@ use webhook_dedup::claim_authority::attempt::Event;
 use webhook_dedup::claim_authority::object::task::{AlarmTask, ForwardTask};
 use webhook_dedup::claim_authority::AuthorityReply;
 use webhook_dedup::failure_index::{IndexRequest, MemoryIndexStore};
+use webhook_dedup::origin_gate::{Gate, GateState, Permit};
 
 /// Which front door a delivery comes through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,6 +41,16 @@ pub struct Forward {
     pub buffered: Option<Event>,
     /// How many settles it ran.
     pub settles: u8,
+}
+
+/// A request the origin's gate sent on and waits for: an attempt of the model's event (its
+/// handler run), or of another event's (none).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GateFetch {
+    pub permit: Permit,
+    pub run: Option<usize>,
+    /// When the gate's own wait for the answer ends (its time-out).
+    pub ends_at: Millis,
 }
 
 /// The alarm handler, while it runs: the product's own alarm task, and what it waits for.
@@ -135,6 +146,10 @@ pub struct Ghost {
     pub throttled_at: Option<Millis>,
     /// Scenarios reached (bits of [`super::Reached`]).
     pub reached: u32,
+    /// An operator paused the origin, and has not resumed it since.
+    pub operator_paused: bool,
+    /// The origin asked (`Retry-After`) to be left alone until then.
+    pub throttled_until: Option<Millis>,
 }
 
 /// What is left of each kind of nondeterministic event.
@@ -150,6 +165,12 @@ pub struct Budget {
     pub index_failures: u8,
     /// Times the clock moves on while a timer or the alarm is due (they fire late).
     pub late_timers: u8,
+    /// Attempts of other events at the same origin, through its gate.
+    pub others: u8,
+    /// An operator's pauses and resumes of the origin.
+    pub pauses: u8,
+    /// Crashes of the gate's instance.
+    pub gate_crashes: u8,
 }
 
 /// Everything the model checker explores.
@@ -180,6 +201,12 @@ pub struct World {
     pub next_nonce: u8,
     pub left: Budget,
     pub ghost: Ghost,
+    /// The origin's gate (its instance: lost in a crash).
+    pub gate: Gate,
+    /// What the gate stored.
+    pub gate_stored: GateState,
+    /// The requests the gate sent on and waits for.
+    pub fetches: Vec<GateFetch>,
 }
 
 impl World {
@@ -202,6 +229,9 @@ impl World {
             next_nonce: 1,
             left: budget,
             ghost: Ghost::default(),
+            gate: Gate::default(),
+            gate_stored: GateState::default(),
+            fetches: Vec::new(),
         }
     }
 }

@@ -131,6 +131,10 @@
       duplicate_parameter: 'A filter was given twice (this page and the worker may be of different versions).',
       unknown_parameter: 'The worker did not accept one of the filters (this page and the worker may be of different versions).',
       unauthorized: 'The admin token was not accepted.',
+      invalid_json: 'The worker could not read the request (this page and the worker may be of different versions).',
+      invalid_origin: 'The worker did not accept the origin\'s address (this page and the worker may be of different versions).',
+      unknown_origin: 'The worker no longer delivers to that origin. Refresh the list.',
+      gate_unavailable: 'The origin\'s gate did not answer; nothing is known to have changed. Try again in a moment.',
     };
     if (sentences[code]) return sentences[code];
     if (status === 429) return 'The worker is busy (too many requests). Try again in a moment.';
@@ -155,10 +159,10 @@
 
   /**
    * Calls the admin API: `method` on `/admin/${path}` with `query` (an object; empty values
-   * left out). Resolves with the JSON answer; rejects with a Refusal whose message is a
-   * sentence for the operator.
+   * left out) and `json` (a value sent as a JSON body, if given). Resolves with the JSON
+   * answer; rejects with a Refusal whose message is a sentence for the operator.
    */
-  async function api(method, path, { query = {}, context = {} } = {}) {
+  async function api(method, path, { query = {}, json, context = {} } = {}) {
     const token = storedToken();
     if (!token) throw new Refusal('Type the admin token above first.', 0, 'no_token');
     const params = new URLSearchParams();
@@ -166,11 +170,14 @@
       if (value !== '' && value !== undefined && value !== null) params.set(name, value);
     }
     const search = params.toString();
+    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    if (json !== undefined) headers['content-type'] = 'application/json';
     let response;
     try {
       response = await fetch(`/admin/${path}${search ? `?${search}` : ''}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+        headers,
+        body: json === undefined ? undefined : JSON.stringify(json),
         cache: 'no-store',
         credentials: 'omit',
       });
@@ -251,6 +258,7 @@
     showTokenStatus();
     // Nothing read with the token stays on the page.
     $('summary').replaceChildren();
+    $('origins').replaceChildren();
     $('record').replaceChildren();
     $('dead-list').replaceChildren();
     $('bulk-result').replaceChildren();
@@ -258,12 +266,13 @@
     stopWatching();
     epoch += 1;
     lookups += 1;
-    for (const id of ['summary-message', 'lookup-message', 'dead-message']) say($(id), '');
+    for (const id of ['summary-message', 'origins-message', 'lookup-message', 'dead-message']) say($(id), '');
   });
 
   /** Everything that needs the token, once it is set. */
   function loadAll() {
     loadSummary();
+    loadOrigins();
     showDeadLetters();
   }
 
@@ -305,6 +314,114 @@
   }
 
   $('summary-refresh').addEventListener('click', loadSummary);
+
+  // ---------------------------------------------------------------------------------------
+  // The origins: how each one the worker delivers to stands, with Pause and Resume behind a
+  // confirmation step.
+
+  let originLoads = 0; // counts loads: an answer to an older one is dropped
+
+  /** Shows every origin; `note` (what an action did) replaces "Loading…" when given. */
+  async function loadOrigins(note = '') {
+    const message = $('origins-message');
+    if (!note) say(message, 'Loading…');
+    const mine = epoch;
+    const load = ++originLoads;
+    try {
+      const answer = await api('GET', 'origins', { context: { notFound: 'This worker cannot show its origins yet (an older version).' } });
+      if (mine !== epoch || load !== originLoads) return;
+      const items = answer.items || [];
+      $('origins').replaceChildren(...items.map(originRow));
+      say(message, note || (items.length ? '' : 'The worker delivers to no origin.'), note ? 'ok' : '');
+    } catch (error) {
+      if (mine !== epoch || load !== originLoads) return;
+      $('origins').replaceChildren();
+      say(message, sentenceOf(error), 'error');
+    }
+  }
+
+  $('origins-refresh').addEventListener('click', () => loadOrigins());
+
+  /** A time from the API as a <time> element, or `otherwise` when it is not set. */
+  const timeOr = (time, otherwise) => (time ? timeElement(time) : otherwise);
+
+  /** An origin's state: a short badge text, and a sentence (text and <time> nodes). */
+  function originState(item) {
+    const failures = item.failures_in_a_row;
+    switch (item.state) {
+      case 'closed':
+        return ['delivering', ['Delivering']];
+      case 'paused':
+        return item.paused_by === 'operator'
+          ? ['paused', ['Paused by an operator until resumed']]
+          : ['paused', ['Paused until ', timeOr(item.paused_until, 'a time not given'), ' (the origin asked: Retry-After)']];
+      case 'open':
+        return ['breaker open', [`Breaker open: the origin failed ${failures} time${failures === 1 ? '' : 's'} in a row; next probe at `,
+          timeOr(item.next_probe_at, 'a time not given')]];
+      case 'half_open':
+        return ['probing', ['Probing: one attempt checks whether the origin is back']];
+      default:
+        return [String(item.state), [`State: ${item.state}`]];
+    }
+  }
+
+  /** One origin as a list item: its URL, its state, its counts, Pause and Resume. */
+  function originRow(item) {
+    const [badge, sentence] = originState(item);
+    const paused = item.state === 'paused';
+    const buttons = el('div', { className: 'buttons' });
+    if (!(paused && item.paused_by === 'operator')) {
+      const pause = el('button', { type: 'button', className: 'warn', text: 'Pause' });
+      pause.addEventListener('click', () => changeOrigin(item.origin, 'pause'));
+      buttons.append(pause);
+    }
+    if (paused) {
+      const resume = el('button', { type: 'button', text: 'Resume' });
+      resume.addEventListener('click', () => changeOrigin(item.origin, 'resume'));
+      buttons.append(resume);
+    }
+    return el('li', { className: 'item', 'data-origin': item.origin },
+      el('p', { className: 'item-head' },
+        el('span', { className: `badge gate-${item.state}`, text: badge }), ' ',
+        el('span', { className: 'id', text: item.origin })),
+      el('dl', { className: 'facts' },
+        el('dt', { text: 'State' }), el('dd', { className: 'origin-state' }, sentence),
+        el('dt', { text: 'In flight' }), el('dd', { className: 'origin-in-flight', text: String(item.in_flight) }),
+        el('dt', { text: 'Held' }), el('dd', { className: 'origin-held', text: String(item.held) }),
+        el('dt', { text: 'Failures in a row' }), el('dd', { className: 'origin-failures', text: String(item.failures_in_a_row) })),
+      buttons);
+  }
+
+  /** What Pause and Resume ask, and say once done. */
+  const ORIGIN_ACTIONS = {
+    pause: {
+      title: 'Pause this origin?',
+      text: (origin) => `Hold every queued delivery to ${origin} until you resume. Events are kept; nothing is lost.`,
+      confirmLabel: 'Pause',
+      done: (origin) => `Paused ${origin}: its queued deliveries are held until you resume.`,
+    },
+    resume: {
+      title: 'Resume this origin?',
+      text: (origin) => `Deliver the held events to ${origin} again, at the origin's caps.`,
+      confirmLabel: 'Resume',
+      done: (origin) => `Resumed ${origin}: the held events are delivered again.`,
+    },
+  };
+
+  /** Pauses or resumes (`action`) `origin` once confirmed, then shows the origins again. */
+  async function changeOrigin(origin, action) {
+    const step = ORIGIN_ACTIONS[action];
+    const { ok } = await confirmStep({ title: step.title, text: step.text(origin), confirmLabel: step.confirmLabel });
+    if (!ok) return;
+    const mine = epoch;
+    try {
+      await api('POST', `origins/${action}`, { json: { origin } });
+    } catch (error) {
+      if (mine === epoch) say($('origins-message'), sentenceOf(error), 'error');
+      return;
+    }
+    if (mine === epoch) await loadOrigins(step.done(origin));
+  }
 
   // ---------------------------------------------------------------------------------------
   // Look up one record: its state, attempts and a timeline, with Release / Forget /
