@@ -261,9 +261,10 @@ export async function runChaos(options) {
     queueTimeoutMs: 2000, retryMaxAttempts: 8, retryClientErrors: false,
     // The gate: 20 starts a second and 3 at once bind through the whole run (about 1,400
     // attempts at 20 a second; most answers come at once, the slow ones hold a place). Five
-    // failures in a row open the breaker within a second of the outage; a probe every 3 s
-    // gives three or four probes in a 13 s outage, and 3 s exceeds the attempt's 2 s time-out,
-    // so a probe never meets a request that started before the breaker opened.
+    // failures in a row open the breaker in the outage's first seconds (0.1 to 2.1 s so far);
+    // a probe every 3 s gives three or four probes in a 13 s outage, and 3 s exceeds the
+    // attempt's 2 s time-out, so a probe never meets a request that started before the breaker
+    // opened.
     maxRps: 20, maxInFlight: 3, breakerFailures: 5, probeSeconds: 3, outageAt: 0.75, outageSeconds: 13,
     ...options,
   };
