@@ -574,7 +574,7 @@ function gateHistory() {
   const down = { status: 503, outage: true };
   const origin = [
     at('e1', 1, 0, 10),
-    at('e2', 1, 100, 3_000), // answered after the 2 s time-out: at the origin until 2100 ms
+    at('e2', 1, 100, 3_000), // answered after the 2 s time-out: at the origin until 2095 ms
     at('e3', 1, 200, 210),
     at('e4', 1, 2_100, 2_110),
     at('e5', 1, 3_201, 3_202, down),
@@ -631,14 +631,16 @@ test('gate: ORIGIN_MAX_RPS counts arrivals in any one second, less than 1,000 ms
   assert.deepEqual(gate(full).failures, []);
 });
 
-test('gate: ORIGIN_MAX_IN_FLIGHT counts a request from its arrival until its answer, or the time-out after its arrival', () => {
-  // e2 (100 ms, answered at 3000) counts until 2100 ms; with e14 (1050 to 2500 ms) there, a
-  // third at 2099 ms is one too many, and e4 at 2100 ms is not.
+test('gate: ORIGIN_MAX_IN_FLIGHT counts a request from its arrival until its answer, or the time-out after its claim', () => {
+  // e2 (claimed at 95 ms, arrived at 100, answered at 3000) counts until 2095 ms; with e14
+  // (1050 to 2500 ms) there, a third at 2094 ms is one too many, and one at 2095 ms is not.
   const h = gateHistory();
   h.origin.push({ eventId: 'e14', attempt: 1, claimedAt: 1_045, receivedAt: 1_050, answeredAt: 2_500, status: 200 });
   assert.deepEqual(gate(h).failures, []);
-  h.origin.push({ eventId: 'e15', attempt: 1, claimedAt: 2_090, receivedAt: 2_099, answeredAt: 2_100, status: 200 });
-  assert.match(gate(h).failed, /^ORIGIN_MAX_IN_FLIGHT \(2\) broken: 1 requests reached the origin while 2 or more were there: e15 attempt 1 at 2099 ms with 2 there$/m);
+  h.origin.push({ eventId: 'e15', attempt: 1, claimedAt: 2_090, receivedAt: 2_094, answeredAt: 2_096, status: 200 });
+  assert.match(gate(h).failed, /^ORIGIN_MAX_IN_FLIGHT \(2\) broken: 1 requests reached the origin while 2 or more were there: e15 attempt 1 at 2094 ms with 2 there$/m);
+  Object.assign(h.origin.at(-1), { receivedAt: 2_095 });
+  assert.deepEqual(gate(h).failures, []);
 });
 
 test('gate: the caps are not counted across a restart\'s beginning (the gate keeps them in memory)', () => {

@@ -5,13 +5,14 @@
 //   counts a start for 1.1 s, so that the time between its start and the arrival may vary by
 //   0.1 s; no slack is allowed here for it.
 // - ORIGIN_MAX_IN_FLIGHT: at most that many requests are at the origin at once. A request is
-//   there from its arrival until its answer, or until the attempt's time-out
-//   (QUEUE_FORWARD_TIMEOUT_MS) after its arrival, whichever is first. The gate sends each
-//   request itself and holds its permit from before the send until the answer comes, or its
-//   own time-out (counted from the send) runs out: a slow handler the origin keeps running past
-//   it is not the gate's. The send comes just before the arrival (the headers'), so counting to
-//   the time-out after the arrival is a little stricter than the permit, by the time a request
-//   takes to reach the origin on the loopback.
+//   there from its arrival until its answer, or until its time-out ran out, whichever is first.
+//   The gate sends each request itself and holds its permit until the answer comes, or its own
+//   time-out (QUEUE_FORWARD_TIMEOUT_MS, counted from its send) runs out: a slow handler the
+//   origin keeps running past it is not the gate's. The origin cannot see the send, only that it
+//   came after the claim and before the arrival: the time-out is counted from the claim, the
+//   earliest it can have begun. Counted from the arrival, it would fail a sound gate (seed
+//   1881890976: a request let through 2 ms before the time-out counted from an arrival that came
+//   22 ms after its claim).
 // - While the breaker is open during the outage, requests reach the origin only as probes:
 //   one at a time, at least ORIGIN_PROBE_SECONDS apart.
 //
@@ -32,7 +33,7 @@ const runtimeAt = (starts, at) => starts.filter((from) => from <= at).length;
 /** When request `r` stopped being at the origin, as the gate counts it (see above). */
 export function leftOrigin(r, timeoutMs, starts) {
   const cut = starts.find((from) => from > r.receivedAt) ?? Infinity;
-  return Math.min(r.answeredAt ?? Infinity, r.receivedAt + timeoutMs, cut);
+  return Math.min(r.answeredAt ?? Infinity, (r.claimedAt ?? r.receivedAt) + timeoutMs, cut);
 }
 
 /** The most requests that arrived within one second (less than 1,000 ms apart) in one runtime, with where. */
