@@ -96,12 +96,24 @@ test('reduced chaos run in queue mode: every event delivered once or dead-letter
   assert.ok(held && history.origin.some((r) => r.eventId === held.eventId && r.takeover), 'the attempt cut off by the restart was taken over');
   const afterLost = table.find(([label]) => label.startsWith('attempts after an unknown outcome'))[1];
   assert.match(afterLost, /after the horizon [1-9]/, 'some answers came after the attempt\'s time-out and their events were retried (each after its lease, or the checker fails)');
+  assertOutage(history, table);
 });
+
+/** Asserts that the outage opened the breaker, that it probed at least twice, and that the backlog drained. */
+function assertOutage(history, table) {
+  const value = (label) => table.find(([l]) => l === label)?.[1];
+  assert.ok(history.outage?.to > history.outage?.from, 'the origin went down and came back');
+  assert.equal(typeof value('outage: breaker opened (its line seen), ms after the origin went down'), 'number', 'the breaker opened while the origin was down');
+  const probes = value('outage: probes while it was open, ms after the origin went down');
+  assert.ok(Number.parseInt(probes, 10) >= 2, `the breaker let at least two probes through: ${probes}`);
+  assert.equal(typeof value('outage: breaker closed (its line seen), ms after the origin came back'), 'number', 'the breaker closed');
+  assert.equal(typeof value('drain: ms from the origin coming back until the last of them settled'), 'number', 'the backlog drained');
+}
 
 test('reduced chaos run of GitHub deliveries (queue mode, its default): every delivery run once or dead-lettered, every dead letter in the failure index', { timeout: 240_000 }, async (t) => {
   // Two attempts at most and 30% failures: about 9 of the 100 events die (none dying has a
   // chance below 1 in 10,000), so the index is checked against real dead letters.
-  const { failures, report, history } = await reduced(t, '^reduced chaos run of GitHub', {
+  const { table, failures, report, history } = await reduced(t, '^reduced chaos run of GitHub', {
     provider: 'github', mode: 'queue', events: 100, maxDuplicates: 5, concurrency: 32, failureRate: 0.3, slowRate: 0.05,
     beyondRate: 0, restarts: 0, leaseSeconds: 8, forwardTimeoutMs: 2_000, lateWaitSeconds: 3, queueTimeoutMs: 2_000,
     retryMaxAttempts: 2,
@@ -115,4 +127,5 @@ test('reduced chaos run of GitHub deliveries (queue mode, its default): every de
   // The checker failed the run if any dead letter was missing from the index; the counts too.
   assert.equal(history.indexedDead?.length, dead, 'the failure index lists each dead letter as dead');
   assert.ok(history.log.some((l) => l.outcome === 'retry_scheduled'), 'failed attempts were retried');
+  assertOutage(history, table);
 });

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
 import { check } from './chaos/checker.mjs';
+import { checkGate } from './chaos/gate.mjs';
 
 // The product's own lines for evt_a's two attempts (it learned a 500, then a 200); evt_b's
 // lines are left to each test. Lines a test gives come after these.
@@ -559,4 +560,137 @@ test('the chaos command parses (it runs only by hand, so npm test checks its syn
   const cli = fileURLToPath(new URL('./chaos/cli.mjs', import.meta.url));
   const parsed = spawnSync(process.execPath, ['--check', cli], { encoding: 'utf8' });
   assert.equal(parsed.status, 0, parsed.stderr);
+});
+
+// The origin gate's promises (queue mode), judged at the origin by tests/chaos/gate.mjs.
+// A sound history: ORIGIN_MAX_RPS 3, ORIGIN_MAX_IN_FLIGHT 2, ORIGIN_BREAKER_FAILURES 2,
+// ORIGIN_PROBE_SECONDS 3, a 2 s time-out. The origin is down from 3200 to 13000 ms: two 503s
+// open the breaker (its line seen at 3206), one request let through before it arrives after,
+// then three probes 3.1 s apart; back up, the next probe closes the breaker and the backlog drains.
+function gateHistory() {
+  const at = (eventId, attempt, receivedAt, answeredAt, extra = {}) => ({
+    eventId, attempt, claimedAt: receivedAt - 5, receivedAt, answeredAt, takeover: false, status: 200, ...extra,
+  });
+  const down = { status: 503, outage: true };
+  const origin = [
+    at('e1', 1, 0, 10),
+    at('e2', 1, 100, 3_000), // answered after the 2 s time-out: at the origin until 2095 ms
+    at('e3', 1, 200, 210),
+    at('e4', 1, 2_100, 2_110),
+    at('e5', 1, 3_201, 3_202, down),
+    at('e6', 1, 3_203, 3_204, down),
+    at('e7', 1, 3_210, 3_211, { ...down, claimedAt: 3_200 }), // let through before the breaker opened
+    at('e8', 1, 6_305, 6_306, down),
+    at('e9', 1, 9_405, 9_406, down),
+    at('e10', 1, 12_505, 12_506, down),
+    at('e11', 1, 15_400, 15_401), // the probe that closes the breaker
+    ...['e5', 'e6', 'e7', 'e8', 'e9', 'e10'].map((id, k) => at(id, 2, [16_000, 16_500, 17_000, 17_100, 17_600, 18_200][k], [16_000, 16_500, 17_000, 17_100, 17_600, 18_200][k] + 5)),
+  ];
+  const events = origin.map((r) => r.eventId).filter((id, k, all) => all.indexOf(id) === k);
+  const settledAt = (id) => Math.max(...origin.filter((r) => r.eventId === id).map((r) => r.answeredAt)) + 2;
+  return {
+    mode: 'queue', events, startedAt: 0, restartsAt: [], forwardTimeoutMs: 2_000,
+    gate: { maxRps: 3, maxInFlight: 2, breakerFailures: 2, probeMs: 3_000 },
+    outage: { from: 3_200, to: 13_000 },
+    origin,
+    deliveries: events.map((id) => ({ eventId: id, status: 200, at: id === 'e11' ? 12_000 : Math.min(...origin.filter((r) => r.eventId === id).map((r) => r.claimedAt)) - 1 })),
+    log: [
+      { outcome: 'breaker_opened', seenAt: 3_206 },
+      { outcome: 'breaker_closed', seenAt: 15_402 },
+      ...events.map((id) => ({ key: id, outcome: 'delivered', seenAt: settledAt(id) })),
+    ],
+  };
+}
+
+/** The gate's failures and rows for `h`. */
+function gate(h) {
+  const failures = [];
+  const rows = checkGate(h, (message) => failures.push(message));
+  return { failures, rows, failed: failures.join('\n') };
+}
+
+test('gate: a sound history passes, with the outage\'s figures', () => {
+  const { failures, rows } = gate(gateHistory());
+  assert.deepEqual(failures, []);
+  assert.equal(row(rows, 'outage: breaker opened (its line seen), ms after the origin went down'), 6);
+  assert.equal(row(rows, 'outage: requests let through before it opened that reached the origin after'), 1);
+  assert.equal(row(rows, 'outage: probes while it was open, ms after the origin went down'), '3 (3105, 6205, 9305)');
+  assert.equal(row(rows, 'outage: breaker closed (its line seen), ms after the origin came back'), 2_402);
+  assert.equal(row(rows, 'drain: events acknowledged before the origin came back, not settled then'), 7);
+  assert.equal(row(rows, 'drain: ms from the origin coming back until the last of them settled'), 5_207);
+  assert.equal(row(rows, 'drain: most requests at the origin in any one second, and at once'), '3 a second, 1 at once');
+  assert.equal(row(rows, 'gate: most requests at the origin in any one second, and at once (whole run)'), '3 a second, 2 at once');
+});
+
+test('gate: ORIGIN_MAX_RPS counts arrivals in any one second, less than 1,000 ms apart', () => {
+  // 0, 100 and 200 ms: a fourth at 999 ms is one too many; at 1000 ms the one of 0 ms is a second old.
+  const full = gateHistory();
+  full.origin.push({ eventId: 'e12', attempt: 1, claimedAt: 990, receivedAt: 999, answeredAt: 1_000, status: 200 });
+  assert.match(gate(full).failed, /^ORIGIN_MAX_RPS \(3\) broken: 1 requests reached the origin as more than 3 in one second: 4 from 0 to 999 ms$/m);
+  Object.assign(full.origin.at(-1), { receivedAt: 1_000, answeredAt: 1_001 });
+  assert.deepEqual(gate(full).failures, []);
+});
+
+test('gate: ORIGIN_MAX_IN_FLIGHT counts a request from its arrival until its answer, or the time-out after its claim', () => {
+  // e2 (claimed at 95 ms, arrived at 100, answered at 3000) counts until 2095 ms; with e14
+  // (1050 to 2500 ms) there, a third at 2094 ms is one too many, and one at 2095 ms is not.
+  const h = gateHistory();
+  h.origin.push({ eventId: 'e14', attempt: 1, claimedAt: 1_045, receivedAt: 1_050, answeredAt: 2_500, status: 200 });
+  assert.deepEqual(gate(h).failures, []);
+  h.origin.push({ eventId: 'e15', attempt: 1, claimedAt: 2_090, receivedAt: 2_094, answeredAt: 2_096, status: 200 });
+  assert.match(gate(h).failed, /^ORIGIN_MAX_IN_FLIGHT \(2\) broken: 1 requests reached the origin while 2 or more were there: e15 attempt 1 at 2094 ms with 2 there$/m);
+  Object.assign(h.origin.at(-1), { receivedAt: 2_095 });
+  assert.deepEqual(gate(h).failures, []);
+});
+
+test('gate: the caps are not counted across a restart\'s beginning (the gate keeps them in memory)', () => {
+  // Two more at 1050 and 1060 ms: five in (60, 1060], but the restart at 1045 ms began between.
+  const h = gateHistory();
+  h.origin.push({ eventId: 'e14', attempt: 1, claimedAt: 1_045, receivedAt: 1_050, answeredAt: 1_500, status: 200 }, { eventId: 'e15', attempt: 1, claimedAt: 1_055, receivedAt: 1_060, answeredAt: 1_500, status: 200 });
+  assert.match(gate(h).failed, /ORIGIN_MAX_RPS \(3\) broken/);
+  assert.match(gate(h).failed, /ORIGIN_MAX_IN_FLIGHT \(2\) broken/);
+  h.restartsAt = [{ from: 1_045, to: 1_048, ended: 0 }];
+  assert.deepEqual(gate(h).failures, []);
+});
+
+test('gate: while the breaker is open in the outage, probes are ORIGIN_PROBE_SECONDS apart, the first from the claims before it', () => {
+  // The second probe 1.9 s after the first.
+  const close = gateHistory();
+  Object.assign(close.origin.find((r) => r.eventId === 'e9'), { claimedAt: 8_000, receivedAt: 8_005, answeredAt: 8_006 });
+  assert.match(gate(close).failed, /^breaker open: probes less than ORIGIN_PROBE_SECONDS \(3000 ms\) apart: e9 attempt 1 reached it at 8005 ms, 1700 ms after the probe before it reached the origin$/m);
+  // The first probe 1805 ms after e7's claim, the last claim of a request that arrived before it.
+  const first = gateHistory();
+  Object.assign(first.origin.find((r) => r.eventId === 'e8'), { claimedAt: 5_000, receivedAt: 5_005, answeredAt: 5_006 });
+  assert.match(gate(first).failed, /^breaker open: probes less than ORIGIN_PROBE_SECONDS \(3000 ms\) apart: e8 attempt 1 reached it at 5005 ms, 1805 ms after e7 attempt 1, which reached the origin before it, was claimed$/m);
+  // Exactly 3000 ms after the probe before: kept.
+  const exact = gateHistory();
+  Object.assign(exact.origin.find((r) => r.eventId === 'e9'), { claimedAt: 9_300, receivedAt: 9_305, answeredAt: 9_306 });
+  assert.deepEqual(gate(exact).failures, []);
+});
+
+test('gate: while the breaker is open in the outage, a probe reaches the origin alone', () => {
+  // A second probe 45 ms after e9 arrived, while e9 (slow to answer) was still there.
+  const h = gateHistory();
+  h.origin.find((r) => r.eventId === 'e9').answeredAt = 9_500;
+  h.origin.push({ eventId: 'e12', attempt: 1, claimedAt: 9_410, receivedAt: 9_450, answeredAt: 9_451, status: 503, outage: true });
+  assert.match(gate(h).failed, /^breaker open: more than one request at the origin at once: e12 attempt 1 reached it at 9450 ms while e9 attempt 1 \(from 9405 ms\) was there$/m);
+});
+
+test('gate: the breaker must open once ORIGIN_BREAKER_FAILURES requests failed in a row in the outage', () => {
+  const h = gateHistory();
+  h.log = h.log.filter((l) => l.outcome !== 'breaker_opened');
+  assert.match(gate(h).failed, /^breaker not opened: the origin answered 6 requests 503 while down \(ORIGIN_BREAKER_FAILURES 2\), and no breaker_opened line followed$/m);
+  // Its line may be seen late, even after the origin came back.
+  h.log.push({ outcome: 'breaker_opened', seenAt: 13_005 });
+  assert.deepEqual(gate(h).failures, []);
+});
+
+test('gate: check() files the gate\'s failures under their own names', () => {
+  // evt_a's two attempts and evt_b's arrive at 1, 2 and 3 ms: three in one second.
+  const h = history({ mode: 'queue', finalStates: { evt_a: 'done', evt_b: 'done' }, gate: { maxRps: 2, maxInFlight: 0, breakerFailures: 0, probeMs: 3_000 }, outage: null });
+  const verdict = check(h);
+  assert.match(verdict.failures.join('\n'), /ORIGIN_MAX_RPS \(2\) broken: 1 requests reached the origin as more than 2 in one second/);
+  assert.ok(verdict.failing.includes('evt_b'));
+  h.gate.maxRps = 3;
+  assert.deepEqual(check(h).failures, []);
 });

@@ -39,6 +39,8 @@
 // 4xx other than 408, 409, 425 and 429, unless RETRY_CLIENT_ERRORS; a 410 Gone always), after
 // which no attempt may run. The failure index must have been read, and must list exactly the dead letters.
 
+import { checkGate } from './gate.mjs';
+
 /**
  * history = {
  *   mode: 'sync' | 'queue',
@@ -62,7 +64,11 @@
  *   leaseMs: number,
  *   horizonMs: number,                                                  // time-out + late wait
  *   startedAt: number | undefined,                                      // times are shown from it
+ *   gate: { maxRps, maxInFlight, breakerFailures, probeMs } | undefined,  // queue mode's gate keys
+ *   outage: { from, to } | null | undefined,     // queue mode: when the origin answered only 503
  * }
+ * Origin records of the outage carry `outage: true`; those it cut off, `cutByOutage: true`.
+ * The gate's promises are judged in gate.mjs.
  * Returns { table: [[label, value]], failures: [string], failing: [eventId] }: `failing`
  * names every event a failure is about.
  */
@@ -412,6 +418,12 @@ export function check(history) {
     }
   }
 
+  // The origin gate's promises (queue mode): its caps, and its breaker during the outage.
+  const gateRows = checkGate(history, (message, ids) => {
+    fail(undefined, message);
+    for (const id of ids) failing.add(id);
+  });
+
   const lateLearned = history.origin.filter((r) => ok(r) && r.answeredAt !== undefined
     && r.answeredAt - claimOf(r) > (history.forwardTimeoutMs ?? Infinity) && !afterHorizon(r)).length;
   const takeovers = history.origin.filter((r) => r.takeover).length;
@@ -436,6 +448,7 @@ export function check(history) {
     ['time from claim to arrival at the origin, ms (median, 99th percentile, longest)', lags.length === 0 ? 'none' : `${lags[Math.floor((lags.length - 1) / 2)]}, ${lags[Math.floor((lags.length - 1) * 0.99)]}, ${lags.at(-1)}`],
     ...(history.claimTimesDisagreeing ? [['claim times where storage and log lines disagree', history.claimTimesDisagreeing]] : []),
     ['origin answers 500', count(answered, (r) => r.status === 500)],
+    ...(history.outage ? [['origin answers 503 (the outage)', count(answered, (r) => r.outage)]] : []),
     ['origin answers 4xx that refuse (400, 404, 410, 422)', count(answered, (r) => isRefusal(r.status))],
     ['origin answers 4xx that say "later" (408, 409, 425, 429)', count(answered, (r) => RETRIED_CLIENT_ERRORS.includes(r.status))],
     ['origin answers 502 or 504 of a gateway (unknown outcomes; the handler succeeded behind it)', `${gateways.length} (${count(gateways, ok)})`],
@@ -460,6 +473,7 @@ export function check(history) {
       ['dead letters in the failure index', Array.isArray(history.indexedDead) ? history.indexedDead.length : 'not read'],
       ['retries scheduled', history.log.filter((l) => l.outcome === 'retry_scheduled').length],
     ] : []),
+    ...gateRows,
     ['takeovers', takeovers],
     ['fence conflicts refused', fenceConflicts],
     ['runtime restarts', restartsAt.length],

@@ -97,9 +97,39 @@ async function startRecordingOrigin({
     ['slow', slowRate], ['beyond', beyondRate],
   ];
 
+  // The outage: while `down` is set, every request is answered 503 at once (no Retry-After:
+  // the product reads a 503 with one as "paused", not as the origin failing), and the handler
+  // never runs. When the origin goes down, the requests it still holds are cut: their
+  // connections reset, as when its process dies mid-request (`cutByOutage`).
+  let down = false;
+  const pending = new Map(); // record -> { timer, req }: answers not given yet
+  const outageAnswer = (req, res, receivedAt) => {
+    const record = {
+      eventId: req.headers['x-shopify-event-id'] ?? req.headers['x-webhook-dedup-event-id'],
+      key: keyOf(req),
+      takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
+      attempt: Number(req.headers['x-webhook-dedup-attempt']),
+      receivedAt,
+      status: 503,
+      delayMs: 0,
+      outage: true,
+    };
+    records.push(record);
+    readClaim(record);
+    record.answeredAt = now();
+    res.writeHead(503).end('down');
+  };
+
   const server = http.createServer((req, res) => {
+    // A request arrives when its headers do: the first the origin sees of it (its body, a
+    // kilobyte, follows at once). The gate's caps are judged from this time.
+    const receivedAt = now();
     req.resume();
     req.on('end', () => {
+      if (down) {
+        outageAnswer(req, res, receivedAt);
+        return;
+      }
       let roll = rand();
       let kind = 'ok';
       for (const [name, rate] of bands) {
@@ -116,7 +146,7 @@ async function startRecordingOrigin({
         key: keyOf(req),
         takeover: req.headers['x-webhook-dedup-takeover'] === 'true',
         attempt: Number(req.headers['x-webhook-dedup-attempt']),
-        receivedAt: now(),
+        receivedAt,
         status: 200,
         delayMs: 0,
       };
@@ -148,6 +178,7 @@ async function startRecordingOrigin({
         return;
       }
       const answer = () => {
+        pending.delete(record);
         record.answeredAt = now(); // the handler finished, listened to or not
         if (req.socket.destroyed) return; // the claim authority stopped waiting, or died
         if (record.reset) {
@@ -157,7 +188,7 @@ async function startRecordingOrigin({
         const status = record.gateway ?? record.status;
         res.writeHead(status).end(status === 200 ? 'ok' : 'failed');
       };
-      if (record.delayMs) setTimeout(answer, record.delayMs);
+      if (record.delayMs) pending.set(record, { timer: setTimeout(answer, record.delayMs), req });
       else answer();
     });
   });
@@ -175,6 +206,29 @@ async function startRecordingOrigin({
     /** Holds the next forward unanswered; resolves with its record when it arrives. */
     holdNext() {
       return new Promise((resolve) => { hold = { resolve }; });
+    },
+    /**
+     * The origin goes down: every request from now on is answered 503 at once, and those it
+     * still holds are cut (reset, the handler's own outcome hidden). Returns when it went down.
+     */
+    goDown() {
+      down = true;
+      const at = now();
+      for (const [record, { timer, req }] of pending) {
+        clearTimeout(timer);
+        record.answeredAt = at;
+        record.reset = true;
+        record.cutByOutage = true;
+        delete record.gateway;
+        if (!req.socket.destroyed) req.socket.resetAndDestroy();
+      }
+      pending.clear();
+      return at;
+    },
+    /** The origin is back; returns when. */
+    comeBack() {
+      down = false;
+      return now();
     },
     /** Gives up a hold not met yet: its promise resolves with null. */
     cancelHold() {
@@ -194,6 +248,10 @@ async function startRecordingOrigin({
  * clientErrorRate (a 4xx), slowRate (answers between the time-out and the horizon), beyondRate
  * (answers after the horizon), restarts, leaseSeconds, forwardTimeoutMs, lateWaitSeconds,
  * maxSends (retry budget per delivery), retryClientErrors (queue mode), seed.
+ * Queue mode also sets the origin gate's keys (maxRps, maxInFlight, breakerFailures,
+ * probeSeconds) and has an outage: once `outageAt` of the events have been started (a share,
+ * 0 for none) and the restarts are over, the origin answers every request 503 for
+ * `outageSeconds`, while the rest of the events keep arriving, spread over the outage.
  */
 export async function runChaos(options) {
   const o = {
@@ -201,6 +259,13 @@ export async function runChaos(options) {
     clientErrorRate: 0, slowRate: 0.05, beyondRate: 0,
     restarts: 2, leaseSeconds: 6, forwardTimeoutMs: 1000, lateWaitSeconds: 3, maxSends: 25, seed: Date.now() % 2 ** 31,
     queueTimeoutMs: 2000, retryMaxAttempts: 8, retryClientErrors: false,
+    // The gate: 20 starts a second and 3 at once bind through the whole run (about 1,400
+    // attempts at 20 a second; most answers come at once, the slow ones hold a place). Five
+    // failures in a row open the breaker in the outage's first seconds (0.1 to 2.1 s so far);
+    // a probe every 3 s gives three or four probes in a 13 s outage, and 3 s exceeds the
+    // attempt's 2 s time-out, so a probe never meets a request that started before the breaker
+    // opened.
+    maxRps: 20, maxInFlight: 3, breakerFailures: 5, probeSeconds: 3, outageAt: 0.75, outageSeconds: 13,
     ...options,
   };
   const queue = o.mode === 'queue';
@@ -241,6 +306,10 @@ export async function runChaos(options) {
         RETRY_MAX_ATTEMPTS: String(o.retryMaxAttempts),
         QUEUE_FORWARD_TIMEOUT_MS: String(o.queueTimeoutMs),
         RETRY_CLIENT_ERRORS: String(o.retryClientErrors),
+        ORIGIN_MAX_RPS: String(o.maxRps),
+        ORIGIN_MAX_IN_FLIGHT: String(o.maxInFlight),
+        ORIGIN_BREAKER_FAILURES: String(o.breakerFailures),
+        ORIGIN_PROBE_SECONDS: String(o.probeSeconds),
       } : {}),
     },
   });
@@ -387,16 +456,29 @@ export async function runChaos(options) {
 
   const restartAt = new Set(Array.from({ length: o.restarts }, (_, i) => Math.floor(((i + 1) * o.events) / (o.restarts + 1))));
   const restartsAt = [];
+  const restartJobs = [];
   const all = [];
+  // Queue mode's outage (see above): from event `outageFrom` on, once the restarts are over.
+  const outageFrom = queue && o.outageAt > 0 && o.outageSeconds > 0 ? Math.floor(o.events * o.outageAt) : Infinity;
+  let outage = null; // { from, to }
+  // The events left when the outage begins arrive spread over its first four fifths.
+  const outagePace = (o.outageSeconds * 800) / Math.max(1, o.events - outageFrom);
   for (let i = 0; i < events.length; i += 1) {
     // Start events as earlier ones finish, so that the load stays near the concurrency.
     while (active >= o.concurrency) await new Promise((resolve) => idle.push(resolve));
     if (aborted) break;
+    if (i === outageFrom) {
+      await Promise.all(restartJobs);
+      if (aborted) break;
+      outage = { from: origin.goDown() };
+      all.push(sleep(o.outageSeconds * 1000).then(() => { outage.to = origin.comeBack(); }));
+    }
+    if (i > outageFrom && outage.to === undefined) await sleep(outagePace);
     if (restartAt.has(i)) {
       // Kill the runtime while a claim is held mid-forward: the origin holds the next forward,
       // and when it arrives the runtime is restarted on the same storage. Sends wait for it;
       // those in flight fail and are retried; the held claim is taken over when its lease ends.
-      all.push(origin.holdNext().then(async (held) => {
+      const job = origin.holdNext().then(async (held) => {
         if (held === null) return; // the run was cut short
         const from = now();
         const ended = worker.starts - 1; // the start of the runtime this restart ends
@@ -406,7 +488,9 @@ export async function runChaos(options) {
           isRestarting = false;
         });
         await restarting;
-      }));
+      });
+      restartJobs.push(job);
+      all.push(job);
     }
     const payload = eventPayload(events[i]);
     const copies = 1 + Math.floor(rand() * o.maxDuplicates);
@@ -422,14 +506,27 @@ export async function runChaos(options) {
   const finalStates = {};
   const finalAttempts = {};
   if (queue && !aborted) {
-    const settled = () => {
+    // An event settled as a restart began may have lost its line with the stopped runtime:
+    // those without a line are asked for, every 5 s, whether their record says done or dead.
+    const settledByRecord = new Set();
+    let askedAt = Date.now();
+    const settled = async () => {
       const ended = new Set(worker.logLines()
         .filter((l) => l.outcome === 'delivered' || l.outcome === 'dead_lettered')
         .map((l) => l.key));
-      return events.every((id) => ended.has(keyOf(id)));
+      const left = events.filter((id) => !ended.has(keyOf(id)) && !settledByRecord.has(id));
+      if (left.length === 0) return true;
+      if (left.length > 5 || Date.now() - askedAt < 5_000) return false;
+      askedAt = Date.now();
+      for (const id of left) {
+        const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${encodeURIComponent(claimId(o.provider, id))}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        const state = answer.status === 200 ? (await answer.json()).record?.state : undefined;
+        if (state === 'done' || state === 'dead') settledByRecord.add(id);
+      }
+      return left.every((id) => settledByRecord.has(id));
     };
-    const deadline = Date.now() + 120_000;
-    while (!settled() && Date.now() < deadline) await sleep(500);
+    const deadline = Date.now() + 180_000;
+    while (!(await settled()) && Date.now() < deadline) await sleep(500);
     for (const id of events) {
       const answer = await fetch(`${worker.url}/admin/deliveries/${o.provider}/${encodeURIComponent(claimId(o.provider, id))}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       const record = answer.status === 200 ? (await answer.json()).record : undefined;
@@ -506,6 +603,11 @@ export async function runChaos(options) {
       cutShort: aborted, claimTimesDisagreeing,
       leaseMs: o.leaseSeconds * 1000, forwardTimeoutMs: queue ? o.queueTimeoutMs : o.forwardTimeoutMs, horizonMs,
       retryMaxAttempts: o.retryMaxAttempts, retryClientErrors: queue ? o.retryClientErrors : undefined,
+      // Queue mode: the gate's keys, and when the origin was down (on the same clock).
+      ...(queue ? {
+        gate: { maxRps: o.maxRps, maxInFlight: o.maxInFlight, breakerFailures: o.breakerFailures, probeMs: o.probeSeconds * 1000 },
+        outage,
+      } : {}),
     },
   };
 }
