@@ -71,15 +71,19 @@ pub struct GateLimits {
 }
 
 impl GateLimits {
-    /// The limits `config` sets, each permit lasting `permit_ms` (a queued attempt's lease).
-    pub fn of(config: &crate::config::GateConfig, permit_ms: Millis) -> GateLimits {
+    /// The limits `config` sets. A permit lasts a queued attempt's lease, and never less than
+    /// the gate's own wait for the origin's answer (`QUEUE_FORWARD_TIMEOUT_MS`): no request the
+    /// gate has open is ever without its permit.
+    pub fn of(config: &crate::config::Config) -> GateLimits {
+        let lease_ms = config.queue.attempt_policy(config.webhook.claims).lease_ms;
+        let gate = &config.gate;
         GateLimits {
-            max_rps: config.max_rps,
-            max_in_flight: config.max_in_flight,
-            breaker_failures: config.breaker_failures,
-            probe_ms: config.probe_ms,
-            health_probe: config.health_url.is_some(),
-            permit_ms,
+            max_rps: gate.max_rps,
+            max_in_flight: gate.max_in_flight,
+            breaker_failures: gate.breaker_failures,
+            probe_ms: gate.probe_ms,
+            health_probe: gate.health_url.is_some(),
+            permit_ms: lease_ms.max(config.queue.forward_timeout_ms),
         }
     }
 }

@@ -332,8 +332,13 @@ fn however_long_the_way_to_the_origin_no_second_there_sees_more_than_the_rate_ca
         let mut arrivals: Vec<Millis> = sent.iter().copied().map(arrival).collect();
         arrivals.sort_unstable();
         for &from in &arrivals {
-            let within = arrivals.iter().filter(|&&at| at >= from && at < from + 1_000);
-            assert!(within.count() <= 5, "more than 5 arrivals in the second from {from}");
+            let within = arrivals
+                .iter()
+                .filter(|&&at| at >= from && at < from + 1_000);
+            assert!(
+                within.count() <= 5,
+                "more than 5 arrivals in the second from {from}"
+            );
         }
     }
     assert!(sent.len() >= 20, "only {} starts in 10 s", sent.len());

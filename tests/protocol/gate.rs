@@ -20,9 +20,7 @@ const OTHER: &str = "evt_other";
 impl World {
     /// The gate's limits under the deployed configuration.
     fn gate_limits(&self, model: &Protocol) -> GateLimits {
-        let config = model.config(self);
-        let lease_ms = config.queue.attempt_policy(config.webhook.claims).lease_ms;
-        GateLimits::of(&config.gate, lease_ms)
+        GateLimits::of(model.config(self))
     }
 
     /// Asks the gate to let an attempt of `key` through now: its permit, or the event a held

@@ -217,10 +217,9 @@ impl OriginGate {
     }
 }
 
-/// The gate's limits under `config`: its permits last a queued attempt's lease.
+/// The gate's limits under `config`.
 fn limits(config: &Config) -> GateLimits {
-    let lease_ms = config.queue.attempt_policy(config.webhook.claims).lease_ms;
-    GateLimits::of(&config.gate, lease_ms)
+    GateLimits::of(config)
 }
 
 /// Sends `request` on to its URL (its body read whole, so the origin gets its length), without
