@@ -225,7 +225,7 @@ fn with_a_health_url_only_the_gate_probes() {
     open(&mut gate, 1_000, &limits);
     assert_eq!(gate.health_probe_at(&limits), Some(11_000));
     assert!(go(&mut gate, "a", 12_000, &limits).is_none());
-    assert_eq!(gate.health_probed(Health::Down, 12_000, &limits).save, true);
+    assert!(gate.health_probed(Health::Down, 12_000, &limits).save);
     assert_eq!(gate.health_probe_at(&limits), Some(22_000));
     let changed = gate.health_probed(Health::Up, 22_000, &limits);
     assert_eq!(changed.recovered_from, Some(1_000));
