@@ -107,6 +107,7 @@ fn the_reference_names_a_section_that_reads_each_key() {
         ("src/config/webhook.rs", include_str!("webhook.rs")),
         ("src/config/senders.rs", include_str!("senders.rs")),
         ("src/config/queue.rs", include_str!("queue.rs")),
+        ("src/config/gate.rs", include_str!("gate.rs")),
         ("src/config/api.rs", include_str!("api.rs")),
         ("src/config/admin.rs", include_str!("admin.rs")),
         ("src/config/alerts.rs", include_str!("alerts.rs")),
