@@ -58,10 +58,16 @@ test('this release\'s worker meets an object of the previous release (no RPC met
       constructor(state, env) { this.state = state; }
       async fetch() { return new Response(null, { status: 404 }); }
     }
+    // So does the origin gates' class.
+    export class OriginGate {
+      constructor(state, env) { this.state = state; }
+      async fetch() { return new Response(null, { status: 404 }); }
+    }
     export default { fetch() { return new Response('objects only', { status: 404 }); } };`,
     durableObjects: {
       CLAIM_AUTHORITY: { className: 'ClaimAuthority', useSQLite: true },
       FAILURE_INDEX: { className: 'FailureIndex', useSQLite: true },
+      ORIGIN_GATE: { className: 'OriginGate', useSQLite: true },
     },
   };
   const worker = builtWorker('front', { STRIPE_WEBHOOK_SECRET: SECRET, ORIGIN_URL: `${origin.url}/hook` }, { objects: { scriptName: 'objects' } });
