@@ -9,6 +9,7 @@ use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
+use crate::origin_gate::known::KnownOrigins;
 use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{Envelope, EnvelopeError};
 
@@ -77,4 +78,8 @@ pub trait Runtime {
 
     /// Sends `request` to its origin's gate; `Err` says what failed on the way.
     async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String>;
+
+    /// Runs `f` on what this instance of the worker knows of its origins (kept in its memory
+    /// only, shared by the requests it serves; see [`KnownOrigins`]).
+    fn with_known_origins<T>(&self, f: impl FnOnce(&mut KnownOrigins) -> T) -> T;
 }

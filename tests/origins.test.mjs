@@ -264,3 +264,133 @@ describe('an outage: the breaker opens, probes, and the backlog drains within th
     assert.equal(dead, 0, 'nothing was dead-lettered: held attempts do not count');
   });
 });
+
+describe('sync mode: a worker instance holds deliveries to an origin it knows is paused or failing', () => {
+  const behaviour = new Map();
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req, n) => {
+      const decide = behaviour.get(req.headers['x-webhook-dedup-event-id']);
+      return decide ? decide(req, n) : { status: 200, body: 'ok' };
+    });
+    worker = await startWorker({
+      vars: {
+        STRIPE_WEBHOOK_SECRET: SECRET,
+        ORIGIN_URL: `${origin.url}/stripe`,
+        ADMIN_TOKEN: TOKEN,
+        ORIGIN_BREAKER_FAILURES: '2',
+        ORIGIN_PROBE_SECONDS: '3',
+        RETRY_MAX_DELAY_SECONDS: '30',
+      },
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id);
+  const post = (route, body) => call(`${worker.url}/admin/${route}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body });
+
+  /** Delivers `id` and checks it was held: 503 origin_held with Retry-After, nothing sent. */
+  async function heldBack(id, why) {
+    const answer = await deliver(worker, eventPayload(id), { secret: SECRET });
+    assert.equal(answer.status, 503, answer.text);
+    assert.deepEqual([answer.json.error, answer.json.why], ['origin_held', why]);
+    const retryAfter = Number(answer.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1, `Retry-After ${retryAfter}`);
+    assert.equal(seen(id).length, 0, 'nothing reached the origin');
+    const held = await worker.waitForLog((l) => l.outcome === 'held' && l.key === id);
+    assert.equal(held.route, 'webhook');
+    return retryAfter;
+  }
+
+  test('a 503 with Retry-After: the sender is told when, and every delivery before then is answered 503 without calling the origin', async () => {
+    const first = eventId('syncthrottled');
+    behaviour.set(first, () => ({ status: 503, headers: { 'retry-after': '3' } }));
+    const answered = await deliver(worker, eventPayload(first), { secret: SECRET });
+    assert.equal(answered.status, 502, answered.text);
+    assert.equal(answered.headers.get('retry-after'), '3');
+    const askedAt = Date.now();
+    const other = eventId('syncbehind');
+    assert.ok(await heldBack(other, 'paused') <= 3);
+    await sleep(Math.max(0, askedAt + 3_100 - Date.now()));
+    const later = await deliver(worker, eventPayload(other), { secret: SECRET });
+    assert.equal(later.json.status, 'processed', later.text);
+    assert.equal(seen(other).length, 1, 'delivered once');
+  });
+
+  test('failures in a row hold deliveries for ORIGIN_PROBE_SECONDS; the next one is the probe, and its success lets the rest through', async () => {
+    const failing = [eventId('syncfail0'), eventId('syncfail1')];
+    for (const id of failing) {
+      behaviour.set(id, () => ({ status: 500, body: 'down' }));
+      assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).status, 502);
+    }
+    const openedAt = Date.now();
+    const probe = eventId('syncprobe');
+    assert.ok(await heldBack(probe, 'breaker_open') <= 3);
+    await sleep(Math.max(0, openedAt + 3_100 - Date.now()));
+    assert.equal((await deliver(worker, eventPayload(probe), { secret: SECRET })).json.status, 'processed');
+    const next = eventId('syncafter');
+    assert.equal((await deliver(worker, eventPayload(next), { secret: SECRET })).json.status, 'processed');
+    assert.deepEqual([seen(probe).length, seen(next).length], [1, 1]);
+  });
+
+  test('an operator\'s pause served by this instance holds its sync deliveries; the resume lets them through', async () => {
+    const name = JSON.stringify({ origin: `${origin.url}/stripe` });
+    assert.equal((await post('origins/pause', name)).status, 200);
+    const id = eventId('syncpaused');
+    await heldBack(id, 'paused');
+    assert.equal((await post('origins/resume', name)).status, 200);
+    assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'processed');
+    assert.equal(seen(id).length, 1);
+  });
+});
+
+describe('ORIGIN_HEALTH_URL: while the breaker is open, the gate probes the health URL instead of sending an event', () => {
+  let healthy = false;
+  let origin;
+  let worker;
+  before(async () => {
+    origin = await startOrigin((req) => {
+      if (req.url === '/health') return { status: healthy ? 200 : 503, body: healthy ? 'up' : 'down' };
+      return healthy ? { status: 200, body: 'ok' } : { status: 503, body: 'down' };
+    });
+    worker = await startQueued(origin, {
+      ORIGIN_BREAKER_FAILURES: '2',
+      ORIGIN_PROBE_SECONDS: '2',
+      ORIGIN_HEALTH_URL: `${origin.url}/health`,
+      RETRY_MAX_ATTEMPTS: '20',
+    });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+  const admin = (route) => call(`${worker.url}/admin/${route}`, { headers: auth });
+
+  test('no event reaches the origin while it is open; the health check\'s 200 closes it and every event is delivered once', async () => {
+    const ids = Array.from({ length: 4 }, (_, n) => eventId(`health${n}`));
+    for (const id of ids) {
+      assert.equal((await deliver(worker, eventPayload(id), { secret: SECRET })).json.status, 'queued');
+    }
+    await until(async () => (await admin('origins')).json.items[0].state === 'open', 15_000, 'the breaker open');
+    const openedAt = Date.now();
+    const checks = () => origin.requests.filter((r) => r.url === '/health');
+    await until(() => checks().length >= 2, 10_000, 'two health checks');
+    const events = () => origin.requests.filter((r) => r.url !== '/health');
+    const eventsWhileOpen = events().filter((r) => r.receivedAt > openedAt + 200);
+    assert.deepEqual(eventsWhileOpen.map((r) => r.url), [], 'no event sent as a probe');
+    const [a, b] = checks().slice(-2);
+    assert.ok(b.receivedAt - a.receivedAt >= 1_800, `health checks ${b.receivedAt - a.receivedAt} ms apart`);
+    assert.equal(a.method, 'GET');
+    healthy = true;
+    const seen = (id) => origin.requests.filter((r) => r.headers['x-webhook-dedup-event-id'] === id && r.answer?.status === 200);
+    await until(() => ids.every((id) => seen(id).length), 20_000, 'every event delivered');
+    await sleep(1_000);
+    for (const id of ids) assert.equal(seen(id).length, 1, `${id} delivered once`);
+    const closed = await worker.waitForLog((l) => l.outcome === 'breaker_closed');
+    assert.equal(closed.key, `${origin.url}/stripe`);
+    assert.equal((await admin('origins')).json.items[0].state, 'closed');
+  });
+});

@@ -59,8 +59,18 @@ pub async fn serve<R: Runtime>(
         }
         AdminRoute::Index(call, policy) => index_call(runtime, policy, call).await?,
         AdminRoute::Record(call) => record_call(runtime, call, line).await?,
-        AdminRoute::Origins(call, known, limits) => {
-            origins_call(runtime, call, &known, &limits, line).await
+        AdminRoute::Origins {
+            call,
+            known,
+            limits,
+            probe_ms,
+        } => {
+            let route = OriginsRoute {
+                known: &known,
+                limits: &limits,
+                probe_ms,
+            };
+            origins_call(runtime, call, route, line).await
         }
     };
     line.outcome = answer.outcome;
@@ -142,34 +152,49 @@ async fn redeliver<R: Runtime>(
     Ok(bulk.answer())
 }
 
+/// What a route over the origins' gates works with (see [`AdminRoute::Origins`]).
+struct OriginsRoute<'a> {
+    known: &'a [String],
+    limits: &'a DeliveryConfig,
+    probe_ms: u64,
+}
+
 /// A route over the origins' gates: the list asks each origin's gate; a pause or resume reads
 /// its body, then asks the one gate it names (raising the line to `warn`: an operator changed
-/// how events are delivered).
+/// how events are delivered). Each gate's answer also tells this instance of the worker how
+/// its origin stands, for its sync deliveries (see [`crate::origin_gate::known`]).
 async fn origins_call<R: Runtime>(
     runtime: &R,
     call: OriginsCall,
-    known: &[String],
-    limits: &DeliveryConfig,
+    route: OriginsRoute<'_>,
     line: &mut LogLine,
 ) -> AdminAnswer {
+    let ask = |request: GateRequest| async move {
+        let view = runtime.ask_gate(&request).await;
+        if let Ok(view) = &view {
+            let now = runtime.now_ms();
+            runtime.with_known_origins(|known| known.told(view, now, route.probe_ms));
+        }
+        view
+    };
     if call == OriginsCall::List {
         let mut views = Vec::new();
-        for origin in known {
+        for origin in route.known {
             let origin = origin.clone();
-            views.push(runtime.ask_gate(&GateRequest::View { origin }).await);
+            views.push(ask(GateRequest::View { origin }).await);
         }
         return origins::list_answer(views);
     }
-    let body = match runtime.body(limits).await {
+    let body = match runtime.body(route.limits).await {
         Ok(body) => runtime.bytes(&body),
         Err(_) => Vec::new(),
     };
-    let request = match origins::change_request(call, &body, known) {
+    let request = match origins::change_request(call, &body, route.known) {
         Ok(request) => request,
         Err(refused) => return refused,
     };
     line.key = Some(request.origin().to_owned());
-    let answer = origins::changed_answer(call, runtime.ask_gate(&request).await);
+    let answer = origins::changed_answer(call, ask(request).await);
     if answer.status < 400 {
         line.raise(Level::Warn);
     }

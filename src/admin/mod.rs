@@ -1126,6 +1126,46 @@ mod tests {
             (served, line)
         }
 
+        /// Each gate's answer to an admin call tells this instance how its origin stands: a
+        /// pause the list shows holds this instance's sync deliveries to it, and a resume it
+        /// serves ends that hold.
+        #[test]
+        fn the_gates_answers_teach_this_instance_its_origins() {
+            use crate::origin_gate::{HoldReason, OriginState, OriginView};
+            let runtime = operator(vec![]);
+            let origin = "https://origin.example/hook";
+            let view = |state| OriginView {
+                origin: origin.into(),
+                state,
+                paused_by: None,
+                paused_until: None,
+                in_flight: 0,
+                failures_in_a_row: 0,
+                held: 0,
+                next_probe_at: None,
+            };
+            runtime
+                .gate_replies
+                .borrow_mut()
+                .push_back(Ok(view(OriginState::Paused)));
+            let (listed, _) = serve_on(&runtime, "GET", "origins");
+            assert!(matches!(listed, AdminServed::Api(ref answer) if answer.status == 200));
+            let hold = runtime.known_origins.borrow().hold(origin, 10);
+            assert_eq!(hold, Some((30_010, HoldReason::Paused)));
+            let resumed = Memory {
+                body: Ok(format!("{{\"origin\": \"{origin}\"}}").into_bytes()),
+                ..operator(vec![])
+            };
+            *resumed.known_origins.borrow_mut() = runtime.known_origins.borrow().clone();
+            resumed
+                .gate_replies
+                .borrow_mut()
+                .push_back(Ok(view(OriginState::Closed)));
+            let (answer, _) = serve_on(&resumed, "POST", "origins/resume");
+            assert!(matches!(answer, AdminServed::Api(ref answer) if answer.status == 200));
+            assert_eq!(resumed.known_origins.borrow().hold(origin, 10), None);
+        }
+
         /// The page is served without the token; any other route without it is answered
         /// before a record or the index is asked.
         #[test]

@@ -20,9 +20,18 @@ pub enum AdminRoute {
     Index(IndexCall, ClaimPolicy),
     /// A call on one record.
     Record(RecordCall),
-    /// A route over the origins' gates, with the origins the worker delivers to and the body
-    /// limits (a pause or resume reads a small JSON body).
-    Origins(OriginsCall, Vec<String>, DeliveryConfig),
+    /// A route over the origins' gates.
+    Origins {
+        /// Which route.
+        call: OriginsCall,
+        /// The origins the worker delivers to.
+        known: Vec<String>,
+        /// The body limits (a pause or resume reads a small JSON body).
+        limits: DeliveryConfig,
+        /// `ORIGIN_PROBE_SECONDS`, in milliseconds: how long a pause until a resume is
+        /// remembered by this instance for its sync deliveries.
+        probe_ms: u64,
+    },
 }
 
 /// A call on one record, with its terms.
@@ -113,7 +122,13 @@ fn collection_route(
     Some(match origins::origins_call(method, rest)? {
         Ok(call) => {
             let known = origins::known_origins(config);
-            AdminRoute::Origins(call, known, config.delivery)
+            let (limits, probe_ms) = (config.delivery, config.gate.probe_ms);
+            AdminRoute::Origins {
+                call,
+                known,
+                limits,
+                probe_ms,
+            }
         }
         Err(refused) => AdminRoute::Answer(refused, None),
     })

@@ -233,6 +233,10 @@ pub struct ForwardReport {
     pub settle: SettleStep,
     /// How long the origin took, in milliseconds.
     pub origin_ms: u64,
+    /// The time the origin asked not to be called again before: its `Retry-After` on a `429`
+    /// or `503` (see [`crate::origin::retry_after_at`]), not yet capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<Millis>,
     /// The answer's safe-to-pass headers, when its body streams back with this reply
     /// (Idempotency-Key door only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -192,6 +192,7 @@ mod tests {
             verdict: Verdict::Succeeded,
             settle: SettleStep::Waiting,
             origin_ms: 1,
+            not_before: None,
             head: Some(head),
         }))
     }

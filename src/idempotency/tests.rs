@@ -136,6 +136,7 @@ fn delivery_replies_map_to_answers() {
             verdict: Verdict::Succeeded,
             settle: SettleStep::Waiting,
             origin_ms: 1,
+            not_before: None,
             head,
         }))
     };

@@ -35,6 +35,7 @@ use crate::failure_index::IndexRequest;
 use crate::log_line::{Level, LogLine, Outcome, Route};
 use crate::origin::OriginOutcome;
 
+pub mod known;
 #[cfg(test)]
 mod tests;
 
@@ -256,13 +257,27 @@ pub struct Changed {
     pub recovered_from: Option<Millis>,
 }
 
+/// How deliveries to an origin stand: a pause comes first, then the breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OriginState {
+    /// Attempts go through, within the caps.
+    Closed,
+    /// The breaker is open: attempts are held until the next probe.
+    Open,
+    /// The breaker's probe is out: attempts are held until it answers.
+    HalfOpen,
+    /// Paused by an operator or by the origin's `Retry-After`: attempts are held.
+    Paused,
+}
+
 /// How an origin stands, as `GET /admin/origins` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OriginView {
     /// The origin: its URL without credentials or query.
     pub origin: String,
     /// `closed`, `open`, `half_open` or `paused`.
-    pub state: String,
+    pub state: OriginState,
     /// Why it is paused: `operator` or `retry_after`; `null` when it is not.
     pub paused_by: Option<PauseCause>,
     /// When the pause ends by itself (RFC 3339); `null` when not paused or until a resume.
@@ -601,10 +616,10 @@ impl Gate {
             .paused
             .filter(|pause| pause.until.is_none_or(|at| at > now));
         let state = match (paused, self.state.breaker) {
-            (Some(_), _) => "paused",
-            (None, Breaker::Closed) => "closed",
-            (None, Breaker::Open { .. }) => "open",
-            (None, Breaker::HalfOpen { .. }) => "half_open",
+            (Some(_), _) => OriginState::Paused,
+            (None, Breaker::Closed) => OriginState::Closed,
+            (None, Breaker::Open { .. }) => OriginState::Open,
+            (None, Breaker::HalfOpen { .. }) => OriginState::HalfOpen,
         };
         let next_probe = match self.state.breaker {
             Breaker::Open { next_probe, .. } => crate::rfc3339::format(next_probe),
@@ -612,7 +627,7 @@ impl Gate {
         };
         OriginView {
             origin: origin.to_owned(),
-            state: state.to_owned(),
+            state,
             paused_by: paused.map(|pause| pause.cause),
             paused_until: paused
                 .and_then(|pause| pause.until)

@@ -95,7 +95,7 @@ fn an_operator_pause_holds_everything_until_the_resume_then_the_drain_ramps_up()
     let mut gate = Gate::default();
     assert!(gate.pause().save);
     assert_eq!(held_until(&mut gate, "a", 1_000).1, HoldReason::Paused);
-    assert_eq!(gate.view("o", 1_000).state, "paused");
+    assert_eq!(gate.view("o", 1_000).state, OriginState::Paused);
     assert!(gate.resume(5_000).save);
     assert!(go(&mut gate, "a", 5_000, &LIMITS).is_some());
     // The first second after the resume admits one attempt at once.
@@ -167,20 +167,20 @@ fn open(gate: &mut Gate, now: Millis, limits: &GateLimits) {
 fn the_breaker_opens_after_failures_in_a_row_and_one_probe_closes_it() {
     let mut gate = Gate::default();
     open(&mut gate, 1_000, &LIMITS);
-    assert_eq!(gate.view("o", 1_000).state, "open");
+    assert_eq!(gate.view("o", 1_000).state, OriginState::Open);
     let (until, why) = held_until(&mut gate, "a", 2_000);
     assert_eq!((why, until >= 11_000), (HoldReason::BreakerOpen, true));
     // At the probe time one attempt goes out; the rest wait for it.
     let probe = go(&mut gate, "a", 11_000, &LIMITS).unwrap();
     assert!(probe.probe);
-    assert_eq!(gate.view("o", 11_000).state, "half_open");
+    assert_eq!(gate.view("o", 11_000).state, OriginState::HalfOpen);
     assert_eq!(
         held_until(&mut gate, "b", 11_001).1,
         HoldReason::BreakerOpen
     );
     let changed = gate.finish(probe, Health::Up, 11_500, &LIMITS);
     assert_eq!(changed.recovered_from, Some(1_000));
-    assert_eq!(gate.view("o", 11_500).state, "closed");
+    assert_eq!(gate.view("o", 11_500).state, OriginState::Closed);
     assert_eq!(gate.state().failures_in_a_row, 0);
 }
 
@@ -247,7 +247,7 @@ fn a_breaker_of_zero_failures_never_opens() {
                 .opened
         );
     }
-    assert_eq!(gate.view("o", 30_000).state, "closed");
+    assert_eq!(gate.view("o", 30_000).state, OriginState::Closed);
     assert_eq!(gate.view("o", 30_000).failures_in_a_row, 20);
 }
 

@@ -14,6 +14,7 @@ use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
+use crate::origin_gate::known::KnownOrigins;
 use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
 
@@ -58,6 +59,8 @@ pub struct Memory {
     pub no_binding: bool,
     /// The origins' gates' answers, in order (a failure once they run out).
     pub gate_replies: RefCell<VecDeque<Result<OriginView, String>>>,
+    /// What the instance knows of its origins.
+    pub known_origins: RefCell<KnownOrigins>,
 }
 
 /// The nonce [`Memory`] hands to every delivery.
@@ -79,6 +82,7 @@ impl Memory {
             calls: RefCell::default(),
             no_binding: false,
             gate_replies: RefCell::new(VecDeque::new()),
+            known_origins: RefCell::new(KnownOrigins::default()),
         }
     }
 
@@ -189,6 +193,10 @@ impl Runtime for Memory {
         self.note(RuntimeCall::Gate(request.clone()));
         let next = self.gate_replies.borrow_mut().pop_front();
         next.unwrap_or_else(|| Err("no reply given".into()))
+    }
+
+    fn with_known_origins<T>(&self, f: impl FnOnce(&mut KnownOrigins) -> T) -> T {
+        f(&mut self.known_origins.borrow_mut())
     }
 }
 

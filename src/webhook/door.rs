@@ -10,7 +10,7 @@ use crate::log_line::{LogLine, Route};
 use crate::providers::{Identity, Provider};
 use crate::runtime::Runtime;
 
-use super::{after_delivery, forwarded_headers, refusal_answer, request, Answer};
+use super::{after_delivery, forwarded_headers, held, refusal_answer, request, Answer};
 use super::{Checked, Refusal, Unchecked};
 
 /// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
@@ -63,10 +63,21 @@ pub async fn deliver<R: Runtime>(
     line.event_type = event_type;
     let header = |name: &str| runtime.header(name);
     let headers = forwarded_headers(provider, &header);
+    let origin = held::sync_origin(config, provider);
+    if let Some(origin) = &origin {
+        let now = runtime.now_ms();
+        if let Some((until, why)) = runtime.with_known_origins(|known| known.hold(origin, now)) {
+            return held::held_answer(until, why, now);
+        }
+    }
     let make = |nonce| request(config, provider, key, headers, known_only, nonce);
     let (reply, _) = runtime.deliver(make, &body).await;
     line.note(&reply);
-    after_delivery(&reply, &id, runtime.now_ms())
+    let now = runtime.now_ms();
+    if let Some(origin) = &origin {
+        runtime.with_known_origins(|known| held::learn(known, config, origin, &reply, now));
+    }
+    after_delivery(&reply, &id, now)
 }
 
 /// A verified delivery: who sent what, whether only a key its object knows may be served, and
@@ -464,6 +475,7 @@ mod tests {
             verdict: crate::origin::Verdict::Succeeded,
             settle: crate::claim_authority::SettleStep::Finalized,
             origin_ms: 7,
+            not_before: None,
             head: None,
         };
         let forwarded = AuthorityReply::Delivery(Delivery::Forwarded(report));
@@ -485,5 +497,87 @@ mod tests {
             line.settle,
             Some(crate::claim_authority::SettleStep::Finalized)
         );
+    }
+
+    fn answered(status: u16, not_before: Option<u64>) -> AuthorityReply {
+        let report = crate::claim_authority::ForwardReport {
+            attempt: 1,
+            takeover: false,
+            outcome: crate::origin::OriginOutcome::Answered { status },
+            verdict: crate::origin::Verdict::of(
+                &crate::origin::OriginOutcome::Answered { status },
+                |status| (200..300).contains(&status),
+            ),
+            settle: crate::claim_authority::SettleStep::Released,
+            origin_ms: 3,
+            not_before,
+            head: None,
+        };
+        AuthorityReply::Delivery(Delivery::Forwarded(report))
+    }
+
+    /// A sync delivery the origin answers `503` with `Retry-After` passes the time on; the next
+    /// one before then is answered `503 origin_held` with what is left of it, asks nothing of
+    /// the claim authority and writes nothing; after it, deliveries go through again.
+    #[test]
+    fn an_origin_that_asked_for_time_gets_no_sync_delivery_until_then() {
+        let config = config(false);
+        let until = NOW_MS + 20_000;
+        let mut runtime = stripe_signed(EVENT).replying(vec![answered(503, Some(until))]);
+        let first = serve(&runtime, Provider::Stripe, &config, "POST");
+        assert_eq!((first.status, first.retry_after), (502, Some(20)));
+        runtime.now = NOW_MS + 5_000;
+        let calls_before = runtime.calls().len();
+        let held = serve(&runtime, Provider::Stripe, &config, "POST");
+        assert_eq!(
+            (held.status, held.retry_after, held.outcome),
+            (503, Some(15), Outcome::Held)
+        );
+        assert_eq!(held.body["error"], "origin_held");
+        assert_eq!(held.body["why"], "paused");
+        let asked = runtime.calls()[calls_before..]
+            .iter()
+            .any(|call| matches!(call, RuntimeCall::Deliver(..) | RuntimeCall::Ask(..)));
+        assert!(!asked, "nothing asked of the claim authority");
+        runtime.now = until;
+        runtime.replies = std::cell::RefCell::new(vec![duplicate()].into());
+        let after = serve(&runtime, Provider::Stripe, &config, "POST");
+        assert_eq!((after.status, after.outcome), (200, Outcome::Duplicate));
+    }
+
+    /// `ORIGIN_BREAKER_FAILURES` sync failures in a row hold the origin for
+    /// `ORIGIN_PROBE_SECONDS` in this instance; a sender whose origin is another is not held,
+    /// and neither is any sender in queue mode (its origin's gate holds its attempts).
+    #[test]
+    fn failures_in_a_row_hold_sync_deliveries_to_that_origin_only() {
+        let config = config(true);
+        let failures = vec![answered(500, None); 5];
+        let runtime = stripe_signed(EVENT).replying(failures);
+        for _ in 0..5 {
+            assert_eq!(
+                serve(&runtime, Provider::Stripe, &config, "POST").status,
+                502
+            );
+        }
+        let held = serve(&runtime, Provider::Stripe, &config, "POST");
+        assert_eq!((held.status, held.retry_after), (503, Some(30)));
+        assert_eq!(held.body["why"], "breaker_open");
+        let github = github_signed(b"{}").replying(vec![duplicate()]);
+        *github.known_origins.borrow_mut() = runtime.known_origins.borrow().clone();
+        assert_eq!(
+            serve(&github, Provider::Github, &config, "POST").status,
+            200
+        );
+        let queued = Config::load(|key| match key {
+            "STRIPE_WEBHOOK_SECRET" => Some("whsec_a".into()),
+            "ORIGIN_URL" => Some("https://origin.example/stripe".into()),
+            "DELIVERY_MODE" => Some("queue".into()),
+            _ => None,
+        })
+        .unwrap();
+        let stored = AuthorityReply::Enqueue(crate::claim::EnqueueOutcome::Queued);
+        let queue = stripe_signed(EVENT).replying(vec![stored]);
+        *queue.known_origins.borrow_mut() = runtime.known_origins.borrow().clone();
+        assert_eq!(serve(&queue, Provider::Stripe, &queued, "POST").status, 200);
     }
 }

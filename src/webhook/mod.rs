@@ -9,6 +9,7 @@
 
 mod check;
 pub mod door;
+pub mod held;
 
 pub use check::{forwarded_headers, identity_of, Checked, Unchecked};
 
@@ -238,7 +239,7 @@ pub fn request(
 ///   502 `origin_unreachable` (no answer at all).
 pub fn after_delivery(reply: &AuthorityReply, event_id: &str, now: Millis) -> Answer {
     match reply {
-        AuthorityReply::Delivery(Delivery::Forwarded(report)) => forwarded(report, event_id),
+        AuthorityReply::Delivery(Delivery::Forwarded(report)) => forwarded(report, event_id, now),
         AuthorityReply::Delivery(Delivery::Declined(ClaimOutcome::DuplicateProcessed {
             ..
         })) => ok(json!({ "status": "duplicate" }), Outcome::Duplicate),
@@ -264,9 +265,10 @@ fn ok(body: Value, outcome: Outcome) -> Answer {
     }
 }
 
-/// The answer to a delivery that was forwarded: 200 `processed` when the origin succeeded,
-/// else 502 / 504 saying what happens next.
-fn forwarded(report: &ForwardReport, event_id: &str) -> Answer {
+/// The answer to a delivery that was forwarded, at `now`: 200 `processed` when the origin
+/// succeeded, else 502 / 504 saying what happens next; a 502 passes on the time the origin's
+/// own `Retry-After` named.
+fn forwarded(report: &ForwardReport, event_id: &str, now: Millis) -> Answer {
     let then = match report.verdict {
         Verdict::Failed(_) => "the event will be processed again on retry",
         Verdict::Pending => "its answer is still awaited; retry later",
@@ -285,6 +287,7 @@ fn forwarded(report: &ForwardReport, event_id: &str) -> Answer {
                 "detail": format!("the origin answered {status}; {then}"),
                 "origin_status": status,
             }),
+            retry_after: report.not_before.map(|at| retry_after_seconds(at, now)),
             outcome: Outcome::OriginFailed,
             ..Answer::error(502, "origin_failed", "")
         },
@@ -369,6 +372,7 @@ mod tests {
             verdict,
             settle,
             origin_ms: 5,
+            not_before: None,
             head: None,
         }))
     }

@@ -20,6 +20,7 @@ use crate::claim_authority::{AuthorityReply, AuthorityRequest};
 use crate::config::DeliveryConfig;
 use crate::failure_index::{IndexReply, IndexRequest};
 use crate::log_line::Route;
+use crate::origin_gate::known::KnownOrigins;
 use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
 use crate::runtime::{Runtime, RuntimeFault};
@@ -112,4 +113,14 @@ impl Runtime for Doorway<'_> {
     async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String> {
         gate_client::ask(self.env, request).await
     }
+
+    fn with_known_origins<T>(&self, f: impl FnOnce(&mut KnownOrigins) -> T) -> T {
+        KNOWN_ORIGINS.with(|known| f(&mut known.borrow_mut()))
+    }
+}
+
+thread_local! {
+    /// What this instance knows of its origins: in its memory only, for as long as it lives.
+    static KNOWN_ORIGINS: std::cell::RefCell<KnownOrigins> =
+        std::cell::RefCell::new(KnownOrigins::default());
 }

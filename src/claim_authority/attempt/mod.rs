@@ -821,6 +821,7 @@ impl Attempt {
             verdict: self.verdict,
             settle: step,
             origin_ms: now.saturating_sub(self.started),
+            not_before: self.not_before,
             head,
         }
     }

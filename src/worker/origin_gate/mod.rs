@@ -59,7 +59,7 @@ impl OriginGate {
             let why = crate::origin_gate::HoldReason::Paused;
             return gate_answer(GateWord::Held { until, why });
         };
-        let limits = limits(&config);
+        let limits = GateLimits::of(&config);
         let key = request.headers().get(EVENT_HEADER).ok().flatten();
         let now = clock::now_ms();
         let (admission, changed) =
@@ -113,7 +113,7 @@ impl OriginGate {
         let Ok(config) = env_config::config(&self.object.env) else {
             return;
         };
-        let (Some(url), limits) = (config.gate.health_url.as_ref(), limits(&config)) else {
+        let (Some(url), limits) = (config.gate.health_url.as_ref(), GateLimits::of(&config)) else {
             return;
         };
         let now = clock::now_ms();
@@ -215,11 +215,6 @@ impl OriginGate {
             let _ = self.object.set_alarm(at.max(clock::now_ms())).await;
         }
     }
-}
-
-/// The gate's limits under `config`.
-fn limits(config: &Config) -> GateLimits {
-    GateLimits::of(config)
 }
 
 /// Sends `request` on to its URL (its body read whole, so the origin gets its length), without
