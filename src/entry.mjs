@@ -31,6 +31,12 @@ export default {
     ready();
     return rust.fetch(request, env, ctx);
   },
+
+  /** The Cron Trigger: the scheduled reconciliation (src/worker/scheduled.rs). */
+  scheduled(controller, env, ctx) {
+    ready();
+    return rust.reconcile_scheduled(env, ctx);
+  },
 };
 
 const cores = new WeakMap();

@@ -50,6 +50,8 @@ pub mod origin;
 pub mod origin_gate;
 pub mod providers;
 pub mod rate_limit;
+pub mod reconcile;
+pub mod reconciler;
 pub mod reverts;
 pub mod rfc3339;
 pub mod routing;

@@ -58,6 +58,8 @@ pub enum Route {
     Index,
     /// An origin's gate (see [`crate::origin_gate`]).
     Gate,
+    /// A scheduled reconciliation (see [`crate::reconcile`]).
+    Reconcile,
 }
 
 impl Route {
@@ -74,6 +76,7 @@ impl Route {
             Route::Authority => "authority",
             Route::Index => "index",
             Route::Gate => "gate",
+            Route::Reconcile => "reconcile",
         }
     }
 }
@@ -123,6 +126,8 @@ pub enum Outcome {
     /// Queue mode: the origin's gate held an attempt back (a pause, a cap, an open breaker);
     /// nothing was sent, and the event is queued again without counting an attempt.
     Held,
+    /// A scheduled reconciliation ran for one sender: its counts and errors are on the line.
+    Reconciled,
     /// A settle was refused: the claim is no longer this attempt's (its lease ran out and it
     /// was taken over, or an operator released it).
     FenceConflict,
@@ -202,6 +207,12 @@ pub enum AdminWord {
     OriginRefused,
     /// An origin's gate failed.
     GateFailed,
+    /// A reconciliation call ran (`POST /admin/reconcile`).
+    ReconcileRun,
+    /// A reconciliation call was refused (bad input, or the sender refused the key).
+    ReconcileRefused,
+    /// The reconciliations' last runs were listed (`GET /admin/reconcile`).
+    Reconciliations,
 }
 
 impl AdminWord {
@@ -228,6 +239,9 @@ impl AdminWord {
             AdminWord::OriginResumed => "admin_origin_resumed",
             AdminWord::OriginRefused => "admin_origin_refused",
             AdminWord::GateFailed => "admin_gate_failed",
+            AdminWord::ReconcileRun => "admin_reconciled",
+            AdminWord::ReconcileRefused => "admin_reconcile_refused",
+            AdminWord::Reconciliations => "admin_reconciliations",
         }
     }
 }
@@ -256,6 +270,7 @@ impl Outcome {
             Outcome::Held => "held",
             Outcome::BreakerOpened => "breaker_opened",
             Outcome::BreakerClosed => "breaker_closed",
+            Outcome::Reconciled => "reconciled",
             Outcome::FenceConflict => "fence_conflict",
             Outcome::SettleFailed => "settle_failed",
             Outcome::Expired => "expired",
@@ -542,6 +557,7 @@ mod tests {
             | Held
             | BreakerOpened
             | BreakerClosed
+            | Reconciled
             | FenceConflict
             | SettleFailed
             | Expired
@@ -578,6 +594,7 @@ mod tests {
             Held,
             BreakerOpened,
             BreakerClosed,
+            Reconciled,
             FenceConflict,
             SettleFailed,
             Expired,
@@ -614,6 +631,9 @@ mod tests {
                 OriginResumed,
                 OriginRefused,
                 GateFailed,
+                ReconcileRun,
+                ReconcileRefused,
+                Reconciliations,
             ]
             .map(Admin),
         );

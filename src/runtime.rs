@@ -79,6 +79,13 @@ pub trait Runtime {
     /// Sends `request` to its origin's gate; `Err` says what failed on the way.
     async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String>;
 
+    /// Sends `request` to a sender's API (see [`crate::reconcile`]); `Err` says why no answer
+    /// came.
+    async fn sender_api(
+        &self,
+        request: &crate::reconcile::tally::SenderRequest,
+    ) -> Result<crate::reconcile::tally::SenderAnswer, String>;
+
     /// Runs `f` on what this instance of the worker knows of its origins (kept in its memory
     /// only, shared by the requests it serves; see [`KnownOrigins`]).
     fn with_known_origins<T>(&self, f: impl FnOnce(&mut KnownOrigins) -> T) -> T;

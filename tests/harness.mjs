@@ -100,9 +100,9 @@ function frozenCopy(config) {
  * given as --var flags and its own persistence folder. Resolves once /healthz answers.
  * `worker.restart()` stops and starts the runtime on the same port and storage. With
  * `frozen`, it runs a frozen copy of the build (see [frozenCopy]; its wrangler logs in
- * `worker.logDir`).
+ * `worker.logDir`). With `scheduled`, wrangler runs with `--test-scheduled`.
  */
-export async function startWorker({ vars: given = {}, persistDir, config: givenConfig = TEST_CONFIG, frozen = false } = {}) {
+export async function startWorker({ vars: given = {}, persistDir, config: givenConfig = TEST_CONFIG, frozen = false, scheduled = false } = {}) {
   const vars = withTestToken(given);
   const port = await freePort();
   const dir = persistDir ?? mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wd-state-'));
@@ -130,6 +130,7 @@ export async function startWorker({ vars: given = {}, persistDir, config: givenC
       const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(this.port),
         '--inspector-port', String(inspector), '--persist-to', dir];
       for (const [key, value] of Object.entries(vars)) args.push('--var', `${key}:${value}`);
+      if (scheduled) args.push('--test-scheduled'); // GET /__scheduled fires the Cron Trigger
       const child = spawn(WRANGLER, args, {
         cwd: ROOT,
         detached: true,

@@ -26,6 +26,8 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     // The log line.
     &["log_line"],
+    // Reconciliation's rules: the window, the cursor, the senders' lists, what a run counts.
+    &["reconcile"],
     // What the runtime does for every Durable Object.
     &["object"],
     // The failure index (one Durable Object): its rules, its notifications and its sequences.
@@ -41,6 +43,8 @@ const LAYERS: &[&[&str]] = &[
     &["routing"],
     // What the doors ask of the runtime.
     &["runtime"],
+    // The reconciler: a reconciliation's sequence over the runtime, called and scheduled.
+    &["reconciler"],
     // The doors' rules.
     &["webhook", "idempotency", "admin"],
     // The test routes, which show records as the admin API does, and `/healthz`, which shows
@@ -546,8 +550,9 @@ fn no_function_outside_tests_runs_past_sixty_lines() {
 /// The most lines of code `src/worker/` may hold: comments and blank lines do not count, so
 /// that no comment is ever cut to fit (see the developing guide). Lower it whenever a change
 /// moves work out of the adapter. (1,360 until the origin's gate, a third object, brought its
-/// adapter: `src/worker/origin_gate/` and the attempt's path through it.)
-const MAX_WORKER_LINES: usize = 1_690;
+/// adapter: `src/worker/origin_gate/` and the attempt's path through it; 1,690 until
+/// reconciliation brought the requests to the senders' APIs and the Cron Trigger's entry.)
+const MAX_WORKER_LINES: usize = 1_760;
 
 /// The lines of `text` that hold code: neither blank nor only a comment.
 fn code_lines(text: &str) -> usize {

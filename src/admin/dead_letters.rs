@@ -75,7 +75,7 @@ pub fn index_call<'a>(
 }
 
 /// The index failed or answered out of turn.
-fn index_failed() -> AdminAnswer {
+pub(super) fn index_failed() -> AdminAnswer {
     AdminAnswer::refused_as(
         503,
         "index_unavailable",

@@ -12,6 +12,7 @@ use crate::runtime::{Runtime, RuntimeFault};
 
 use super::dead_letters::{self, Bulk, IndexCall};
 use super::origins::{self, OriginsCall};
+use super::reconcile::{self, ReconcileRoute};
 use super::{after_change, after_inspect, route, AdminAnswer, AdminRoute, RecordCall};
 use crate::config::DeliveryConfig;
 use crate::origin_gate::GateRequest;
@@ -59,6 +60,12 @@ pub async fn serve<R: Runtime>(
         }
         AdminRoute::Index(call, policy) => index_call(runtime, policy, call).await?,
         AdminRoute::Record(call) => record_call(runtime, call, line).await?,
+        AdminRoute::Reconcile(route) => {
+            let Ok(config) = loaded else {
+                unreachable!("a route past the gate has a valid configuration")
+            };
+            reconcile_call(runtime, route, config, line).await
+        }
         AdminRoute::Origins {
             call,
             known,
@@ -150,6 +157,28 @@ async fn redeliver<R: Runtime>(
         }
     }
     Ok(bulk.answer())
+}
+
+/// A reconciliation route: a run reads its body (raising the line to `warn`: events may have
+/// been delivered), the list asks the failure index.
+async fn reconcile_call<R: Runtime>(
+    runtime: &R,
+    route: ReconcileRoute,
+    config: &Config,
+    line: &mut LogLine,
+) -> AdminAnswer {
+    if route == ReconcileRoute::List {
+        return reconcile::list(runtime, config).await;
+    }
+    let body = match runtime.body(&config.delivery).await {
+        Ok(body) => runtime.bytes(&body),
+        Err(_) => Vec::new(),
+    };
+    let answer = reconcile::run_call(runtime, config, &body).await;
+    if answer.status == 200 {
+        line.raise(Level::Warn);
+    }
+    answer
 }
 
 /// What a route over the origins' gates works with (see [`AdminRoute::Origins`]).

@@ -20,6 +20,7 @@ pub mod dead_letters;
 pub mod door;
 pub mod origins;
 pub mod page;
+pub mod reconcile;
 mod route;
 
 pub use route::{route, AdminRoute, RecordCall};

@@ -32,6 +32,8 @@ pub enum AdminRoute {
         /// remembered by this instance for its sync deliveries.
         probe_ms: u64,
     },
+    /// A reconciliation route (see [`super::reconcile`]).
+    Reconcile(super::reconcile::ReconcileRoute),
 }
 
 /// A call on one record, with its terms.
@@ -80,6 +82,12 @@ pub fn route(
             return AdminRoute::Answer(AdminAnswer::misconfigured(), detail);
         }
     };
+    if rest == "reconcile" {
+        return match super::reconcile::reconcile_route(method) {
+            Ok(route) => AdminRoute::Reconcile(route),
+            Err(refused) => AdminRoute::Answer(refused, None),
+        };
+    }
     if let Some(route) = collection_route(method, rest, pairs, config) {
         return route;
     }

@@ -38,6 +38,7 @@ mod door;
 mod log;
 pub mod object;
 pub mod queue;
+pub mod webhook;
 
 pub use attempt::Attempt;
 pub use delivery::{

@@ -11,6 +11,7 @@ mod delivery;
 mod gate;
 mod queue;
 mod reader;
+mod reconcile;
 mod senders;
 mod webhook;
 
@@ -24,6 +25,7 @@ pub use api::ApiConfig;
 pub use delivery::{settle_margin_ms, DeliveryConfig};
 pub use gate::GateConfig;
 pub use queue::{DeliveryMode, QueueConfig, QUEUE_MAX_BODY_BYTES};
+pub use reconcile::{GithubApi, ReconcileConfig, StripeApi};
 pub use senders::{origin_key, secret_key, SenderConfig};
 pub use webhook::WebhookConfig;
 
@@ -122,6 +124,20 @@ pub mod keys {
     /// Queue mode: the time-out of one attempt (milliseconds).
     pub const QUEUE_FORWARD_TIMEOUT_MS: &str = "QUEUE_FORWARD_TIMEOUT_MS";
 
+    /// Reconciliation: the Stripe API key that reads Events.
+    pub const STRIPE_API_KEY: &str = "STRIPE_API_KEY";
+    /// Reconciliation: where Stripe's API is (for tests).
+    pub const STRIPE_API_BASE_URL: &str = "STRIPE_API_BASE_URL";
+    /// Reconciliation: the GitHub token that reads and redelivers the hook's deliveries.
+    pub const GITHUB_API_TOKEN: &str = "GITHUB_API_TOKEN";
+    /// Reconciliation: where GitHub's API is (for tests, or GitHub Enterprise Server).
+    pub const GITHUB_API_BASE_URL: &str = "GITHUB_API_BASE_URL";
+    /// Reconciliation: the GitHub hook, `repos/{owner}/{repo}/hooks/{id}` or
+    /// `orgs/{org}/hooks/{id}`.
+    pub const GITHUB_HOOK: &str = "GITHUB_HOOK";
+    /// Reconciliation: how far back a scheduled run looks (hours).
+    pub const RECONCILE_LOOKBACK_HOURS: &str = "RECONCILE_LOOKBACK_HOURS";
+
     /// Operational notifications: where they are POSTed.
     pub const ALERT_URL: &str = "ALERT_URL";
     /// Operational notifications: the Standard Webhooks secret that signs them.
@@ -178,6 +194,12 @@ pub mod keys {
         API_FORWARD_HEADERS,
         ADMIN_TOKEN,
         ADMIN_PAGE_HOST,
+        STRIPE_API_KEY,
+        STRIPE_API_BASE_URL,
+        GITHUB_API_TOKEN,
+        GITHUB_API_BASE_URL,
+        GITHUB_HOOK,
+        RECONCILE_LOOKBACK_HOURS,
         ALERT_URL,
         ALERT_SECRET,
         ALERT_MIN_INTERVAL_SECONDS,
@@ -210,6 +232,8 @@ pub struct Config {
     pub admin: AdminConfig,
     /// Operational notifications, when `ALERT_URL` is set.
     pub alerts: Option<AlertConfig>,
+    /// Reconciliation against the senders' own logs, for each sender whose keys are set.
+    pub reconcile: ReconcileConfig,
     /// Each claim-authority operation logs the rows it read and wrote (`LOG_STORAGE_USAGE`).
     pub log_storage_usage: bool,
 }
@@ -239,6 +263,7 @@ impl Config {
         let api = ApiConfig::load(&mut r, &delivery);
         let admin = AdminConfig::load(&mut r);
         let alerts = AlertConfig::load(&mut r);
+        let reconcile = ReconcileConfig::load(&mut r);
         let log_storage_usage = r.flag(keys::LOG_STORAGE_USAGE);
         let webhook = r.finish(webhook)?;
         // A missing section always recorded its problem, so `finish` above already refused.
@@ -257,6 +282,7 @@ impl Config {
             api,
             admin,
             alerts,
+            reconcile,
             log_storage_usage,
         })
     }

@@ -111,6 +111,7 @@ fn the_reference_names_a_section_that_reads_each_key() {
         ("src/config/api.rs", include_str!("api.rs")),
         ("src/config/admin.rs", include_str!("admin.rs")),
         ("src/config/alerts.rs", include_str!("alerts.rs")),
+        ("src/config/reconcile.rs", include_str!("reconcile.rs")),
         ("src/config/mod.rs", include_str!("mod.rs")),
     ];
     for (name, sections) in keys_the_reference_lists() {

@@ -18,6 +18,7 @@ mod entry;
 mod index;
 pub mod object;
 pub mod query;
+mod reconciliations;
 mod store;
 
 pub use alert::{AlertPolicy, Notification};
@@ -74,6 +75,11 @@ pub enum IndexRequest {
         /// Which stored event.
         storage_id: u64,
     },
+    /// A reconciliation ran (see [`crate::reconcile::progress`]): kept as the sender's last
+    /// run, and a scheduled one moves its pass on.
+    Reconciled(Box<crate::reconcile::progress::Ran>),
+    /// Where each sender's reconciliation stands.
+    Reconciliations,
 }
 
 impl IndexRequest {
@@ -86,6 +92,8 @@ impl IndexRequest {
             IndexRequest::List(_) => "list",
             IndexRequest::Summary => "summary",
             IndexRequest::Gone { .. } => "gone",
+            IndexRequest::Reconciled(_) => "reconciled",
+            IndexRequest::Reconciliations => "reconciliations",
         }
     }
 }
@@ -102,6 +110,8 @@ pub enum IndexReply {
     Page(Page),
     /// The counts.
     Summary(IndexCounts),
+    /// Where each sender's reconciliation stands, for the senders that ran.
+    Reconciliations(Vec<crate::reconcile::progress::Progress>),
     /// The index's storage failed; nothing changed.
     StoreFailed {
         /// What failed.
@@ -194,6 +204,12 @@ pub fn handle<S: IndexStore>(
         IndexRequest::Summary => summary(store).map(IndexReply::Summary),
         IndexRequest::Gone { key, storage_id } => {
             gone(store, key, *storage_id, now).map(|_| IndexReply::Noted)
+        }
+        IndexRequest::Reconciled(ran) => {
+            reconciliations::record(store, ran).map(|()| IndexReply::Noted)
+        }
+        IndexRequest::Reconciliations => {
+            reconciliations::read_all(store).map(IndexReply::Reconciliations)
         }
     };
     reply.unwrap_or_else(|error: StoreError| IndexReply::StoreFailed {

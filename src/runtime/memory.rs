@@ -17,6 +17,7 @@ use crate::log_line::Route;
 use crate::origin_gate::known::KnownOrigins;
 use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
+use crate::reconcile::tally::{SenderAnswer, SenderRequest};
 
 /// What a door asked of the runtime.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +38,8 @@ pub enum RuntimeCall {
     Index(IndexRequest),
     /// Send this to an origin's gate.
     Gate(GateRequest),
+    /// Ask a sender's API: the method and URL.
+    SenderApi(&'static str, String),
 }
 
 /// One request, and what the runtime under it will say.
@@ -61,6 +64,8 @@ pub struct Memory {
     pub gate_replies: RefCell<VecDeque<Result<OriginView, String>>>,
     /// What the instance knows of its origins.
     pub known_origins: RefCell<KnownOrigins>,
+    /// The senders' APIs' answers, in order (no answer once they run out).
+    pub api_replies: RefCell<VecDeque<SenderAnswer>>,
 }
 
 /// The nonce [`Memory`] hands to every delivery.
@@ -83,6 +88,7 @@ impl Memory {
             no_binding: false,
             gate_replies: RefCell::new(VecDeque::new()),
             known_origins: RefCell::new(KnownOrigins::default()),
+            api_replies: RefCell::new(VecDeque::new()),
         }
     }
 
@@ -193,6 +199,12 @@ impl Runtime for Memory {
         self.note(RuntimeCall::Gate(request.clone()));
         let next = self.gate_replies.borrow_mut().pop_front();
         next.unwrap_or_else(|| Err("no reply given".into()))
+    }
+
+    async fn sender_api(&self, request: &SenderRequest) -> Result<SenderAnswer, String> {
+        self.note(RuntimeCall::SenderApi(request.method, request.url.clone()));
+        let next = self.api_replies.borrow_mut().pop_front();
+        next.ok_or_else(|| "no answer given".into())
     }
 
     fn with_known_origins<T>(&self, f: impl FnOnce(&mut KnownOrigins) -> T) -> T {

@@ -10,8 +10,9 @@ use crate::log_line::{LogLine, Route};
 use crate::providers::{Identity, Provider};
 use crate::runtime::Runtime;
 
-use super::{after_delivery, forwarded_headers, held, refusal_answer, request, Answer};
+use super::{after_delivery, forwarded_headers, held, refusal_answer, Answer};
 use super::{Checked, Refusal, Unchecked};
+use crate::claim_authority::webhook::webhook_request;
 
 /// The binding name of the optional rate limiter of replays (`[[ratelimits]]`): how often one
 /// signed body of a sender that signs neither the id nor a time may be delivered.
@@ -70,7 +71,7 @@ pub async fn deliver<R: Runtime>(
             return held::held_answer(until, why, now);
         }
     }
-    let make = |nonce| request(config, provider, key, headers, known_only, nonce);
+    let make = |nonce| webhook_request(config, provider, key, headers, known_only, nonce);
     let (reply, _) = runtime.deliver(make, &body).await;
     line.note(&reply);
     let now = runtime.now_ms();

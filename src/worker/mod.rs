@@ -19,6 +19,8 @@ mod origin_gate;
 mod rate_limit;
 mod rpc;
 mod runtime;
+mod scheduled;
+mod sender_api;
 
 use worker::{event, web_sys, Context, Env, Response, Result};
 

@@ -23,6 +23,7 @@ use crate::log_line::Route;
 use crate::origin_gate::known::KnownOrigins;
 use crate::origin_gate::{GateRequest, OriginView};
 use crate::providers::stripe::envelope::{self, Envelope, EnvelopeError};
+use crate::reconcile::tally::{SenderAnswer, SenderRequest};
 use crate::runtime::{Runtime, RuntimeFault};
 
 /// One request being served, with the worker's bindings and its context.
@@ -112,6 +113,10 @@ impl Runtime for Doorway<'_> {
 
     async fn ask_gate(&self, request: &GateRequest) -> Result<OriginView, String> {
         gate_client::ask(self.env, request).await
+    }
+
+    async fn sender_api(&self, request: &SenderRequest) -> Result<SenderAnswer, String> {
+        super::sender_api::send(request).await
     }
 
     fn with_known_origins<T>(&self, f: impl FnOnce(&mut KnownOrigins) -> T) -> T {

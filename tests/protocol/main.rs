@@ -116,6 +116,10 @@ pub enum Reached {
     OtherThrough = 1 << 22,
     /// An event the gate held was delivered later.
     DeliveredAfterHold = 1 << 23,
+    /// The reconciler's hand-over of the event ran it at the origin.
+    ReconciledRan = 1 << 24,
+    /// The reconciler found the event already done by its real delivery.
+    ReconciledFoundDone = 1 << 25,
 }
 
 /// How the failure index answers a request.
@@ -284,7 +288,7 @@ impl Model for Protocol {
                 });
                 // The same request again (a send whose answer was lost) differs only where
                 // the request carries a nonce: a delivery forwarded while its sender waits.
-                let queued = *door == Door::Webhook
+                let queued = matches!(door, Door::Webhook | Door::Reconcile)
                     && self.config(world).queue.mode(Provider::Stripe) == DeliveryMode::Queue;
                 for (index, sender) in world.senders.iter().enumerate() {
                     if sender.door == *door && !queued {
@@ -623,6 +627,8 @@ impl Reached {
             Reached::BreakerClosed => has_reached::<{ Reached::BreakerClosed as u32 }>,
             Reached::OtherThrough => has_reached::<{ Reached::OtherThrough as u32 }>,
             Reached::DeliveredAfterHold => has_reached::<{ Reached::DeliveredAfterHold as u32 }>,
+            Reached::ReconciledRan => has_reached::<{ Reached::ReconciledRan as u32 }>,
+            Reached::ReconciledFoundDone => has_reached::<{ Reached::ReconciledFoundDone as u32 }>,
         }
     }
 
@@ -659,6 +665,10 @@ impl Reached {
             Reached::BreakerClosed => "reaches a breaker that opened and closed again",
             Reached::OtherThrough => "reaches another event's attempt through the same gate",
             Reached::DeliveredAfterHold => "reaches an event delivered after the gate held it",
+            Reached::ReconciledRan => "reaches the reconciler's hand-over running the event",
+            Reached::ReconciledFoundDone => {
+                "reaches the reconciler finding the event done by its real delivery"
+            }
         }
     }
 }
@@ -855,6 +865,11 @@ fn queue_mode_through_the_origin_s_gate_capped() {
 #[test]
 fn sync_deliveries() {
     check(scenarios::sync_deliveries());
+}
+
+#[test]
+fn a_reconciled_event_racing_its_real_delivery_runs_once() {
+    check(scenarios::reconciled_racing_delivery());
 }
 
 #[test]

@@ -15,6 +15,7 @@ use webhook_dedup::claim_authority::object::task::{
     AlarmTask, BeginTask, Call, Done, Ended, ForwardIo, ForwardTask, ServeTask, Task,
 };
 use webhook_dedup::claim_authority::object::Outgoing;
+use webhook_dedup::claim_authority::webhook::webhook_request;
 use webhook_dedup::claim_authority::{
     Attempt, AuthorityReply, AuthorityRequest, Deliver, Delivery, Forward as ForwardTerms, Head,
     SettleStep, Won,
@@ -25,6 +26,7 @@ use webhook_dedup::idempotency::{self, ApiAnswer};
 use webhook_dedup::log_line::{LogLine, Outcome};
 use webhook_dedup::origin::{OriginOutcome, Reason};
 use webhook_dedup::providers::Provider;
+use webhook_dedup::reconciler::reconciled_request;
 use webhook_dedup::webhook;
 
 use super::world::{Alarm, Door, Forward, Heard, Run, RunEnd, Sender, World};
@@ -42,7 +44,7 @@ impl Protocol {
     /// The key every delivery of this scenario is about.
     pub fn key(&self) -> String {
         match self.doors[0] {
-            Door::Webhook => EVENT_ID.to_owned(),
+            Door::Webhook | Door::Reconcile => EVENT_ID.to_owned(),
             Door::Api(_) => idempotency::scope(Some("client"), "key"),
         }
     }
@@ -317,7 +319,7 @@ impl World {
         let config = model.config(self).clone();
         let key = model.key();
         let nonce = Nonce([self.senders[sender].nonce; 16]);
-        let deliver = match door_request(&config, key.clone(), nonce, door) {
+        let deliver = match door_request(&config, key.clone(), nonce, door, self.now) {
             AuthorityRequest::Deliver(deliver) => deliver,
             stored => {
                 // A sync claim whose outcome is unknown (still processing, its lease over).
@@ -343,7 +345,7 @@ impl World {
                 let attempt = Attempt::sync(&deliver, won.clone(), at);
                 let fingerprint = match door {
                     Door::Api(fp) => Some(fp),
-                    Door::Webhook => None,
+                    Door::Webhook | Door::Reconcile => None,
                 };
                 let index = self.start_forward(&won, attempt, Some(sender), fingerprint, None);
                 self.run_forward(model, index);
@@ -498,10 +500,17 @@ impl World {
     /// What a sender is told by the reply to its delivery.
     fn answer_sender(&mut self, sender: usize, reply: &AuthorityReply) {
         match self.senders[sender].door {
-            Door::Webhook => {
+            door @ (Door::Webhook | Door::Reconcile) => {
                 let answer = webhook::after_delivery(reply, EVENT_ID, self.now);
                 if answer.status == 409 {
                     self.reach(Reached::InFlight);
+                }
+                if door == Door::Reconcile {
+                    match answer.body["status"].as_str() {
+                        Some("processed") => self.reach(Reached::ReconciledRan),
+                        Some("duplicate") => self.reach(Reached::ReconciledFoundDone),
+                        _ => {}
+                    }
                 }
                 self.hear(sender, (200..300).contains(&answer.status));
             }
@@ -520,7 +529,7 @@ impl World {
 
     fn hear(&mut self, sender: usize, acked: bool) {
         self.senders[sender].heard = if acked { Heard::Acked } else { Heard::Refused };
-        if acked && self.senders[sender].door == Door::Webhook {
+        if acked && matches!(self.senders[sender].door, Door::Webhook | Door::Reconcile) {
             self.ghost.acked = true;
         }
     }
@@ -801,7 +810,7 @@ impl World {
         let key = model.key();
         let config = model.config(self).clone();
         let family = match model.doors[0] {
-            Door::Webhook => Family::Events,
+            Door::Webhook | Door::Reconcile => Family::Events,
             Door::Api(_) => Family::Keys,
         };
         let policy = admin::policy_for(
@@ -896,11 +905,22 @@ fn died() -> AuthorityReply {
     }
 }
 
-/// The request a delivery through `door` makes, built by the doors' own rules (the webhook
-/// door's [`webhook::request`], the API door's [`Deliver::api`]).
-fn door_request(config: &Config, key: String, nonce: Nonce, door: Door) -> AuthorityRequest {
-    let Door::Api(fp) = door else {
-        return webhook::request(config, Provider::Stripe, key, vec![], false, nonce);
+/// The request a delivery through `door` at `now` makes, built by the doors' own rules (the
+/// webhook door's [`webhook_request`], the reconciler's [`reconciled_request`], the API door's
+/// [`Deliver::api`]).
+fn door_request(
+    config: &Config,
+    key: String,
+    nonce: Nonce,
+    door: Door,
+    now: claim::Millis,
+) -> AuthorityRequest {
+    let fp = match door {
+        Door::Webhook => {
+            return webhook_request(config, Provider::Stripe, key, vec![], false, nonce)
+        }
+        Door::Reconcile => return reconciled_request(config, key, b"body", now, nonce),
+        Door::Api(fp) => fp,
     };
     let api = config.api.as_ref().expect("the API door is on");
     let forward = ForwardTerms {

@@ -129,6 +129,34 @@ pub fn sync_deliveries() -> Protocol {
     })
 }
 
+/// A reconciliation hands the event to its claim while its real delivery (and the sender's
+/// retry) runs, the handler's answers lost or late and the instance crashing: the claim
+/// still runs it once, whichever comes first.
+pub fn reconciled_racing_delivery() -> Protocol {
+    floor(600_000, {
+        let budget = Budget {
+            deliveries: 3,
+            crashes: 1,
+            ..NONE
+        };
+        Protocol {
+            doors: vec![Door::Webhook, Door::Reconcile],
+            ..scenario(
+                "a reconciled event racing its real delivery",
+                with(&[]),
+                budget,
+                40_000,
+                vec![
+                    Reached::ReconciledRan,
+                    Reached::ReconciledFoundDone,
+                    Reached::InFlight,
+                    Reached::Takeover,
+                ],
+            )
+        }
+    })
+}
+
 /// Sync deliveries and an operator who inspects, releases (forced or not) and forgets.
 pub fn sync_and_an_operator() -> Protocol {
     floor(890_000, {

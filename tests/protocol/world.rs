@@ -17,6 +17,9 @@ pub enum Door {
     Webhook,
     /// The Idempotency-Key door, with a request fingerprint (two requests differ by it).
     Api(u8),
+    /// The reconciler handing Stripe's listing of the event to its claim, as
+    /// `POST /admin/reconcile` and the scheduled run do (`reconciler::reconciled_request`).
+    Reconcile,
 }
 
 /// A forward the object is running (lost when the instance crashes).
