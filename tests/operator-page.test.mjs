@@ -3,8 +3,9 @@
 // (500) until the test lets it succeed. Two GitHub deliveries, signed by
 // @octokit/webhooks-methods, are dead-lettered; the page finds one by its filters, redelivers
 // it, and watches its record become `done`. The Origins section pauses the origin (a GitHub
-// delivery made meanwhile is held, and reaches the origin once after the resume). Along the
-// way: a wrong token is refused in words,
+// delivery made meanwhile is held, and reaches the origin once after the resume). The
+// Reconciliation section shows a run against a local fake of Stripe's event log, its error,
+// then its counts. Along the way: a wrong token is refused in words,
 // the token lives in sessionStorage only, the page fits a 375 px phone, and no console error
 // or Content-Security-Policy violation occurs (the policy is enforced: bypassCSP stays off).
 //
@@ -20,8 +21,10 @@ import { chromium } from 'playwright-core';
 
 import { ROOT, call, sleep, startOrigin, startWorker, until } from './harness.mjs';
 import { deliverAs, deliveryId } from './provider-helpers.mjs';
+import { startStripeApi } from './fakes/stripe-api.mjs';
 
 const TOKEN = 'operator-page-token-0123456789abcdef';
+const STRIPE_KEY = 'rk_test_operator_page_0123456789';
 const SECRET = 'operator-page-github-secret';
 const ARTIFACTS = path.join(ROOT, 'artifacts', 'operator-page');
 // A zone with a half-hour offset, so that a time filter read as UTC instead of local time
@@ -53,6 +56,7 @@ const minute = (ms) => Math.floor(ms / 60_000) * 60_000;
 describe('the operator page in a real browser', () => {
   let healthy = false;
   let origin;
+  let stripeApi;
   let worker;
   let browser;
   let page;
@@ -83,9 +87,12 @@ describe('the operator page in a real browser', () => {
   before(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     origin = await startOrigin(() => (healthy ? { status: 200, body: 'ok' } : { status: 500, body: 'down' }));
+    stripeApi = await startStripeApi({ key: STRIPE_KEY });
     worker = await startWorker({
       vars: {
-        STRIPE_WEBHOOK_SECRET: 'whsec_operator_page', // the worker needs it; no Stripe event is sent
+        STRIPE_API_KEY: STRIPE_KEY,
+        STRIPE_API_BASE_URL: stripeApi.url,
+        STRIPE_WEBHOOK_SECRET: 'whsec_operator_page', // the worker needs it; Stripe events come only by reconciliation
         GITHUB_WEBHOOK_SECRET: SECRET,
         ORIGIN_URL: `${origin.url}/github`,
         ADMIN_TOKEN: TOKEN,
@@ -142,6 +149,7 @@ describe('the operator page in a real browser', () => {
     await browser?.close();
     await worker?.dispose();
     await origin?.close();
+    await stripeApi?.close();
   });
 
   test('a wrong token is refused in words, not JSON', async (t) => {
@@ -341,6 +349,34 @@ describe('the operator page in a real browser', () => {
     await page.click('#origins-refresh');
     await row.locator('dd.origin-held', { hasText: /^0$/ }).waitFor();
     await shotOf(t, '08-origins-delivering', '#origins-section');
+  });
+
+  test('reconciliation: each sender\'s last run, its counts and its errors', async (t) => {
+    const row = page.locator('#reconciliations li[data-provider="stripe"]');
+    await page.click('#reconcile-refresh');
+    await row.locator('dd.reconcile-last', { hasText: 'never' }).waitFor();
+    assert.equal(await page.locator('#reconciliations li').count(), 1, 'only Stripe has its API key set');
+    const reconcile = () => call(`${worker.url}/admin/reconcile`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ provider: 'stripe' }),
+    });
+    const event = stripeApi.add({ created: Math.floor(Date.now() / 1000) - 60 });
+    stripeApi.failNext(1, { status: 500 });
+    const failed = await reconcile();
+    assert.equal(failed.status, 200, failed.text);
+    await page.click('#reconcile-refresh');
+    await row.locator('.badge', { hasText: '1 error' }).waitFor();
+    assert.match(await row.locator('dd.reconcile-errors').innerText(), /sender_failed: Stripe answered 500/);
+    const ran = await reconcile();
+    assert.equal(ran.json.delivered, 1, ran.text);
+    await page.click('#reconcile-refresh');
+    await row.locator('.badge', { hasText: 'ok' }).waitFor();
+    assert.match(await row.locator('dd.reconcile-counts').innerText(), /^1 listed, 0 already done, 0 in flight, 0 dead, 1 delivered/);
+    assert.match(await row.locator('dd.reconcile-last').innerText(), /\(called\)$/);
+    assert.equal(await row.locator('dd.reconcile-errors').innerText(), 'none');
+    assert.ok(origin.requests.some((r) => r.headers['x-webhook-dedup-event-id'] === event.id), 'the event reached the origin');
+    await shotOf(t, '09-reconciliation', '#reconcile-section');
   });
 
   test('a refused lookup is explained in words', async () => {

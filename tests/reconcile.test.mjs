@@ -284,6 +284,7 @@ describe('Stripe reconciliation, sync mode', () => {
       assert.match(answer.json.detail, /Stripe/);
       assert.match(answer.json.detail, /401/);
       assert.doesNotMatch(answer.text, new RegExp(KEY), 'the key is not repeated');
+      assert.ok(!worker.output.includes(KEY), 'nor written to the log');
     } finally {
       api.setKey(KEY);
     }

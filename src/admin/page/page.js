@@ -259,6 +259,7 @@
     // Nothing read with the token stays on the page.
     $('summary').replaceChildren();
     $('origins').replaceChildren();
+    $('reconciliations').replaceChildren();
     $('record').replaceChildren();
     $('dead-list').replaceChildren();
     $('bulk-result').replaceChildren();
@@ -266,13 +267,14 @@
     stopWatching();
     epoch += 1;
     lookups += 1;
-    for (const id of ['summary-message', 'origins-message', 'lookup-message', 'dead-message']) say($(id), '');
+    for (const id of ['summary-message', 'origins-message', 'reconcile-message', 'lookup-message', 'dead-message']) say($(id), '');
   });
 
   /** Everything that needs the token, once it is set. */
   function loadAll() {
     loadSummary();
     loadOrigins();
+    loadReconciliations();
     showDeadLetters();
   }
 
@@ -390,6 +392,50 @@
         el('dt', { text: 'Held' }), el('dd', { className: 'origin-held', text: String(item.held) }),
         el('dt', { text: 'Failures in a row' }), el('dd', { className: 'origin-failures', text: String(item.failures_in_a_row) })),
       buttons);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Reconciliation: each configured sender's last run against its own log.
+
+  async function loadReconciliations() {
+    const message = $('reconcile-message');
+    say(message, 'Loading…');
+    const mine = epoch;
+    try {
+      const answer = await api('GET', 'reconcile', { context: { notFound: 'This worker cannot reconcile yet (an older version).' } });
+      if (mine !== epoch) return;
+      const items = answer.items || [];
+      $('reconciliations').replaceChildren(...items.map(reconcileRow));
+      say(message, items.length ? '' : 'Reconciliation is off: no sender\'s API keys are set.');
+    } catch (error) {
+      if (mine !== epoch) return;
+      $('reconciliations').replaceChildren();
+      say(message, sentenceOf(error), 'error');
+    }
+  }
+
+  $('reconcile-refresh').addEventListener('click', () => loadReconciliations());
+
+  /** One sender's reconciliation: when it last ran, its window, its counts and its errors. */
+  function reconcileRow(item) {
+    const handed = item.queued ?? item.delivered ?? 0;
+    const counts = `${item.listed} listed, ${item.already_done} already done, ${item.in_flight} in flight, ${item.dead} dead, `
+      + `${handed} ${'queued' in item ? 'queued' : 'delivered'}, ${item.redelivery_requested} redelivery requested, ${item.skipped} skipped`;
+    const errors = item.errors || [];
+    const errorCount = item.error_count ?? errors.length;
+    const last = item.last_run_at
+      ? [timeElement(item.last_run_at), item.scheduled ? ' (scheduled)' : ' (called)']
+      : ['never'];
+    return el('li', { className: 'item', 'data-provider': item.provider },
+      el('p', { className: 'item-head' },
+        el('span', { className: `badge ${errorCount ? 'dead' : 'done'}`, text: errorCount ? `${errorCount} error${errorCount === 1 ? '' : 's'}` : 'ok' }), ' ',
+        el('strong', { text: PROVIDERS[item.provider] || item.provider })),
+      el('dl', { className: 'facts' },
+        el('dt', { text: 'Last reconciled' }), el('dd', { className: 'reconcile-last' }, last),
+        el('dt', { text: 'Window' }), el('dd', {}, item.since ? [timeElement(item.since), ' to ', timeElement(item.until)] : ['none yet']),
+        el('dt', { text: 'Counts' }), el('dd', { className: 'reconcile-counts', text: item.last_run_at ? counts : 'none yet' }),
+        el('dt', { text: 'Errors' }), el('dd', { className: 'reconcile-errors' },
+          errors.length ? el('ul', {}, errors.map((e) => el('li', { text: `${e.code}${e.id ? ` (${e.id})` : ''}: ${e.detail}` }))) : ['none'])));
   }
 
   /** What Pause and Resume ask, and say once done. */
