@@ -82,8 +82,9 @@ pub fn read_page(body: &[u8]) -> Result<Vec<ListedDelivery>, String> {
     items
         .into_iter()
         .map(|item| {
-            let delivered_at = crate::rfc3339::parse(&item.delivered_at)
-                .ok_or_else(|| format!("GitHub's delivered_at {:?}", item.delivered_at))?;
+            let delivered_at = crate::rfc3339::parse(&item.delivered_at).ok_or_else(|| {
+                "GitHub listed a delivery whose delivered_at is not a time".to_owned()
+            })?;
             Ok(ListedDelivery {
                 id: item.id,
                 ok: item.status == "OK",

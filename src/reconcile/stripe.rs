@@ -80,7 +80,7 @@ pub fn read_page(body: &[u8]) -> Result<EventPage, String> {
     for raw in list.data {
         let body = raw.get().as_bytes().to_vec();
         let event = envelope::parse(&body)
-            .map_err(|error| format!("Stripe listed an event that is not one: {error:?}"))?;
+            .map_err(|error| format!("Stripe listed an event that is not one: {}", error.code()))?;
         events.push(ListedEvent {
             id: event.id,
             event_type: event.event_type,

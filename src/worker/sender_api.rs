@@ -8,6 +8,7 @@ use wasm_bindgen::JsCast;
 use worker::web_sys;
 
 use super::forward::{answer_headers, answer_within, within, Exchange};
+use crate::origin::OriginOutcome;
 use crate::reconcile::tally::{SenderAnswer, SenderRequest};
 
 /// How long a sender's API may take to answer, body included.
@@ -18,9 +19,14 @@ pub const MAX_API_BODY_BYTES: u32 = 8 * 1024 * 1024;
 /// Sends `request` and reads its answer; `Err` says why none came.
 pub async fn send(request: &SenderRequest) -> Result<SenderAnswer, String> {
     let sent = Exchange::start(request.method, &request.url, &request.headers, None);
-    let response: web_sys::Response = answer_within(sent, API_TIMEOUT_MS)
-        .await
-        .map_err(|outcome| format!("{outcome:?}"))?;
+    let response: web_sys::Response =
+        answer_within(sent, API_TIMEOUT_MS)
+            .await
+            .map_err(|outcome| match outcome {
+                OriginOutcome::TimedOut => "no answer in time".to_owned(),
+                OriginOutcome::NotSent => "the request could not be made".to_owned(),
+                _ => "the connection failed".to_owned(),
+            })?;
     let status = response.status();
     let headers = answer_headers(&response);
     let read = response
