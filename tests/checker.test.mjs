@@ -190,6 +190,22 @@ test('any 500 answer fails the run, but the dev server\'s for a request a restar
   assert.match(check(cut).failures.join('\n'), /1 answers were 500 .*evt_a at 150 ms \(the worker's\)/);
 });
 
+test('a 503 is origin_held (nothing sent) or store_unavailable; a held delivery that reached the origin, or any other 503, fails', () => {
+  const h = history();
+  h.deliveries.push({ eventId: 'evt_a', status: 503, answer: 'origin_held', sentAt: 10, at: 11 });
+  h.deliveries.push({ eventId: 'evt_b', status: 503, answer: 'store_unavailable', sentAt: 12, at: 13 });
+  const { table, failures } = check(h);
+  assert.deepEqual(failures, []);
+  assert.equal(row(table, 'answers 503 origin_held (an instance knew the origin failing: nothing sent)'), 1);
+  // Held, yet an attempt of the event arrived at the origin while it was asked.
+  const leaked = history();
+  leaked.deliveries.push({ eventId: 'evt_a', status: 503, answer: 'origin_held', sentAt: 1, at: 2 });
+  assert.match(check(leaked).failures.join('\n'), /evt_a: answered 503 origin_held at 2 ms, yet an attempt of it reached the origin at 1 ms/);
+  const other = history();
+  other.deliveries.push({ eventId: 'evt_b', status: 503, answer: 'misconfigured', body: '{"error":"misconfigured"}', at: 7 });
+  assert.match(check(other).failures.join('\n'), /evt_b: answered 503 misconfigured at 7 ms, neither origin_held nor store_unavailable/);
+});
+
 test('connection errors during a restart and fence conflicts are counted, not failures', () => {
   const h = history({ log: [{ settle: 'fence_conflict' }, { settle: 'finalized' }], restartsAt: [{ from: 100, to: 200 }] });
   h.deliveries.push({ eventId: 'evt_a', error: 'ECONNREFUSED', at: 150 });

@@ -192,6 +192,23 @@ export function check(history) {
     fail(undefined, `${fiveHundreds.length} answers were 500 (restarts from/to ${restarts()} ms): ${seen.join(' | ')}`);
     for (const d of fiveHundreds) failing.add(d.eventId);
   }
+  // A 503 is a store the sender should come back to (`store_unavailable`), or a sync delivery
+  // the worker instance held because it knew the origin paused or failing (`origin_held`): a
+  // held one sent nothing, so no origin attempt of its event arrived while it was asked. Any
+  // other 503 fails the run.
+  const fiveOhThrees = history.deliveries.filter((d) => d.status === 503);
+  const held = fiveOhThrees.filter((d) => d.answer === 'origin_held');
+  for (const d of fiveOhThrees) {
+    if (d.answer !== 'origin_held' && d.answer !== 'store_unavailable') {
+      fail(d.eventId, `answered 503 ${d.answer ?? '(no code)'} at ${rel(d.at)} ms, neither origin_held nor store_unavailable: ${d.body ?? ''}`);
+    }
+  }
+  for (const d of held) {
+    const reached = byEvent.get(d.eventId)?.origin.find((r) => r.receivedAt >= (d.sentAt ?? d.at) && r.receivedAt <= d.at);
+    if (reached) {
+      fail(d.eventId, `answered 503 origin_held at ${rel(d.at)} ms, yet an attempt of it reached the origin at ${rel(reached.receivedAt)} ms while it was asked: a held delivery sends nothing`);
+    }
+  }
   // Queue mode: the failure index must have been read, or its check cannot be made.
   if (queue && judgeEnds && !Array.isArray(history.indexedDead)) {
     fail(undefined, 'the failure index was not read (GET /admin/dead-letters gave no list): its dead letters cannot be checked');
@@ -442,6 +459,7 @@ export function check(history) {
     ['connection errors while the runtime restarted', connectionErrors],
     ['500 answers of the dev server for requests a restart cut (its proxy lost the worker)', restartFiveHundreds],
     ...[...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([s, n]) => [`answers ${s}`, n]),
+    ...(held.length > 0 ? [['answers 503 origin_held (an instance knew the origin failing: nothing sent)', held.length]] : []),
     ['origin attempts', history.origin.length],
     ['origin attempts whose claim time was not read (their arrival stands in)', claimTimesUnknown],
     // How late forwards left a busy runtime: a starved one also reads answers late.
