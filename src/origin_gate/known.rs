@@ -5,10 +5,14 @@
 //! memory, what it has seen:
 //!
 //! - the answers of the sync deliveries it served: a `429` or `503` with `Retry-After` holds
-//!   the origin until then; `ORIGIN_BREAKER_FAILURES` failures in a row hold it for
-//!   `ORIGIN_PROBE_SECONDS`, after which the next delivery goes through as the probe;
+//!   the origin until then;
 //! - the gates' answers to the admin calls it served (`GET /admin/origins`, a pause, a
-//!   resume).
+//!   resume): a pause, or a breaker the origin's queued attempts opened, holds it until it
+//!   ends.
+//!
+//! Failures alone never hold a sync delivery: an instance sees only its own share of them, and
+//! a flaky origin that fails five times in a row is still up. Holding it would turn a sender's
+//! next delivery, which would likely have succeeded, into a 503 (and GitHub never retries).
 //!
 //! A delivery to a held origin is answered `503` with `Retry-After` and sends nothing, so the
 //! sender's own retries carry the backlog. This knowledge is approximate by design: another
@@ -24,57 +28,28 @@ use crate::claim::Millis;
 /// At most this many origins are remembered (a worker has one per sender at most).
 pub const KNOWN_ORIGINS: usize = 16;
 
-/// What this instance knows of one origin.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Standing {
-    /// Deliveries are held until then, for this reason.
-    held: Option<(Millis, HoldReason)>,
-    /// Failures in a row this instance saw.
-    failures_in_a_row: u32,
-}
-
-/// What this instance knows of its origins. See the module documentation.
+/// What this instance knows of its origins: for each origin held, until when and why. See
+/// the module documentation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KnownOrigins {
-    by_origin: BTreeMap<String, Standing>,
+    by_origin: BTreeMap<String, (Millis, HoldReason)>,
 }
 
 impl KnownOrigins {
     /// Whether a delivery to `origin` at `now` is held: until when, and why; `None` to send it.
     pub fn hold(&self, origin: &str, now: Millis) -> Option<(Millis, HoldReason)> {
-        let (until, why) = self.by_origin.get(origin)?.held?;
+        let (until, why) = *self.by_origin.get(origin)?;
         (until > now).then_some((until, why))
     }
 
-    /// A sync delivery to `origin` got an answer saying `health` at `now`. A throttle holds
-    /// the origin until the time it names; `breaker_failures` failures in a row (0: never)
-    /// hold it for `probe_ms`; an answer below 500 ends any hold the failures made.
-    pub fn answered(
-        &mut self,
-        origin: &str,
-        health: Health,
-        now: Millis,
-        breaker_failures: u32,
-        probe_ms: Millis,
-    ) {
-        let mut standing = self.by_origin.get(origin).copied().unwrap_or_default();
-        match health {
-            Health::Down => {
-                standing.failures_in_a_row = standing.failures_in_a_row.saturating_add(1);
-                if breaker_failures > 0 && standing.failures_in_a_row >= breaker_failures {
-                    let until = now.saturating_add(probe_ms);
-                    standing.held = Some((until, HoldReason::BreakerOpen));
-                }
-            }
-            Health::Up => standing = Standing::default(),
-            Health::Throttled { until } => {
-                standing = Standing {
-                    held: Some((until, HoldReason::Paused)),
-                    failures_in_a_row: 0,
-                };
-            }
-        }
-        self.keep(origin, standing);
+    /// A sync delivery to `origin` got an answer saying `health`: a throttle holds the origin
+    /// until the time it names; any other answer ends what this instance held it for.
+    pub fn answered(&mut self, origin: &str, health: Health) {
+        let held = match health {
+            Health::Throttled { until } => Some((until, HoldReason::Paused)),
+            Health::Up | Health::Down => None,
+        };
+        self.keep(origin, held);
     }
 
     /// The origin's gate said `view` at `now`: its pause or open breaker holds deliveries
@@ -95,20 +70,21 @@ impl KnownOrigins {
             )),
             OriginState::HalfOpen => Some((for_a_while, HoldReason::BreakerOpen)),
         };
-        let standing = Standing {
-            held,
-            failures_in_a_row: view.failures_in_a_row,
-        };
-        self.keep(&view.origin, standing);
+        self.keep(&view.origin, held);
     }
 
-    /// Remembers `standing` for `origin`: an origin with nothing to remember is forgotten, and
-    /// a new one is not kept once [`KNOWN_ORIGINS`] are.
-    fn keep(&mut self, origin: &str, standing: Standing) {
-        if standing == Standing::default() {
-            self.by_origin.remove(origin);
-        } else if self.by_origin.len() < KNOWN_ORIGINS || self.by_origin.contains_key(origin) {
-            self.by_origin.insert(origin.to_owned(), standing);
+    /// Remembers that `origin` is held (`Some`) or not: an origin not held is forgotten, and a
+    /// new one is not kept once [`KNOWN_ORIGINS`] are.
+    fn keep(&mut self, origin: &str, held: Option<(Millis, HoldReason)>) {
+        match held {
+            None => {
+                self.by_origin.remove(origin);
+            }
+            Some(held) => {
+                if self.by_origin.len() < KNOWN_ORIGINS || self.by_origin.contains_key(origin) {
+                    self.by_origin.insert(origin.to_owned(), held);
+                }
+            }
         }
     }
 }
@@ -140,33 +116,11 @@ mod tests {
     fn a_throttle_holds_the_origin_until_the_time_it_names_then_lets_deliveries_through() {
         let mut known = KnownOrigins::default();
         assert_eq!(known.hold(ORIGIN, 0), None, "nothing known: send");
-        known.answered(ORIGIN, Health::Throttled { until: 5_000 }, 1_000, 5, 30_000);
+        known.answered(ORIGIN, Health::Throttled { until: 5_000 });
         assert_eq!(known.hold(ORIGIN, 4_999), Some((5_000, HoldReason::Paused)));
         assert_eq!(known.hold("https://other.example/", 4_999), None);
         assert_eq!(known.hold(ORIGIN, 5_000), None, "the pause ended");
-    }
-
-    #[test]
-    fn failures_in_a_row_hold_for_the_probe_time_and_one_answer_ends_it() {
-        let mut known = KnownOrigins::default();
-        for at in [1_000, 2_000] {
-            known.answered(ORIGIN, Health::Down, at, 3, 30_000);
-            assert_eq!(known.hold(ORIGIN, at), None, "below the threshold");
-        }
-        known.answered(ORIGIN, Health::Down, 3_000, 3, 30_000);
-        assert_eq!(
-            known.hold(ORIGIN, 3_000),
-            Some((33_000, HoldReason::BreakerOpen))
-        );
-        assert_eq!(known.hold(ORIGIN, 33_000), None, "the probe goes through");
-        known.answered(ORIGIN, Health::Down, 33_500, 3, 30_000);
-        assert_eq!(
-            known.hold(ORIGIN, 33_500),
-            Some((63_500, HoldReason::BreakerOpen)),
-            "a failed probe holds again"
-        );
-        known.answered(ORIGIN, Health::Up, 63_600, 3, 30_000);
-        assert_eq!(known.hold(ORIGIN, 63_600), None);
+        known.answered(ORIGIN, Health::Up);
         assert_eq!(
             known,
             KnownOrigins::default(),
@@ -175,12 +129,13 @@ mod tests {
     }
 
     #[test]
-    fn no_breaker_means_failures_never_hold() {
+    fn failures_alone_never_hold_a_sync_delivery() {
         let mut known = KnownOrigins::default();
-        for at in 0..10 {
-            known.answered(ORIGIN, Health::Down, at, 0, 30_000);
+        for _ in 0..20 {
+            known.answered(ORIGIN, Health::Down);
         }
-        assert_eq!(known.hold(ORIGIN, 10), None);
+        assert_eq!(known.hold(ORIGIN, 0), None);
+        assert_eq!(known, KnownOrigins::default());
     }
 
     #[test]
@@ -214,7 +169,7 @@ mod tests {
         let mut known = KnownOrigins::default();
         for i in 0..KNOWN_ORIGINS + 4 {
             let origin = format!("https://h{i}.example/");
-            known.answered(&origin, Health::Throttled { until: 9_000 }, 0, 5, 30_000);
+            known.answered(&origin, Health::Throttled { until: 9_000 });
         }
         assert_eq!(known.by_origin.len(), KNOWN_ORIGINS);
         let last = format!("https://h{}.example/", KNOWN_ORIGINS + 3);

@@ -546,25 +546,33 @@ mod tests {
         assert_eq!((after.status, after.outcome), (200, Outcome::Duplicate));
     }
 
-    /// `ORIGIN_BREAKER_FAILURES` sync failures in a row hold the origin for
-    /// `ORIGIN_PROBE_SECONDS` in this instance; a sender whose origin is another is not held,
-    /// and neither is any sender in queue mode (its origin's gate holds its attempts).
+    /// Failures alone never hold a sync delivery; a hold is for its own origin only, and never
+    /// for a sender in queue mode (its origin's gate holds its attempts).
     #[test]
-    fn failures_in_a_row_hold_sync_deliveries_to_that_origin_only() {
+    fn failures_never_hold_and_a_hold_is_for_its_own_origin_in_sync_mode_only() {
         let config = config(true);
-        let failures = vec![answered(500, None); 5];
+        let failures = vec![answered(500, None); 8];
         let runtime = stripe_signed(EVENT).replying(failures);
-        for _ in 0..5 {
+        for _ in 0..8 {
             assert_eq!(
                 serve(&runtime, Provider::Stripe, &config, "POST").status,
                 502
             );
         }
-        let held = serve(&runtime, Provider::Stripe, &config, "POST");
-        assert_eq!((held.status, held.retry_after), (503, Some(30)));
-        assert_eq!(held.body["why"], "breaker_open");
+        let delivered = runtime
+            .calls()
+            .iter()
+            .filter(|call| matches!(call, RuntimeCall::Deliver(..)))
+            .count();
+        assert_eq!(delivered, 8, "every one was delivered");
+        let throttled = stripe_signed(EVENT).replying(vec![answered(503, Some(NOW_MS + 9_000))]);
+        serve(&throttled, Provider::Stripe, &config, "POST");
+        assert_eq!(
+            serve(&throttled, Provider::Stripe, &config, "POST").status,
+            503
+        );
         let github = github_signed(b"{}").replying(vec![duplicate()]);
-        *github.known_origins.borrow_mut() = runtime.known_origins.borrow().clone();
+        *github.known_origins.borrow_mut() = throttled.known_origins.borrow().clone();
         assert_eq!(
             serve(&github, Provider::Github, &config, "POST").status,
             200
@@ -578,7 +586,7 @@ mod tests {
         .unwrap();
         let stored = AuthorityReply::Enqueue(crate::claim::EnqueueOutcome::Queued);
         let queue = stripe_signed(EVENT).replying(vec![stored]);
-        *queue.known_origins.borrow_mut() = runtime.known_origins.borrow().clone();
+        *queue.known_origins.borrow_mut() = throttled.known_origins.borrow().clone();
         assert_eq!(serve(&queue, Provider::Stripe, &queued, "POST").status, 200);
     }
 }

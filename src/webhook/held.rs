@@ -1,5 +1,6 @@
 //! Sync deliveries and what this instance of the worker knows of their origin (see
-//! [`crate::origin_gate::known`]): a delivery to an origin known to be paused or failing is
+//! [`crate::origin_gate::known`]): a delivery to an origin known to be paused (or whose gate's
+//! breaker is known open) is
 //! answered `503` with `Retry-After`, nothing sent and nothing written, so the sender's own
 //! retries carry the backlog; every sync delivery's answer teaches the instance. A healthy
 //! delivery asks nothing more of the runtime than before: the knowledge is in memory.
@@ -60,6 +61,5 @@ pub fn learn(
     };
     let max_delay_ms = config.queue.retry.max_delay_ms;
     let health = Health::of(&report.outcome, report.not_before, now, max_delay_ms);
-    let gate = &config.gate;
-    known.answered(origin, health, now, gate.breaker_failures, gate.probe_ms);
+    known.answered(origin, health);
 }
