@@ -36,6 +36,11 @@ pub struct KnownOrigins {
 }
 
 impl KnownOrigins {
+    /// True when no origin is held (the usual case: nothing to look up).
+    pub fn is_empty(&self) -> bool {
+        self.by_origin.is_empty()
+    }
+
     /// Whether a delivery to `origin` at `now` is held: until when, and why; `None` to send it.
     pub fn hold(&self, origin: &str, now: Millis) -> Option<(Millis, HoldReason)> {
         let (until, why) = *self.by_origin.get(origin)?;

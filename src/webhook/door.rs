@@ -64,20 +64,16 @@ pub async fn deliver<R: Runtime>(
     line.event_type = event_type;
     let header = |name: &str| runtime.header(name);
     let headers = forwarded_headers(provider, &header);
-    let origin = held::sync_origin(config, provider);
-    if let Some(origin) = &origin {
-        let now = runtime.now_ms();
-        if let Some((until, why)) = runtime.with_known_origins(|known| known.hold(origin, now)) {
-            return held::held_answer(until, why, now);
-        }
+    let now = runtime.now_ms();
+    let held = runtime.with_known_origins(|known| held::hold(known, config, provider, now));
+    if let Some((until, why)) = held {
+        return held::held_answer(until, why, now);
     }
     let make = |nonce| webhook_request(config, provider, key, headers, known_only, nonce);
     let (reply, _) = runtime.deliver(make, &body).await;
     line.note(&reply);
     let now = runtime.now_ms();
-    if let Some(origin) = &origin {
-        runtime.with_known_origins(|known| held::learn(known, config, origin, &reply, now));
-    }
+    runtime.with_known_origins(|known| held::learn(known, config, provider, &reply, now));
     after_delivery(&reply, &id, now)
 }
 

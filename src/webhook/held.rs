@@ -17,9 +17,24 @@ use crate::origin_gate::known::KnownOrigins;
 use crate::origin_gate::{origin_name, Health, HoldReason};
 use crate::providers::Provider;
 
+/// Whether a sync delivery of `provider` at `now` is held: until when, and why; `None` to send
+/// it (always in queue mode). While the instance knows of no origin held, as it almost always
+/// does, the origin's name is not even made.
+pub fn hold(
+    known: &KnownOrigins,
+    config: &Config,
+    provider: Provider,
+    now: Millis,
+) -> Option<(Millis, HoldReason)> {
+    if known.is_empty() {
+        return None;
+    }
+    known.hold(&sync_origin(config, provider)?, now)
+}
+
 /// The origin a sync delivery of `provider` goes to, named as its gate is; `None` in queue
 /// mode (there the gate itself holds attempts) or for a sender that is off.
-pub fn sync_origin(config: &Config, provider: Provider) -> Option<String> {
+fn sync_origin(config: &Config, provider: Provider) -> Option<String> {
     if config.queue.mode(provider) == DeliveryMode::Queue {
         return None;
     }
@@ -47,18 +62,26 @@ pub fn held_answer(until: Millis, why: HoldReason, now: Millis) -> Answer {
     }
 }
 
-/// Teaches `known` what `reply`, the answer to a sync delivery to `origin` at `now`, says of
-/// it; a reply without the origin's answer (a duplicate, a store failure) teaches nothing.
+/// Teaches `known` what `reply`, the answer to a delivery of `provider` at `now`, says of its
+/// origin in sync mode; a reply without the origin's answer (a duplicate, a store failure)
+/// teaches nothing, and neither does an answer without `Retry-After` while nothing is held.
 pub fn learn(
     known: &mut KnownOrigins,
     config: &Config,
-    origin: &str,
+    provider: Provider,
     reply: &AuthorityReply,
     now: Millis,
 ) {
     let AuthorityReply::Delivery(Delivery::Forwarded(report)) = reply else {
         return;
     };
+    if report.not_before.is_none() && known.is_empty() {
+        return;
+    }
+    let Some(origin) = sync_origin(config, provider) else {
+        return;
+    };
+    let origin = origin.as_str();
     let max_delay_ms = config.queue.retry.max_delay_ms;
     let health = Health::of(&report.outcome, report.not_before, now, max_delay_ms);
     known.answered(origin, health);
